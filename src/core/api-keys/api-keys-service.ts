@@ -1,0 +1,72 @@
+import type { Actor } from '../actor.ts';
+import { AppError } from '../errors.ts';
+import type { ApiKeyRecord, Repositories, Store, Workspace } from '../ports.ts';
+import { requireWorkspace } from '../workspaces/require-workspace.ts';
+import { generateApiKey } from './api-key-secret.ts';
+
+/** A newly created key with its plaintext, which is never retrievable again. */
+export interface CreatedApiKey extends ApiKeyRecord {
+  readonly key: string;
+}
+
+function publicRecord(key: ApiKeyRecord) {
+  return { id: key.id, prefix: key.prefix, created_at: key.createdAt, revoked_at: key.revokedAt };
+}
+
+/**
+ * Creates an API key inside an open transaction and audits it (used by workspace creation
+ * too, so a workspace never exists without its first key).
+ */
+export async function insertApiKey(tx: Repositories, workspace: Workspace, actor: Actor): Promise<CreatedApiKey> {
+  const secret = generateApiKey();
+  const record = await tx.apiKeys.insert(workspace.id, secret.prefix, secret.hash);
+  await tx.audit.append({
+    workspaceId: workspace.id,
+    actor,
+    action: 'api_key.created',
+    targetType: 'api_key',
+    targetId: record.id,
+    before: null,
+    after: publicRecord(record),
+  });
+  return { ...record, key: secret.key };
+}
+
+/**
+ * Adds an API key to a workspace (rotation: add the new key, then revoke the old one).
+ * Source: SPEC.md Part B, Operator interface.
+ * @throws AppError `workspace_not_found` (404).
+ */
+export async function createApiKey(store: Store, subdomain: string, actor: Actor): Promise<CreatedApiKey> {
+  return store.transaction(async (tx) => insertApiKey(tx, await requireWorkspace(tx, subdomain), actor));
+}
+
+/**
+ * Lists a workspace's keys, revoked ones included, oldest first; never the plaintext.
+ * @throws AppError `workspace_not_found` (404).
+ */
+export async function listApiKeys(store: Store, subdomain: string): Promise<ApiKeyRecord[]> {
+  return store.apiKeys.findAll((await requireWorkspace(store, subdomain)).id);
+}
+
+/**
+ * Revokes a key; revoking a revoked key succeeds and changes nothing.
+ * @throws AppError `workspace_not_found` / `api_key_not_found` (404).
+ */
+export async function revokeApiKey(store: Store, subdomain: string, id: string, actor: Actor): Promise<void> {
+  await store.transaction(async (tx) => {
+    const workspace = await requireWorkspace(tx, subdomain);
+    const result = await tx.apiKeys.revoke(workspace.id, id);
+    if (!result) throw new AppError('api_key_not_found', `No API key ${id} in workspace "${subdomain}".`);
+    if (result.before.revokedAt) return;
+    await tx.audit.append({
+      workspaceId: workspace.id,
+      actor,
+      action: 'api_key.revoked',
+      targetType: 'api_key',
+      targetId: id,
+      before: publicRecord(result.before),
+      after: publicRecord(result.after),
+    });
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * The stable error codes of the API with their HTTP status and title.
+ * Source: SPEC.md Part B (every `code` it names) and RFC 9457 §3.1 (title is per type).
+ */
+export const ERROR_CATALOGUE = {
+  validation_failed: { status: 400, title: 'Validation failed' },
+  invalid_parameter: { status: 400, title: 'Invalid parameter' },
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  bad_request: { status: 400, title: 'Bad request' },
+  missing_api_key: { status: 401, title: 'Missing API key' },
+  invalid_api_key: { status: 401, title: 'Invalid API key' },
+  invalid_admin_token: { status: 401, title: 'Invalid admin token' },
+  not_found: { status: 404, title: 'Not found' },
+  workspace_not_found: { status: 404, title: 'Workspace not found' },
+  user_not_found: { status: 404, title: 'User not found' },
+  api_key_not_found: { status: 404, title: 'API key not found' },
+  product_not_found: { status: 404, title: 'Product not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  user_already_exists: { status: 409, title: 'User already exists' },
+  last_owner: { status: 409, title: 'Last owner' },
+  workspace_exists: { status: 409, title: 'Workspace exists' },
+  product_in_use: { status: 409, title: 'Product in use' },
+  idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  unknown_product: { status: 422, title: 'Unknown product' },
+  unknown_product_role: { status: 422, title: 'Unknown product role' },
+  idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal_error: { status: 500, title: 'Internal server error' },
+  service_unavailable: { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+/** One of the stable snake_case error codes of {@link ERROR_CATALOGUE}. */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** One invalid input field: `field` is a path like `user.apps[1].role` or a parameter name. */
+export interface FieldError {
+  readonly field: string;
+  readonly message: string;
+}
+
+/**
+ * The one error type the domain throws. Its status and title come from the catalogue, so a
+ * code always answers with the same status. Rendered as RFC 9457 problem details by the
+ * HTTP layer; `headers` are added to that response (e.g. `Allow`, `Retry-After`).
+ */
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  readonly status: number;
+  readonly title: string;
+
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly errors?: readonly FieldError[],
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {
+    super(detail);
+    this.status = ERROR_CATALOGUE[code].status;
+    this.title = ERROR_CATALOGUE[code].title;
+  }
+}

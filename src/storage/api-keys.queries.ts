@@ -1,0 +1,57 @@
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import type { ApiKeyRecord, ApiKeyRepository } from '../core/ports.ts';
+import type { Database } from './database.ts';
+import { apiKeys, workspaces } from './schema.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const publicColumns = {
+  id: apiKeys.id,
+  prefix: apiKeys.prefix,
+  createdAt: apiKeys.createdAt,
+  lastUsedAt: apiKeys.lastUsedAt,
+  revokedAt: apiKeys.revokedAt,
+};
+
+/** The API keys repository over Drizzle; keys are found by (workspace, SHA-256 hash). */
+export function createApiKeyRepository(db: Database): ApiKeyRepository {
+  return {
+    async insert(workspaceId, prefix, keyHash) {
+      const [row] = await db.insert(apiKeys).values({ workspaceId, prefix, keyHash }).returning(publicColumns);
+      return row!;
+    },
+
+    async findAll(workspaceId) {
+      return db.select(publicColumns).from(apiKeys).where(eq(apiKeys.workspaceId, workspaceId)).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+    },
+
+    async revoke(workspaceId, id) {
+      // Not a UUID cannot name a key; answering "not found" beats a database type error.
+      if (!UUID.test(id)) return undefined;
+      const where = and(eq(apiKeys.workspaceId, workspaceId), eq(apiKeys.id, id));
+      const [before] = await db.select(publicColumns).from(apiKeys).where(where).for('update');
+      if (!before) return undefined;
+      if (before.revokedAt) return { before, after: before };
+      const [after] = await db.update(apiKeys).set({ revokedAt: sql`now()` }).where(where).returning(publicColumns);
+      return { before, after: after as ApiKeyRecord };
+    },
+
+    async resolve(subdomain, keyHash) {
+      const [row] = await db
+        .select({ workspace: workspaces, apiKeyId: apiKeys.id })
+        .from(workspaces)
+        .leftJoin(
+          apiKeys,
+          and(eq(apiKeys.workspaceId, workspaces.id), eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)),
+        )
+        .where(eq(workspaces.subdomain, subdomain))
+        .limit(1);
+      if (!row) return { workspace: undefined, apiKeyId: undefined };
+      return { workspace: { ...row.workspace, id: Number(row.workspace.id) }, apiKeyId: row.apiKeyId ?? undefined };
+    },
+
+    async touch(workspaceId, id) {
+      await db.update(apiKeys).set({ lastUsedAt: sql`now()` }).where(and(eq(apiKeys.workspaceId, workspaceId), eq(apiKeys.id, id)));
+    },
+  };
+}

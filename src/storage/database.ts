@@ -1,0 +1,84 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import type { StorageConfig } from '../config/load-config.ts';
+import * as schema from './schema.ts';
+
+/** Drizzle over either backend; query code is typed against this and never knows which. */
+export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+/** An open database: the query builder, what it runs on, and how to check and close it. */
+export interface OpenDatabase {
+  readonly db: Database;
+  readonly kind: 'postgres' | 'pglite';
+  /** True when this open created a new embedded database (first start on an empty DATA_DIR). */
+  readonly created: boolean;
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url));
+/** Arbitrary constant shared by every replica: only one migrates at a time. */
+const MIGRATION_LOCK_ID = 746_574_001;
+
+async function openPostgres(url: string, poolSize: number): Promise<OpenDatabase> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client's network error must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = drizzlePg({ client: pool, schema }) as unknown as Database;
+  const lockClient = await pool.connect();
+  try {
+    await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    await migratePg(drizzlePg({ client: lockClient, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
+  } finally {
+    await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
+    lockClient.release();
+  }
+  return {
+    db,
+    kind: 'postgres',
+    created: false,
+    ping: async () => void (await pool.query('select 1')),
+    close: () => pool.end(),
+  };
+}
+
+async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
+  let created = true;
+  if (dataDir !== undefined) {
+    created = !existsSync(join(dataDir, 'PG_VERSION'));
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const client = await PGlite.create(dataDir);
+  const db = drizzlePglite({ client, schema }) as unknown as Database;
+  await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
+  return {
+    db,
+    kind: 'pglite',
+    created,
+    ping: async () => void (await db.execute(sql`select 1`)),
+    close: () => client.close(),
+  };
+}
+
+/**
+ * Opens the configured storage and applies pending migrations: PostgreSQL through a pool
+ * (migrations under an advisory lock, so replicas may start together), or embedded PGlite
+ * in `dataDir` (`dataDir` undefined in storage config means in memory, for tests).
+ * Source: SPEC.md Part B, Running; DESIGN.md, Storage.
+ */
+export async function openDatabase(
+  config: StorageConfig | { readonly kind: 'memory' },
+): Promise<OpenDatabase> {
+  if (config.kind === 'postgres') return openPostgres(config.url, config.poolSize);
+  return openPglite(config.kind === 'pglite' ? config.dataDir : undefined);
+}

@@ -1,0 +1,156 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  check,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+/*
+ * The one schema both backends run (DESIGN.md, Storage). Every tenant table leads with
+ * `workspace_id` and its keys include it, so the tables can later be distributed by it.
+ * Constraint names are part of the contract with `pg-errors.ts`, which maps them to codes.
+ */
+
+const createdAt = () => timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow();
+
+/** Customer workspaces, addressed by subdomain (stored lower-cased). */
+export const workspaces = pgTable(
+  'workspaces',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    subdomain: text('subdomain').notNull(),
+    name: text('name').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [unique('workspaces__subdomain').on(t.subdomain)],
+);
+
+/** API keys: only a SHA-256 hash of the key is stored; `prefix` identifies it to people. */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: uuid('id').notNull().defaultRandom(),
+    prefix: text('prefix').notNull(),
+    keyHash: text('key_hash').notNull(),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true, precision: 6 }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true, precision: 6 }),
+  },
+  (t) => [
+    primaryKey({ name: 'api_keys__pk', columns: [t.workspaceId, t.id] }),
+    uniqueIndex('api_keys__workspace_hash').on(t.workspaceId, t.keyHash),
+  ],
+);
+
+/** The operator's product catalogue, shared by all workspaces; `roles` keeps the operator's order. */
+export const products = pgTable('products', {
+  name: text('name').primaryKey(),
+  roles: text('roles').array().notNull(),
+  createdAt: createdAt(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+});
+
+/** Users of a workspace; `id` orders them by creation. */
+export const users = pgTable(
+  'users',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: bigserial('id', { mode: 'number' }).notNull(),
+    email: text('email').notNull(),
+    role: text('role').notNull(),
+    firstName: text('first_name').notNull(),
+    lastName: text('last_name').notNull(),
+    status: text('status').notNull(),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'users__pk', columns: [t.workspaceId, t.id] }),
+    uniqueIndex('users__workspace_email').on(t.workspaceId, sql`lower(${t.email})`),
+    index('users__workspace_status_id').on(t.workspaceId, t.status, t.id),
+    check('users__role', sql`${t.role} in ('owner', 'non_owner')`),
+    check('users__status', sql`${t.status} in ('active', 'deactivated')`),
+  ],
+);
+
+/**
+ * Product roles a user holds, by product and role name, so that a deactivated user keeps
+ * showing what it held even after the operator changes the catalogue.
+ */
+export const userApps = pgTable(
+  'user_apps',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' }).notNull(),
+    userId: bigint('user_id', { mode: 'number' }).notNull(),
+    product: text('product').notNull(),
+    role: text('role').notNull(),
+    position: integer('position').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'user_apps__pk', columns: [t.workspaceId, t.userId, t.product, t.role] }),
+    foreignKey({
+      name: 'user_apps__user',
+      columns: [t.workspaceId, t.userId],
+      foreignColumns: [users.workspaceId, users.id],
+    }).onDelete('cascade'),
+    index('user_apps__product_role').on(t.product, t.role),
+  ],
+);
+
+/** Append-only audit trail, written in the same transaction as the change it records. */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    workspaceId: bigint('workspace_id', { mode: 'number' }).references(() => workspaces.id, {
+      onDelete: 'cascade',
+    }),
+    occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    actorType: text('actor_type').notNull(),
+    actorId: text('actor_id'),
+    requestId: text('request_id'),
+    action: text('action').notNull(),
+    targetType: text('target_type').notNull(),
+    targetId: text('target_id').notNull(),
+    before: jsonb('before'),
+    after: jsonb('after'),
+  },
+  (t) => [index('audit_events__workspace_id').on(t.workspaceId, t.id)],
+);
+
+/** Stored first responses of requests sent with an `Idempotency-Key` (SPEC.md Part B, Retries). */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    createdAt: createdAt(),
+    lockedUntil: timestamp('locked_until', { withTimezone: true, precision: 6 }),
+    responseStatus: integer('response_status'),
+    responseHeaders: jsonb('response_headers').$type<Record<string, string>>(),
+    responseBody: text('response_body'),
+  },
+  (t) => [
+    primaryKey({ name: 'idempotency_keys__pk', columns: [t.workspaceId, t.key] }),
+    index('idempotency_keys__created_at').on(t.createdAt),
+  ],
+);

@@ -1,0 +1,43 @@
+import { asc, count, eq, sql } from 'drizzle-orm';
+import { pageOffset } from '../core/pagination.ts';
+import type { Workspace, WorkspaceRepository } from '../core/ports.ts';
+import type { Database } from './database.ts';
+import { workspaces } from './schema.ts';
+
+function toWorkspace(row: typeof workspaces.$inferSelect): Workspace {
+  return { ...row, id: Number(row.id) };
+}
+
+/** The workspaces repository over Drizzle. */
+export function createWorkspaceRepository(db: Database): WorkspaceRepository {
+  return {
+    async insert(subdomain, name) {
+      const [row] = await db.insert(workspaces).values({ subdomain, name }).returning();
+      return toWorkspace(row!);
+    },
+
+    async findBySubdomain(subdomain) {
+      const [row] = await db.select().from(workspaces).where(eq(workspaces.subdomain, subdomain));
+      return row ? toWorkspace(row) : undefined;
+    },
+
+    async findPage(page) {
+      const [totalRow] = await db.select({ n: count() }).from(workspaces);
+      const rows = await db
+        .select()
+        .from(workspaces)
+        .orderBy(asc(workspaces.id))
+        .limit(page.pageSize)
+        .offset(pageOffset(page));
+      return { rows: rows.map(toWorkspace), total: totalRow?.n ?? 0 };
+    },
+
+    async delete(id) {
+      await db.delete(workspaces).where(eq(workspaces.id, id));
+    },
+
+    async lock(id) {
+      await db.execute(sql`select 1 from ${workspaces} where ${workspaces.id} = ${id} for update`);
+    },
+  };
+}
