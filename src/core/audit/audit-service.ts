@@ -11,3 +11,9 @@ export async function listAuditEvents(store: Store, subdomain: string, page: Pag
   const { rows, total } = await store.audit.findPage(workspace.id, page);
   return { items: rows, pagination: paginate(page, total) };
 }
+
+/** Lists every audit event, global ones (product changes) included, oldest first. */
+export async function listAllAuditEvents(store: Store, page: PageRequest): Promise<Page<AuditEvent>> {
+  const { rows, total } = await store.audit.findPage(null, page);
+  return { items: rows, pagination: paginate(page, total) };
+}

@@ -29,6 +29,18 @@ function snapshot(user: StoredUser): User {
   return rest;
 }
 
+/** The user as audit events record it: the API's field names, without timestamps. */
+function auditRecord(user: StoredUser) {
+  return {
+    email: user.email,
+    role: user.role,
+    first_name: user.firstName,
+    last_name: user.lastName,
+    apps: user.apps,
+    status: user.status,
+  };
+}
+
 async function audit(
   tx: Repositories,
   workspaceId: number,
@@ -44,8 +56,8 @@ async function audit(
     action,
     targetType: 'user',
     targetId: email,
-    before: before ? snapshot(before) : null,
-    after: snapshot(after),
+    before: before ? auditRecord(before) : null,
+    after: auditRecord(after),
   });
 }
 

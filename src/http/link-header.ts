@@ -1,0 +1,23 @@
+import type { FastifyRequest } from 'fastify';
+import type { Pagination } from '../core/pagination.ts';
+
+/**
+ * Builds an RFC 8288 `Link` value with `first`, `prev`, `next` and `last` page URLs, keeping
+ * the request's other query parameters. `prev` is omitted on page 1, `next` on the last page
+ * and beyond. Source: SPEC.md Part B, Listing.
+ */
+export function paginationLinks(request: FastifyRequest, pagination: Pagination): string {
+  const url = new URL(request.url, `${request.protocol}://${request.host}`);
+  const link = (page: number, rel: string) => {
+    url.searchParams.set('page_number', String(page));
+    url.searchParams.set('page_size', String(pagination.pageSize));
+    return `<${url.href}>; rel="${rel}"`;
+  };
+  const last = Math.max(pagination.totalPages, 1);
+  const current = pagination.currentPageNumber;
+  const links = [link(1, 'first')];
+  if (current > 1) links.push(link(Math.min(current - 1, last), 'prev'));
+  if (current < pagination.totalPages) links.push(link(current + 1, 'next'));
+  links.push(link(last, 'last'));
+  return links.join(', ');
+}

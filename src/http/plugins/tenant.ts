@@ -1,0 +1,108 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import { authenticate, type Tenant } from '../../core/api-keys/authenticate.ts';
+import type { Config } from '../../config/load-config.ts';
+import { AppError } from '../../core/errors.ts';
+import type { Store } from '../../core/ports.ts';
+import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
+import { KeyedTokenBuckets } from '../rate-limit/token-buckets.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated workspace and key; set on every external-API request that passed auth. */
+    tenant?: Tenant;
+  }
+}
+
+/** Path prefix of the external API (SPEC.md Part A). */
+export const EXTERNAL_PREFIX = '/api/external/v2';
+/** Paths under the prefix that are public documentation, served on any host without a key. */
+const PUBLIC_PATHS = new Set([`${EXTERNAL_PREFIX}/openapi.json`]);
+/** A DNS label: letters, digits, inner hyphens, 1-63 characters (RFC 1035 §2.3.1, RFC 1123). */
+export const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+/** Write `last_used_at` at most this often per key, not on every request. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * The workspace label of a host name: `acme.localhost` → `acme` for base domain `localhost`.
+ * Case-insensitive; the port must already be stripped. Undefined unless the host is exactly
+ * one DNS label in front of the base domain. Source: SPEC.md Part B, Addressing and tenancy.
+ */
+export function subdomainOf(hostname: string, baseDomain: string): string | undefined {
+  const host = hostname.toLowerCase().replace(/\.$/, '');
+  const suffix = `.${baseDomain}`;
+  if (!host.endsWith(suffix)) return undefined;
+  const label = host.slice(0, -suffix.length);
+  return DNS_LABEL.test(label) ? label : undefined;
+}
+
+function pathOf(request: FastifyRequest): string {
+  return request.url.split('?', 1)[0] ?? '';
+}
+
+/** True for a path of the external API that needs a workspace and a key. */
+export function isExternalApiPath(path: string): boolean {
+  return (path === EXTERNAL_PREFIX || path.startsWith(`${EXTERNAL_PREFIX}/`)) && !PUBLIC_PATHS.has(path);
+}
+
+/**
+ * Authenticates every external-API request before routing decides anything: workspace from
+ * the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key → per-client limit on
+ * failed keys → per-key token bucket. Source: SPEC.md Part B, Addressing, Authentication,
+ * Retries and limits.
+ */
+export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config): void {
+  const perKey =
+    config.rateLimit.perSecond > 0 && config.rateLimit.burst > 0
+      ? new KeyedTokenBuckets(config.rateLimit.burst, config.rateLimit.perSecond, 1000)
+      : undefined;
+  const authFailures =
+    config.authFailureLimit > 0
+      ? new KeyedTokenBuckets(config.authFailureLimit, config.authFailureLimit, 60_000)
+      : undefined;
+  const lastTouched = new LRUCache<string, number>({ max: 100_000 });
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!isExternalApiPath(pathOf(request))) return;
+    const subdomain = subdomainOf(request.hostname, config.baseDomain);
+    if (!subdomain) {
+      throw new AppError('workspace_not_found', 'Address the API through your workspace, e.g. https://acme.<domain>/api/external/v2.');
+    }
+    const presented = request.headers['x-api-key'];
+    const apiKey = Array.isArray(presented) ? presented[0] : presented;
+    const failures = apiKey ? authFailures?.peek(request.ip) : undefined;
+    if (failures && !failures.allowed) {
+      throw new AppError('rate_limited', 'Too many failed API key attempts from this address.', undefined, {
+        'retry-after': String(failures.retryAfterSeconds),
+      });
+    }
+    let tenant: Tenant;
+    try {
+      tenant = await authenticate(store, subdomain, apiKey);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'invalid_api_key') authFailures?.take(request.ip);
+      throw error;
+    }
+    if (perKey) {
+      const taken = perKey.take(tenant.apiKeyId);
+      setRateLimitFields(reply, 'per-key', perKey, taken);
+      if (!taken.allowed) {
+        throw new AppError('rate_limited', 'Too many requests for this API key; retry after the time in Retry-After.', undefined, {
+          'retry-after': String(taken.retryAfterSeconds),
+        });
+      }
+    }
+    request.tenant = tenant;
+    const now = Date.now();
+    if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) >= TOUCH_INTERVAL_MS) {
+      lastTouched.set(tenant.apiKeyId, now);
+      store.apiKeys.touch(tenant.workspace.id, tenant.apiKeyId).catch((err) => request.log.warn({ err }, 'could not record key use'));
+    }
+  });
+}
+
+/** The tenant of an authenticated external-API request (set by the tenant hook). */
+export function tenantOf(request: FastifyRequest): Tenant {
+  if (!request.tenant) throw new AppError('internal_error', 'Request reached a tenant route without authentication.');
+  return request.tenant;
+}

@@ -1,0 +1,60 @@
+import closeWithGrace from 'close-with-grace';
+import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
+import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
+import { openDatabase } from '../storage/database.ts';
+import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
+import { createStore } from '../storage/store.ts';
+import { buildApp } from './app.ts';
+import { EXTERNAL_PREFIX } from './plugins/tenant.ts';
+
+/** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+function demoBanner(config: Config, apiKey: string): string {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? config.baseDomain : config.baseDomain;
+  const base = `http://${DEMO_SUBDOMAIN}.${host}:${config.port}${EXTERNAL_PREFIX}`;
+  return [
+    '',
+    `Created the demo workspace "${DEMO_SUBDOMAIN}". Its API key is shown only this once:`,
+    '',
+    `  export WUM_API_KEY=${apiKey}`,
+    `  curl -H "X-Api-Key: ${apiKey}" ${base}/users`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * Starts wum: loads the configuration, opens and migrates storage, seeds the demo workspace
+ * on a new embedded database, listens, and shuts down gracefully on SIGTERM/SIGINT (stop
+ * accepting, finish in-flight requests, close the database).
+ */
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`wum: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const database = await openDatabase(config.storage);
+  const store = createStore(database.db);
+  const app = await buildApp(config, {
+    store,
+    idempotency: createIdempotencyStore(database.db),
+    ping: database.ping,
+  });
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error');
+    else app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await database.close();
+  });
+  const seeded = database.created && config.seedDemo ? await seedDemoWorkspace(store) : undefined;
+  await app.listen({ port: config.port, host: config.host });
+  if (seeded) process.stdout.write(`${demoBanner(config, seeded.apiKey.key)}\n`);
+}
+
+await main();

@@ -1,0 +1,94 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import type { FieldError } from '../core/errors.ts';
+
+/*
+ * Two validators: bodies are checked strictly (no coercion, no silent removal of unknown
+ * fields, so typos like `firstName` are reported), while query strings and path parameters
+ * arrive as text and are coerced to the schema's types.
+ */
+function createAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes,
+    removeAdditional: false,
+    useDefaults: true,
+    verbose: true,
+    strict: false,
+  });
+  addFormats.default(ajv, ['email', 'date-time', 'uuid']);
+  return ajv;
+}
+
+const bodyAjv = createAjv(false);
+const textAjv = createAjv(true);
+
+/**
+ * Fastify validator compiler: strict for bodies, coercing for querystring, params, headers.
+ */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+
+/** `/user/apps/1/role` → `user.apps[1].role` (the field notation of our problem details). */
+function toFieldPath(instancePath: string, child?: string): string {
+  const segments = instancePath.split('/').slice(1);
+  if (child !== undefined) segments.push(child);
+  return segments
+    .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce((path, s) => (/^\d+$/.test(s) ? `${path}[${s}]` : path ? `${path}.${s}` : s), '') || '(body)';
+}
+
+function describe(error: ErrorObject): FieldError {
+  switch (error.keyword) {
+    case 'required':
+      return { field: toFieldPath(error.instancePath, error.params.missingProperty), message: 'is required' };
+    case 'additionalProperties':
+      return {
+        field: toFieldPath(error.instancePath, error.params.additionalProperty),
+        message: 'is not an allowed field',
+      };
+    case 'format':
+      return {
+        field: toFieldPath(error.instancePath),
+        message: error.params.format === 'email' ? 'must be a valid email address' : `must be a valid ${error.params.format}`,
+      };
+    case 'enum':
+      return {
+        field: toFieldPath(error.instancePath),
+        message: `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`,
+      };
+    default:
+      if (Array.isArray(error.data) && error.keyword === 'type' && error.params.type !== 'array') {
+        return { field: toFieldPath(error.instancePath), message: 'must be given once' };
+      }
+      return { field: toFieldPath(error.instancePath), message: error.message ?? 'is invalid' };
+  }
+}
+
+/**
+ * Turns Ajv errors into one {@link FieldError} per field (the first message for a field wins),
+ * e.g. `{ field: "user.apps[1].role", message: "is required" }`.
+ */
+export function toFieldErrors(errors: readonly ErrorObject[]): FieldError[] {
+  const byField = new Map<string, FieldError>();
+  for (const error of errors) {
+    const described = describe(error);
+    if (!byField.has(described.field)) byField.set(described.field, described);
+  }
+  return [...byField.values()];
+}
+
+/**
+ * A route that takes a JSON body answers `415 unsupported_media_type` when the request has
+ * no Content-Type at all (other media types are refused by the body parser). Runs after
+ * authentication and routing, as SPEC.md Part B orders the checks.
+ */
+export function requireJsonContentType(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.schema?.body && !request.headers['content-type']) {
+      throw new AppError('unsupported_media_type', 'Send the body as application/json.');
+    }
+  });
+}

@@ -1,0 +1,73 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A throw-away PostgreSQL server started for tests or benchmarks. */
+export interface PostgresCluster {
+  /** Superuser URL of the `postgres` database on 127.0.0.1. */
+  readonly url: string;
+  stop(): void;
+}
+
+/** A free TCP port on the loopback interface. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function onPath(binary: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0;
+}
+
+/**
+ * Starts a PostgreSQL cluster in a temporary directory on a free port, tuned for tests
+ * (no fsync: the data is thrown away). PostgreSQL refuses to run as root, so as root the
+ * server runs as the `postgres` user through runuser.
+ * @returns undefined when no PostgreSQL server binaries are installed.
+ */
+export async function startPostgresCluster(): Promise<PostgresCluster | undefined> {
+  if (!onPath('initdb') || !onPath('pg_ctl')) return undefined;
+  const asRoot = process.getuid?.() === 0;
+  const run = (command: string, args: string[]) =>
+    asRoot
+      ? execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'pipe' })
+      : execFileSync(command, args, { stdio: 'pipe' });
+  const dir = mkdtempSync(join(tmpdir(), 'wum-pg-'));
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    chownSync(dir, uid, gid);
+  }
+  chmodSync(dir, 0o700);
+  const dataDir = join(dir, 'data');
+  const port = await freePort();
+  run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--locale=C']);
+  const options = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    '-c max_connections=300',
+  ].join(' ');
+  run('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    stop() {
+      try {
+        run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}

@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { loadConfig, type Config } from '../../src/config/load-config.ts';
+import type { Store } from '../../src/core/ports.ts';
+import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
+import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
+import { createStore } from '../../src/storage/store.ts';
+
+/** The backend this test process runs on, chosen by `scripts/run-tests.ts`. */
+export const BACKEND = process.env.WUM_TEST_BACKEND === 'postgres' ? 'postgres' : 'pglite';
+/** The admin token of test apps. */
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/** Path prefix of the external API. */
+export const API = '/api/external/v2';
+
+/** A workspace made for a test, with a live API key. */
+export interface TestWorkspace {
+  readonly subdomain: string;
+  readonly apiKey: string;
+  readonly apiKeyId: string;
+  /** Host header addressing it. */
+  readonly host: string;
+}
+
+/** Options of {@link TestContext.api}. */
+export interface ApiRequest {
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+  readonly query?: Record<string, string>;
+  /** Omit the X-Api-Key header. */
+  readonly noKey?: boolean;
+}
+
+/** A migrated database, an app built on it the production way, and helpers. */
+export interface TestContext {
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly database: OpenDatabase;
+  readonly config: Config;
+  /** Builds another app on the same database with extra environment variables. */
+  buildApp(env?: Record<string, string>): Promise<FastifyInstance>;
+  /** Creates a workspace through the admin API, with a unique subdomain. */
+  createWorkspace(prefix?: string): Promise<TestWorkspace>;
+  /** Puts the demo catalogue (analytics, crm, helpdesk). */
+  seedProducts(): Promise<void>;
+  /** Calls the external API of a workspace with its key and JSON body. */
+  api(ws: TestWorkspace, method: InjectOptions['method'], path: string, options?: ApiRequest): Promise<LightMyRequestResponse>;
+  /** Calls the admin API with the admin token. */
+  admin(method: InjectOptions['method'], path: string, body?: unknown): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+let workspaceCounter = 0;
+
+async function openTestDatabase(): Promise<OpenDatabase> {
+  if (BACKEND === 'pglite') return openDatabase({ kind: 'memory' });
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (!serverUrl) throw new Error('WUM_TEST_BACKEND=postgres needs TEST_DATABASE_URL');
+  const name = `wum_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  await client.query(`create database ${name}`);
+  await client.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return openDatabase({ kind: 'postgres', url: url.href, poolSize: 20 });
+}
+
+/** Test configuration: admin API on, logs off, limits as in production unless overridden. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'silent', ...env });
+}
+
+/**
+ * Opens a fresh migrated database of the current backend (one per test file) and builds the
+ * app on it with `buildApp`, exactly as the server does.
+ */
+export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+  const database = await openTestDatabase();
+  const store = createStore(database.db);
+  const apps: FastifyInstance[] = [];
+  const build = async (extra: Record<string, string> = {}) => {
+    const app = await buildApp(testConfig({ ...env, ...extra }), {
+      store,
+      idempotency: createIdempotencyStore(database.db),
+      ping: database.ping,
+      logger: false,
+    });
+    await app.ready();
+    apps.push(app);
+    return app;
+  };
+  const app = await build();
+  const config = testConfig(env);
+
+  const admin: TestContext['admin'] = (method, path, body) =>
+    app.inject({
+      method,
+      url: `/admin/v1${path}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+
+  return {
+    app,
+    store,
+    database,
+    config,
+    buildApp: build,
+    admin,
+    async createWorkspace(prefix = 'ws') {
+      workspaceCounter += 1;
+      const subdomain = `${prefix}-${process.pid}-${workspaceCounter}`;
+      const response = await admin('POST', '/workspaces', { subdomain });
+      if (response.statusCode !== 201) throw new Error(`workspace creation failed: ${response.body}`);
+      const created = response.json();
+      return {
+        subdomain,
+        apiKey: created.api_key.key,
+        apiKeyId: created.api_key.id,
+        host: `${subdomain}.localhost:3000`,
+      };
+    },
+    async seedProducts() {
+      for (const product of DEMO_PRODUCTS) {
+        const response = await admin('PUT', `/products/${product.name}`, { roles: product.roles });
+        if (response.statusCode >= 300) throw new Error(`product seed failed: ${response.body}`);
+      }
+    },
+    api(ws, method, path, options = {}) {
+      const headers: Record<string, string> = { host: ws.host, ...options.headers };
+      if (!options.noKey) headers['x-api-key'] ??= ws.apiKey;
+      return app.inject({
+        method,
+        url: `${API}${path}`,
+        headers,
+        ...(options.query ? { query: options.query } : {}),
+        ...(options.body === undefined ? {} : { payload: options.body as object }),
+      });
+    },
+    async close() {
+      for (const a of apps) await a.close();
+      await database.close();
+    },
+  };
+}
+
+/** A valid `POST /users` body for `email` (a non-owner with one crm role unless overridden). */
+export function userBody(email: string, user: Record<string, unknown> = {}) {
+  return { user: { email, role: 'non_owner', apps: [{ name: 'crm', role: 'member' }], ...user } };
+}
