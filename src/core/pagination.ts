@@ -12,8 +12,11 @@ export interface Pagination {
   readonly pageSize: number;
 }
 
-/** Default and bounds of page parameters: defaults 1 and 30, page_size 1–100 (SPEC.md). */
-export const PAGE_DEFAULTS = { pageNumber: 1, pageSize: 30, maxPageSize: 100 } as const;
+/**
+ * Default and bounds of page parameters: defaults 1 and 30, page_size 1–100 (SPEC.md).
+ * page_number stops at 2^31 - 1 so that every offset stays an exact integer in SQL.
+ */
+export const PAGE_DEFAULTS = { pageNumber: 1, pageSize: 30, maxPageSize: 100, maxPageNumber: 2_147_483_647 } as const;
 
 /** Rows to skip for a page: `(pageNumber - 1) * pageSize`. */
 export function pageOffset(page: PageRequest): number {

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../config/load-config.ts';
 import type { Store } from '../core/ports.ts';
-import { registerErrorHandling } from './plugins/errors.ts';
+import { handleFrameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerApiReference, registerOpenApi } from './plugins/openapi.ts';
 import { generateRequestId, registerRequestIdHeader } from './plugins/request-id.ts';
@@ -11,7 +11,7 @@ import { usersRoutes } from './routes/external/users-routes.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
 import { adminRoutes } from './routes/admin/admin-routes.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
-import { requireJsonContentType, validatorCompiler } from './validation.ts';
+import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
 import type { IdempotencyStore } from '../storage/idempotency.queries.ts';
 
 /** Largest accepted request body: 64 KiB (SPEC.md Part B, Errors). */
@@ -41,7 +41,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
+    // Path parameters carry emails of up to 254 characters, percent-encoded up to 3x longer.
+    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 1024 },
+    // URLs the router rejects (bad percent-encoding, over-long parameter) as problem+json too.
+    frameworkErrors: handleFrameworkError,
   });
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
@@ -52,6 +55,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const metrics = registerMetrics(app);
   registerTenantAuthentication(app, deps.store, config);
   requireJsonContentType(app);
+  rejectNulCharacters(app);
   registerIdempotency(app, deps.idempotency);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });

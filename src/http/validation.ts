@@ -92,3 +92,42 @@ export function requireJsonContentType(app: FastifyInstance): void {
     }
   });
 }
+
+/** The first path (e.g. `user.first_name`) holding a string with a NUL character, if any. */
+function findNul(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || '(body)' : undefined;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = findNul(item, `${path}[${i}]`);
+      if (found) return found;
+    }
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      const found = findNul(item ?? null, path ? `${path}.${key}` : key);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Refuses NUL characters in path parameters, query and body before validation: PostgreSQL
+ * text cannot store them, so they could only ever fail deeper down (SPEC.md Part B, Errors:
+ * never a 5xx for bad input). Parameters → `400 invalid_parameter`, body → `400 validation_failed`.
+ */
+export function rejectNulCharacters(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    const parameter = findNul(request.params, '') ?? findNul(request.query, '');
+    if (parameter) {
+      throw new AppError('invalid_parameter', `Parameter ${parameter} contains a NUL character.`, [
+        { field: parameter, message: 'must not contain NUL characters' },
+      ]);
+    }
+    const field = findNul(request.body, '');
+    if (field) {
+      throw new AppError('validation_failed', 'The request body is invalid.', [
+        { field, message: 'must not contain NUL characters' },
+      ]);
+    }
+  });
+}

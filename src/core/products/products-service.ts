@@ -27,7 +27,8 @@ function inUse(name: string, roles: readonly string[]): AppError {
 /**
  * Creates a product or replaces its roles (in the given order). Dropping a role that an
  * active user holds is refused. The product row is locked for the check, and user adds
- * share-lock it, so the two cannot interleave.
+ * share-lock it, so the two cannot interleave. Putting the same roles again changes nothing
+ * (no audit event, `updated_at` kept).
  * Source: SPEC.md Part B, Operator interface (`PUT /admin/v1/products/{name}`).
  *
  * @param roles - at least one, no duplicates (validated by the caller's schema).
@@ -41,6 +42,9 @@ export async function putProduct(
 ): Promise<{ product: Product; created: boolean }> {
   return store.transaction(async (tx) => {
     const before = await tx.products.findByName(name, { lock: true });
+    if (before && before.roles.length === roles.length && before.roles.every((r, i) => r === roles[i])) {
+      return { product: before, created: false };
+    }
     if (before) {
       const dropped = before.roles.filter((r) => !roles.includes(r));
       const held = dropped.length > 0 ? await tx.products.findRolesHeldByActiveUsers(name, dropped) : [];

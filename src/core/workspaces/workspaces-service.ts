@@ -56,11 +56,22 @@ export async function listWorkspaces(store: Store, page: PageRequest): Promise<P
 
 /**
  * Deletes a workspace with all its users, keys and audit trail (the customer's data goes
- * with it). @throws AppError `workspace_not_found` (404).
+ * with it). The deletion itself is audited as `workspace.deleted` in the global trail
+ * (no workspace id, since the workspace's own trail goes with it).
+ * @throws AppError `workspace_not_found` (404).
  */
-export async function deleteWorkspace(store: Store, subdomain: string): Promise<void> {
+export async function deleteWorkspace(store: Store, subdomain: string, actor: Actor): Promise<void> {
   await store.transaction(async (tx) => {
     const workspace = await requireWorkspace(tx, subdomain);
     await tx.workspaces.delete(workspace.id);
+    await tx.audit.append({
+      workspaceId: null,
+      actor,
+      action: 'workspace.deleted',
+      targetType: 'workspace',
+      targetId: workspace.subdomain,
+      before: { subdomain: workspace.subdomain, name: workspace.name },
+      after: null,
+    });
   });
 }

@@ -51,6 +51,23 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
 }
 
 /**
+ * Fastify `frameworkErrors`: answers URLs the router rejects before any hook runs (a bad
+ * percent-encoding, a path parameter longer than the router allows) as `400 bad_request`
+ * problem+json with `X-Request-Id`, instead of Fastify's own JSON body. Source: SPEC.md
+ * Part B, Errors ("every error is application/problem+json", "every response carries X-Request-Id").
+ */
+export function handleFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const detail =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path segment of the URL is too long.'
+      : error.code === 'FST_ERR_BAD_URL'
+        ? 'The URL path is not validly percent-encoded.'
+        : 'The request could not be routed.';
+  reply.header('x-request-id', request.id);
+  sendProblem(request, reply, new AppError('bad_request', detail));
+}
+
+/**
  * Installs the one error handler (RFC 9457 problem+json for every failure) and the 404
  * handler for unknown paths (`not_found`). Source: SPEC.md Part B, Errors; DESIGN.md.
  */

@@ -72,6 +72,7 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
     const apiKey = Array.isArray(presented) ? presented[0] : presented;
     const failures = apiKey ? authFailures?.peek(request.ip) : undefined;
     if (failures && !failures.allowed) {
+      setRateLimitFields(reply, 'auth-failures', authFailures!, failures);
       throw new AppError('rate_limited', 'Too many failed API key attempts from this address.', undefined, {
         'retry-after': String(failures.retryAfterSeconds),
       });
@@ -80,7 +81,9 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
     try {
       tenant = await authenticate(store, subdomain, apiKey);
     } catch (error) {
-      if (error instanceof AppError && error.code === 'invalid_api_key') authFailures?.take(request.ip);
+      if (authFailures && error instanceof AppError && error.code === 'invalid_api_key') {
+        setRateLimitFields(reply, 'auth-failures', authFailures, authFailures.take(request.ip));
+      }
       throw error;
     }
     if (perKey) {

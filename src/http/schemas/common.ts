@@ -33,7 +33,12 @@ export function problemResponses(...codes: ErrorCode[]): Record<number, TSchema>
 
 /** Query parameters of every paginated listing (SPEC.md Part B, Listing). */
 export const PageQuery = {
-  page_number: Type.Integer({ minimum: 1, default: PAGE_DEFAULTS.pageNumber, description: 'Page to return, from 1.' }),
+  page_number: Type.Integer({
+    minimum: 1,
+    maximum: PAGE_DEFAULTS.maxPageNumber,
+    default: PAGE_DEFAULTS.pageNumber,
+    description: 'Page to return, from 1.',
+  }),
   page_size: Type.Integer({
     minimum: 1,
     maximum: PAGE_DEFAULTS.maxPageSize,

@@ -110,7 +110,7 @@ export async function adminRoutes(
       response: { 204: { type: 'null' }, ...problemResponses(AUTH, 'workspace_not_found') },
     },
     handler: async (request, reply) => {
-      await deleteWorkspace(store, request.params.subdomain);
+      await deleteWorkspace(store, request.params.subdomain, adminActor(request));
       return reply.code(204).send();
     },
   });

@@ -1,0 +1,164 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: where `npm start` runs. */
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** Every variable wum reads; removed from the inherited environment so only a test's own apply. */
+const WUM_VARIABLES = [
+  'PORT',
+  'HOST',
+  'BASE_DOMAIN',
+  'TRUST_PROXY',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'DATABASE_POOL_SIZE',
+  'ADMIN_TOKEN',
+  'RATE_LIMIT_PER_KEY',
+  'RATE_LIMIT_BURST',
+  'AUTH_FAILURE_LIMIT',
+  'LOG_LEVEL',
+  'SEED_DEMO',
+];
+
+/** A server process started by a test, with its output so far. */
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  /** Everything written to stdout / stderr so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stdout; rejects after `timeoutMs` or on exit. */
+  waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray>;
+  /** Resolves with the exit code (or signal name) once the process exited; rejects after `timeoutMs`. */
+  waitForExit(timeoutMs: number): Promise<number | string>;
+  /** Kills the whole process group (npm, its shell and node) with SIGKILL unless it has exited. */
+  kill(): void;
+}
+
+/**
+ * Spawns `command args` in the repository root as the leader of a new process group, with the
+ * inherited environment minus wum's variables, plus `env`.
+ */
+export function spawnServer(command: string, args: readonly string[], env: Record<string, string>): ServerProcess {
+  const inherited = { ...process.env };
+  for (const name of WUM_VARIABLES) delete inherited[name];
+  const child = spawn(command, args, {
+    cwd: REPO_ROOT,
+    env: { ...inherited, ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  let exit: number | string | undefined;
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('close', (code, signal) => {
+      exit = code ?? signal ?? 'unknown';
+      resolve(exit);
+    });
+  });
+
+  function describe(): string {
+    return `\n--- stdout ---\n${out.slice(-2000)}\n--- stderr ---\n${err.slice(-2000)}`;
+  }
+
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    waitForOutput(pattern, timeoutMs) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(out);
+          if (!match) return false;
+          done();
+          resolve(match);
+          return true;
+        };
+        const onExit = () => {
+          if (check()) return;
+          done();
+          reject(new Error(`process exited (${exit}) before printing ${pattern}${describe()}`));
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no ${pattern} within ${timeoutMs} ms${describe()}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          child.stdout!.off('data', check);
+          child.off('close', onExit);
+        };
+        if (check()) return;
+        child.stdout!.on('data', check);
+        child.once('close', onExit);
+      });
+    },
+    waitForExit(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`still running after ${timeoutMs} ms${describe()}`)), timeoutMs);
+      });
+      return Promise.race([exited, timeout]).finally(() => clearTimeout(timer));
+    },
+    kill() {
+      if (exit !== undefined || child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is already gone.
+      }
+    },
+  };
+}
+
+/** The pid of the node process serving, from its "Server listening" log line (pino's `pid`). */
+export function listeningPid(stdout: string): number | undefined {
+  const match = /"pid":(\d+)[^\n]*Server listening/.exec(stdout);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** A response read in full. */
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+  json(): any;
+}
+
+/**
+ * Sends one HTTP request to 127.0.0.1:`port` with an explicit `Host` header (Node's fetch
+ * replaces the Host header and does not resolve `*.localhost`). Rejects after `timeoutMs`.
+ */
+export function sendRequest(
+  port: number,
+  method: string,
+  path: string,
+  options: { host?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number } = {},
+): Promise<HttpResponse> {
+  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const headers: Record<string, string> = {
+    host: options.host ?? `127.0.0.1:${port}`,
+    ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+    ...options.headers,
+  };
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method, path, headers, signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

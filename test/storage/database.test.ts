@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
+import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
+import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
+import { createStore } from '../../src/storage/store.ts';
+import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
+import { BACKEND } from '../helpers/test-context.ts';
+
+/** Migrations shipped with the code (drizzle-kit's journal). */
+const MIGRATIONS: number = JSON.parse(
+  readFileSync(new URL('../../src/storage/migrations/meta/_journal.json', import.meta.url), 'utf8'),
+).entries.length;
+
+/** What `execute` resolves to on both drivers (pg's QueryResult and PGlite's Results have `rows`). */
+interface Rows<T> {
+  readonly rows: T[];
+}
+
+/** How many migrations the database records as applied. */
+async function appliedMigrations(database: OpenDatabase): Promise<number> {
+  const result = (await database.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`)) as unknown as Rows<{ n: number }>;
+  return result.rows[0]!.n;
+}
+
+/** The tables of the public schema, sorted. */
+async function tables(database: OpenDatabase): Promise<string[]> {
+  const result = (await database.db.execute(
+    sql`select table_name from information_schema.tables where table_schema = 'public' order by table_name`,
+  )) as unknown as Rows<{ table_name: string }>;
+  return result.rows.map((r) => r.table_name);
+}
+
+describe(`openDatabase [${BACKEND}]`, () => {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  after(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+
+  if (BACKEND === 'pglite') {
+    test('an in-memory database is new, migrated and answers ping; ping fails once closed', async () => {
+      const database = await openDatabase({ kind: 'memory' });
+      assert.equal(database.kind, 'pglite');
+      assert.equal(database.created, true);
+      await database.ping();
+      assert.equal(await appliedMigrations(database), MIGRATIONS);
+      assert.ok((await tables(database)).includes('users'));
+      await database.close();
+      await assert.rejects(database.ping());
+    });
+
+    test('PGlite in a data dir: created on first open, migrations applied once, data kept on reopen', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const dataDir = join(dir, 'nested', 'data');
+
+      const first = await openDatabase({ kind: 'pglite', dataDir });
+      assert.equal(first.kind, 'pglite');
+      assert.equal(first.created, true);
+      assert.ok(existsSync(dataDir), 'the data dir is created');
+      await first.ping();
+      assert.equal(await appliedMigrations(first), MIGRATIONS);
+      const schema = await tables(first);
+      await createWorkspace(createStore(first.db), 'kept', 'Kept Inc', SYSTEM_ACTOR);
+      await first.close();
+
+      const second = await openDatabase({ kind: 'pglite', dataDir });
+      try {
+        assert.equal(second.created, false, 'an existing data dir is not new');
+        await second.ping();
+        assert.equal(await appliedMigrations(second), MIGRATIONS, 'no migration is applied twice');
+        assert.deepEqual(await tables(second), schema);
+        const kept = await createStore(second.db).workspaces.findBySubdomain('kept');
+        assert.equal(kept?.name, 'Kept Inc');
+      } finally {
+        await second.close();
+      }
+    });
+
+    test('an existing but empty data dir counts as new', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const database = await openDatabase({ kind: 'pglite', dataDir: dir });
+      try {
+        assert.equal(database.created, true);
+        assert.equal(await appliedMigrations(database), MIGRATIONS);
+      } finally {
+        await database.close();
+      }
+    });
+  } else {
+    async function freshDatabase(): Promise<PostgresDatabase> {
+      const created = await createPostgresDatabase('wum_db');
+      cleanups.push(() => created.drop());
+      return created;
+    }
+
+    test('PostgreSQL: migrations applied once; reopening changes nothing; data kept', async () => {
+      const { url } = await freshDatabase();
+      const first = await openDatabase({ kind: 'postgres', url, poolSize: 2 });
+      assert.equal(first.kind, 'postgres');
+      assert.equal(first.created, false, 'only an embedded database is ever "created" (no demo seed)');
+      await first.ping();
+      assert.equal(await appliedMigrations(first), MIGRATIONS);
+      const schema = await tables(first);
+      await createWorkspace(createStore(first.db), 'kept', undefined, SYSTEM_ACTOR);
+      await first.close();
+      await assert.rejects(first.ping(), 'a closed pool does not answer');
+
+      const second = await openDatabase({ kind: 'postgres', url, poolSize: 2 });
+      try {
+        await second.ping();
+        assert.equal(await appliedMigrations(second), MIGRATIONS);
+        assert.deepEqual(await tables(second), schema);
+        assert.equal((await createStore(second.db).workspaces.findBySubdomain('kept'))?.name, 'kept');
+      } finally {
+        await second.close();
+      }
+    });
+
+    test('PostgreSQL: several replicas opening a new database at once all succeed (advisory lock)', async () => {
+      for (let round = 0; round < 3; round += 1) {
+        const { url } = await freshDatabase();
+        const opened = await Promise.allSettled(
+          Array.from({ length: 4 }, () => openDatabase({ kind: 'postgres', url, poolSize: 2 })),
+        );
+        const databases = opened.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+        try {
+          assert.deepEqual(
+            opened.map((r) => (r.status === 'fulfilled' ? 'ok' : String(r.reason))),
+            ['ok', 'ok', 'ok', 'ok'],
+          );
+          for (const database of databases) await database.ping();
+          assert.equal(await appliedMigrations(databases[0]!), MIGRATIONS);
+        } finally {
+          for (const database of databases) await database.close();
+        }
+      }
+    });
+
+    test('PostgreSQL: opening a database that does not exist rejects with the server error', async () => {
+      const url = new URL(process.env.TEST_DATABASE_URL!);
+      url.pathname = '/wum_db_does_not_exist';
+      await assert.rejects(openDatabase({ kind: 'postgres', url: url.href, poolSize: 1 }), /does not exist/);
+    });
+  }
+});
