@@ -1,9 +1,11 @@
+import { getHeapStatistics } from 'node:v8';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from '@sinclair/typebox';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
- * Source: SPEC.md Part B, "Running", "Retries, limits and audit", "Operator interface".
+ * Source: SPEC.md Part B, "Running", "Retries, limits and audit", "Operator interface";
+ * issue 4, "Resource bounds" (timeouts, sizes, load shedding; documented in docs/operations.md).
  */
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -13,6 +15,23 @@ const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
+  CACHE_TTL_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 5000 }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 5000 }),
+  DATABASE_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 5000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 60_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72_000 }),
+  MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 16_384 }),
+  MAX_URL_LENGTH: Type.Integer({ minimum: 256, default: 4096 }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  SHED_EVENT_LOOP_UTILIZATION: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
+  SHED_HEAP_USED_MB: Type.Optional(Type.Integer({ minimum: 0 })),
+  SHED_RSS_MB: Type.Integer({ minimum: 0, default: 0 }),
+  SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  SHED_SAMPLE_INTERVAL_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5000 }),
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   RATE_LIMIT_PER_KEY: Type.Number({ minimum: 0, default: 100 }),
   RATE_LIMIT_BURST: Type.Number({ minimum: 0, default: 200 }),
@@ -29,8 +48,60 @@ type Env = Static<typeof EnvSchema>;
 
 /** Where the data lives: a PostgreSQL server, or the embedded PGlite in a directory. */
 export type StorageConfig =
-  | { readonly kind: 'postgres'; readonly url: string; readonly poolSize: number }
+  | {
+      readonly kind: 'postgres';
+      readonly url: string;
+      readonly poolSize: number;
+      /** Server-side `statement_timeout` of every pooled connection, in ms; 0 or absent: none. */
+      readonly statementTimeoutMs?: number;
+      /** Longest wait for a pooled connection (or a new one), in ms; 0 or absent: forever. */
+      readonly connectTimeoutMs?: number;
+    }
   | { readonly kind: 'pglite'; readonly dataDir: string };
+
+/**
+ * Limits of the HTTP server, in milliseconds and bytes. A timeout of 0 turns it off.
+ * Source: issue 4, "Resource bounds"; Node's `http.Server` timeouts.
+ */
+export interface HttpLimits {
+  /** Time to receive a whole request, headers and body (Node `requestTimeout`) → 408. */
+  readonly requestTimeoutMs: number;
+  /** Time to receive the request headers (Node `headersTimeout`, slow-loris guard) → 408. */
+  readonly headersTimeoutMs: number;
+  /** Socket inactivity while a request is open (Fastify `connectionTimeout`): the socket is closed. */
+  readonly connectionTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept open (Node `keepAliveTimeout`). */
+  readonly keepAliveTimeoutMs: number;
+  /** Largest request line plus headers (Node `maxHeaderSize`) → 431. */
+  readonly maxHeaderBytes: number;
+  /** Longest request target (path and query), in characters → 414. */
+  readonly maxUrlLength: number;
+  /** Time given to requests in flight after SIGTERM/SIGINT before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
+}
+
+/**
+ * When the process sheds load (`503 service_unavailable` with `Retry-After`) instead of
+ * taking more work: thresholds checked by `@fastify/under-pressure` against measures sampled
+ * every `sampleIntervalMs`; 0 turns a threshold off.
+ */
+export interface LoadShedding {
+  /**
+   * Mean event-loop delay over the last sample window, in ms. Over a 5 s window a single
+   * pause (a GC, a slow start) hardly moves the mean; a loop that is late on every turn does.
+   */
+  readonly maxEventLoopDelayMs: number;
+  /** Event-loop utilisation, 0–1. */
+  readonly maxEventLoopUtilization: number;
+  /** V8 heap in use, in bytes. */
+  readonly maxHeapUsedBytes: number;
+  /** Resident set size, in bytes. */
+  readonly maxRssBytes: number;
+  /** `Retry-After` of a shed request, in seconds. */
+  readonly retryAfterSeconds: number;
+  /** How often the measures are sampled (and the window the event-loop mean covers), in ms. */
+  readonly sampleIntervalMs: number;
+}
 
 /**
  * The validated, frozen configuration of one wum process. Built once by {@link loadConfig};
@@ -43,15 +114,37 @@ export interface Config {
   readonly baseDomain: string;
   readonly trustProxy: boolean;
   readonly storage: StorageConfig;
+  /**
+   * Processes serving the port (node:cluster), each with its own database pool; 1 = this
+   * process serves alone. Above 1 only with PostgreSQL (issue 5, multi-core).
+   */
+  readonly workers: number;
+  /**
+   * How long a process serves verified API keys and the product catalogue from memory, in
+   * ms; 0 = never. Bounds how long a key revoked through another server stays usable here.
+   */
+  readonly cacheTtlMs: number;
   /** Bearer token of the admin API; `undefined` turns the admin API off. */
   readonly adminToken: string | undefined;
   /** Token bucket per API key; `perSecond` 0 turns it off. */
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
   /** Failed API key attempts allowed per client address and minute; 0 turns it off. */
   readonly authFailureLimit: number;
+  /** Timeouts and size limits of the HTTP server. */
+  readonly http: HttpLimits;
+  /** Thresholds past which requests are refused with 503 instead of queued. */
+  readonly loadShedding: LoadShedding;
   readonly logLevel: string;
   /** Create the `demo` workspace when a new embedded database is created. */
   readonly seedDemo: boolean;
+}
+
+/**
+ * Default heap threshold of load shedding: 90 % of V8's heap limit (`--max-old-space-size`),
+ * a level a healthy process never reaches and past which it would soon die of heap exhaustion.
+ */
+function defaultHeapThreshold(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit * 0.9);
 }
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `message` names each variable. */
@@ -74,18 +167,53 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   } catch (error) {
     throw new ConfigError(`invalid configuration: ${(error as Error).message.replaceAll('env/', '')}`);
   }
+  if (parsed.REQUEST_TIMEOUT_MS > 0 && parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
+  }
+  if (parsed.WORKERS > 1 && !parsed.DATABASE_URL) {
+    throw new ConfigError(
+      `invalid configuration: WORKERS=${parsed.WORKERS} needs DATABASE_URL; the embedded PGlite database (DATA_DIR) serves one process, so use WORKERS=1 with it`,
+    );
+  }
   const storage: StorageConfig = parsed.DATABASE_URL
-    ? { kind: 'postgres', url: parsed.DATABASE_URL, poolSize: parsed.DATABASE_POOL_SIZE }
+    ? {
+        kind: 'postgres',
+        url: parsed.DATABASE_URL,
+        poolSize: parsed.DATABASE_POOL_SIZE,
+        statementTimeoutMs: parsed.DATABASE_STATEMENT_TIMEOUT_MS,
+        connectTimeoutMs: parsed.DATABASE_CONNECT_TIMEOUT_MS,
+      }
     : { kind: 'pglite', dataDir: parsed.DATA_DIR };
+  const mebibytes = (n: number) => n * 1024 * 1024;
   return Object.freeze({
     port: parsed.PORT,
     host: parsed.HOST,
     baseDomain: parsed.BASE_DOMAIN.toLowerCase(),
     trustProxy: parsed.TRUST_PROXY,
     storage: Object.freeze(storage),
+    workers: parsed.WORKERS,
+    cacheTtlMs: parsed.CACHE_TTL_MS,
     adminToken: parsed.ADMIN_TOKEN,
     rateLimit: Object.freeze({ perSecond: parsed.RATE_LIMIT_PER_KEY, burst: parsed.RATE_LIMIT_BURST }),
     authFailureLimit: parsed.AUTH_FAILURE_LIMIT,
+    http: Object.freeze({
+      requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: parsed.HEADERS_TIMEOUT_MS,
+      connectionTimeoutMs: parsed.CONNECTION_TIMEOUT_MS,
+      keepAliveTimeoutMs: parsed.KEEP_ALIVE_TIMEOUT_MS,
+      maxHeaderBytes: parsed.MAX_HEADER_BYTES,
+      maxUrlLength: parsed.MAX_URL_LENGTH,
+      shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
+    }),
+    loadShedding: Object.freeze({
+      maxEventLoopDelayMs: parsed.SHED_EVENT_LOOP_DELAY_MS,
+      maxEventLoopUtilization: parsed.SHED_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedBytes:
+        parsed.SHED_HEAP_USED_MB === undefined ? defaultHeapThreshold() : mebibytes(parsed.SHED_HEAP_USED_MB),
+      maxRssBytes: mebibytes(parsed.SHED_RSS_MB),
+      retryAfterSeconds: parsed.SHED_RETRY_AFTER_SECONDS,
+      sampleIntervalMs: parsed.SHED_SAMPLE_INTERVAL_MS,
+    }),
     logLevel: parsed.LOG_LEVEL,
     seedDemo: parsed.SEED_DEMO,
   });

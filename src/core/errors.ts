@@ -1,6 +1,7 @@
 /**
  * The stable error codes of the API with their HTTP status and title.
- * Source: SPEC.md Part B (every `code` it names) and RFC 9457 §3.1 (title is per type).
+ * Source: SPEC.md Part B (every `code` it names), issue 4 (408, 414, 431 and 503 for the
+ * server's own limits) and RFC 9457 §3.1 (title is per type).
  */
 export const ERROR_CATALOGUE = {
   validation_failed: { status: 400, title: 'Validation failed' },
@@ -16,17 +17,20 @@ export const ERROR_CATALOGUE = {
   api_key_not_found: { status: 404, title: 'API key not found' },
   product_not_found: { status: 404, title: 'Product not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   user_already_exists: { status: 409, title: 'User already exists' },
   last_owner: { status: 409, title: 'Last owner' },
   workspace_exists: { status: 409, title: 'Workspace exists' },
   product_in_use: { status: 409, title: 'Product in use' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
   payload_too_large: { status: 413, title: 'Payload too large' },
+  uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   unknown_product: { status: 422, title: 'Unknown product' },
   unknown_product_role: { status: 422, title: 'Unknown product role' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   internal_error: { status: 500, title: 'Internal server error' },
   service_unavailable: { status: 503, title: 'Service unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;

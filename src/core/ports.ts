@@ -53,8 +53,12 @@ export interface Slice<T> {
 export interface UserRepository {
   /** Finds a user by email, case-insensitively; `lock` takes a row lock until commit. */
   findByEmail(workspaceId: number, email: string, options?: { lock?: boolean }): Promise<StoredUser | undefined>;
-  /** Inserts a user with its apps. Throws `user_already_exists` on an email taken meanwhile. */
-  insert(workspaceId: number, user: UserWrite): Promise<StoredUser>;
+  /**
+   * Inserts a user with its apps, unless the workspace already has a user with that email (in
+   * any letter case, any status): then nothing is written and the result is undefined. A
+   * concurrent insert of the same email is waited for, so exactly one of them inserts.
+   */
+  insertIfAbsent(workspaceId: number, user: UserWrite): Promise<StoredUser | undefined>;
   /** Replaces every attribute and the apps of user `id`. */
   replace(workspaceId: number, id: number, user: UserWrite): Promise<StoredUser>;
   /** Sets the status of user `id`, keeping its apps. */

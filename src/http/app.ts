@@ -11,6 +11,14 @@ import { usersRoutes } from './routes/external/users-routes.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
 import { adminRoutes } from './routes/admin/admin-routes.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
+import {
+  registerHostCheck,
+  registerUrlLengthLimit,
+  serverLimitOptions,
+  withUrlLengthLimit,
+} from './plugins/http-limits.ts';
+import { registerLoadShedding } from './plugins/load-shedding.ts';
+import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
 import type { IdempotencyStore } from '../storage/idempotency.queries.ts';
 
@@ -40,16 +48,24 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
-    return503OnClosing: true,
+    // Timeouts, header size and a problem+json answer to what Node's parser refuses.
+    ...serverLimitOptions(config.http),
+    // Requests during shutdown get our problem+json 503 (load-shedding.ts), not Fastify's.
+    return503OnClosing: false,
     // Path parameters carry emails of up to 254 characters, percent-encoded up to 3x longer.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 1024 },
     // URLs the router rejects (bad percent-encoding, over-long parameter) as problem+json too.
-    frameworkErrors: handleFrameworkError,
+    frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
   });
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
   app.removeContentTypeParser(['text/plain']);
   registerRequestIdHeader(app);
+  // Cheap refusals first, each with the security headers: URL size, Host, overload, shutdown.
+  await registerSecurityHeaders(app);
+  registerUrlLengthLimit(app, config.http.maxUrlLength);
+  registerHostCheck(app);
+  await registerLoadShedding(app, config.loadShedding);
   registerErrorHandling(app);
   await registerOpenApi(app, config);
   const metrics = registerMetrics(app);

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
 import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
@@ -6,9 +7,7 @@ import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { createStore } from '../storage/store.ts';
 import { buildApp } from './app.ts';
 import { EXTERNAL_PREFIX } from './plugins/tenant.ts';
-
-/** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
-const SHUTDOWN_GRACE_MS = 10_000;
+import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.ts';
 
 function demoBanner(config: Config, apiKey: string): string {
   const host = config.host === '0.0.0.0' || config.host === '::' ? config.baseDomain : config.baseDomain;
@@ -26,7 +25,8 @@ function demoBanner(config: Config, apiKey: string): string {
 /**
  * Starts wum: loads the configuration, opens and migrates storage, seeds the demo workspace
  * on a new embedded database, listens, and shuts down gracefully on SIGTERM/SIGINT (stop
- * accepting, finish in-flight requests, close the database).
+ * accepting, finish in-flight requests, close the database). With WORKERS > 1 this process
+ * becomes the primary of that many workers, each of which runs the rest of this function.
  */
 async function main(): Promise<void> {
   let config: Config;
@@ -39,14 +39,21 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  if (config.workers > 1 && cluster.isPrimary) {
+    runPrimary(config);
+    return;
+  }
   const database = await openDatabase(config.storage);
-  const store = createStore(database.db);
+  // With WORKERS, a key revoked or a product changed through one worker is forgotten by all.
+  const cacheChanges = shareCacheChanges(() => store.forgetCached());
+  const store = createStore(database.db, { cacheTtlMs: config.cacheTtlMs, onChange: () => cacheChanges.announce() });
   const app = await buildApp(config, {
     store,
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,
   });
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+  // In-flight requests get SHUTDOWN_TIMEOUT_MS to finish; then the process exits anyway.
+  closeWithGrace({ delay: config.http.shutdownTimeoutMs, skip: leaveSignalsToPrimary() }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');
     else app.log.info({ signal }, 'shutting down');
     await app.close();

@@ -30,17 +30,28 @@ const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url)
 /** Arbitrary constant shared by every replica: only one migrates at a time. */
 const MIGRATION_LOCK_ID = 746_574_001;
 
-async function openPostgres(url: string, poolSize: number): Promise<OpenDatabase> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+async function openPostgres(config: StorageConfig & { kind: 'postgres' }): Promise<OpenDatabase> {
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.poolSize,
+    // A runaway query is cancelled by the server (SQLSTATE 57014, answered 503 by pg-errors.ts).
+    ...(config.statementTimeoutMs ? { statement_timeout: config.statementTimeoutMs } : {}),
+    // Waiting for a free connection (or a new one) is bounded too, so a stalled database turns
+    // into quick 503s rather than a queue of requests that grows without limit.
+    ...(config.connectTimeoutMs ? { connectionTimeoutMillis: config.connectTimeoutMs } : {}),
+  });
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = drizzlePg({ client: pool, schema }) as unknown as Database;
   const lockClient = await pool.connect();
   try {
+    // Waiting while another replica migrates, and migrating, may take longer than a request may.
+    await lockClient.query('set statement_timeout = 0');
     await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
     await migratePg(drizzlePg({ client: lockClient, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
     await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
+    await lockClient.query('reset statement_timeout').catch(() => {});
     lockClient.release();
   }
   return {
@@ -79,6 +90,6 @@ async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
 export async function openDatabase(
   config: StorageConfig | { readonly kind: 'memory' },
 ): Promise<OpenDatabase> {
-  if (config.kind === 'postgres') return openPostgres(config.url, config.poolSize);
+  if (config.kind === 'postgres') return openPostgres(config);
   return openPglite(config.kind === 'pglite' ? config.dataDir : undefined);
 }

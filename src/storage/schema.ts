@@ -9,6 +9,7 @@ import {
   jsonb,
   pgTable,
   primaryKey,
+  smallint,
   text,
   timestamp,
   unique,
@@ -84,9 +85,31 @@ export const users = pgTable(
     primaryKey({ name: 'users__pk', columns: [t.workspaceId, t.id] }),
     uniqueIndex('users__workspace_email').on(t.workspaceId, sql`lower(${t.email})`),
     index('users__workspace_status_id').on(t.workspaceId, t.status, t.id),
+    // The last-owner check counts these few rows, not a workspace's million users.
+    index('users__active_owners').on(t.workspaceId).where(sql`${t.status} = 'active' and ${t.role} = 'owner'`),
     check('users__role', sql`${t.role} in ('owner', 'non_owner')`),
     check('users__status', sql`${t.status} in ('active', 'deactivated')`),
   ],
+);
+
+/**
+ * How many users each workspace has in each status, kept exact by the same transactions that
+ * add, deactivate and reactivate users (storage/users.queries.ts), so that `total_count` is
+ * one small read even at a million users. A workspace's count is spread over a few `slot`
+ * rows (the user id modulo a small number) so that concurrent adds to one workspace do not
+ * all wait for the same row lock; the count is the sum over the slots.
+ */
+export const userCounts = pgTable(
+  'user_counts',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    status: text('status').notNull(),
+    slot: smallint('slot').notNull(),
+    userCount: bigint('user_count', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'user_counts__pk', columns: [t.workspaceId, t.status, t.slot] })],
 );
 
 /**

@@ -4,6 +4,7 @@ import { createAuditRepository } from './audit.queries.ts';
 import type { Database } from './database.ts';
 import { mapDatabaseError } from './pg-errors.ts';
 import { createProductRepository } from './products.queries.ts';
+import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createUserRepository } from './users.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
 
@@ -17,20 +18,71 @@ function repositories(db: Database): Repositories {
   };
 }
 
+/** Options of {@link createStore}. */
+export interface StoreOptions {
+  /**
+   * How long verified API keys and the product catalogue are served from memory, in ms
+   * (default {@link DEFAULT_CACHE_TTL_MS}); 0 reads them from the database every time.
+   */
+  readonly cacheTtlMs?: number;
+  /** Called after this store committed a change other processes may have cached. */
+  readonly onChange?: () => void;
+}
+
+/** A {@link Store} that serves key look-ups and the catalogue from a {@link ReadCache}. */
+export interface CachingStore extends Store {
+  /** Forgets every cached read (another process announced a change of keys, workspaces or products). */
+  forgetCached(): void;
+}
+
+/** The repositories, with `changed` called after each method that alters what the cache holds. */
+function watchChanges(repos: Repositories, changed: () => void): Repositories {
+  const then =
+    <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const result = await method(...args);
+      changed();
+      return result;
+    };
+  return {
+    ...repos,
+    apiKeys: { ...repos.apiKeys, revoke: then(repos.apiKeys.revoke) },
+    workspaces: { ...repos.workspaces, delete: then(repos.workspaces.delete) },
+    products: { ...repos.products, upsert: then(repos.products.upsert), delete: then(repos.products.delete) },
+  };
+}
+
 /**
  * Builds the domain's {@link Store} over a Drizzle database: repositories bound to the pool,
  * and `transaction`, which binds fresh repositories to one transaction and maps constraint
  * violations to AppErrors (e.g. `users__workspace_email` → `user_already_exists`).
+ * Outside transactions, key look-ups and the catalogue are read through a {@link ReadCache};
+ * a transaction that revoked a key, deleted a workspace or changed the catalogue empties it
+ * once it has committed (and calls `options.onChange`).
  */
-export function createStore(db: Database): Store {
+export function createStore(db: Database, options: StoreOptions = {}): CachingStore {
+  const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);
+  const base = watchChanges(repositories(db), () => cache.invalidate());
   return {
-    ...repositories(db),
+    ...base,
+    apiKeys: {
+      ...base.apiKeys,
+      resolve: (subdomain, keyHash) => cache.resolve(subdomain, keyHash, () => base.apiKeys.resolve(subdomain, keyHash)),
+    },
+    products: { ...base.products, findAll: () => cache.products(() => base.products.findAll()) },
+    forgetCached: () => cache.clear(),
     async transaction(work) {
+      let changed = false;
+      let result;
       try {
-        return await db.transaction(async (tx) => work(repositories(tx as unknown as Database)));
+        result = await db.transaction(async (tx) =>
+          work(watchChanges(repositories(tx as unknown as Database), () => (changed = true))),
+        );
       } catch (error) {
         throw mapDatabaseError(error);
       }
+      if (changed) cache.invalidate();
+      return result;
     },
   };
 }

@@ -1,54 +1,133 @@
-import { and, asc, count, eq, sql, type SQL } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
 import type { PageRequest } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { Slice, UserRepository } from '../core/ports.ts';
 import type { AppRole, StatusFilter, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import type { Database } from './database.ts';
-import { userApps, users } from './schema.ts';
+import { userApps } from './schema.ts';
 
-/** The user's apps as a JSON array in the order they were given, computed in the same query. */
-const appsOfUser = sql<AppRole[]>`coalesce((
-  select json_agg(json_build_object('name', ${userApps.product}, 'role', ${userApps.role}) order by ${userApps.position})
-  from ${userApps}
-  where ${userApps.workspaceId} = ${users.workspaceId} and ${userApps.userId} = ${users.id}
-), '[]'::json)`;
+/*
+ * The hot paths (add, deactivate, list) are single SQL statements written out, so that each
+ * costs one round trip: data-modifying CTEs insert the user, its apps and its count together,
+ * and a listing reads its exact total from `user_counts` in the same snapshot as its rows.
+ * Every statement names `workspace_id`.
+ */
 
-const userColumns = {
-  id: users.id,
-  email: users.email,
-  role: users.role,
-  firstName: users.firstName,
-  lastName: users.lastName,
-  status: users.status,
-  createdAt: users.createdAt,
-  updatedAt: users.updatedAt,
-  apps: appsOfUser,
-};
+/**
+ * Slots a workspace's count is spread over (`user_counts.slot` = user id modulo this): adds to
+ * one workspace lock different count rows. Any value is correct, since a count is the sum
+ * over all slots; changing it needs no migration.
+ */
+const COUNT_SLOTS = 16;
 
-type UserRow = Omit<StoredUser, 'role' | 'status' | 'apps'> & { role: string; status: string; apps: AppRole[] };
+/** The apps of the user row of `table` as a JSON array, in the order they were given. */
+function appsOf(workspaceId: number, table: string): SQL {
+  return sql`coalesce((
+    select json_agg(json_build_object('name', ua.product, 'role', ua.role) order by ua.position)
+    from user_apps ua
+    where ua.workspace_id = ${workspaceId} and ua.user_id = ${sql.identifier(table)}.id
+  ), '[]'::json)`;
+}
 
-function toUser(row: UserRow): StoredUser {
+/** The columns of a user row, of `table`, in the shape {@link toUser} reads. */
+function userColumnsOf(table: string): SQL {
+  const row = sql.identifier(table);
+  return sql`${row}.id, ${row}.email, ${row}.role, ${row}.first_name, ${row}.last_name, ${row}.status,
+    ${row}.created_at, ${row}.updated_at`;
+}
+
+/** A user row as either driver returns it: int8 as number or string, timestamps as text. */
+interface UserRow {
+  id: number | string;
+  email: string;
+  role: string;
+  first_name: string;
+  last_name: string;
+  status: string;
+  created_at: string | Date;
+  updated_at: string | Date;
+  apps?: AppRole[];
+}
+
+function toDate(value: string | Date): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toUser(row: UserRow, apps: readonly AppRole[] = row.apps ?? []): StoredUser {
   return {
-    ...row,
     id: Number(row.id),
+    email: row.email,
     role: row.role as WorkspaceRole,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    apps,
     status: row.status as UserStatus,
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
   };
 }
 
-function sameEmail(email: string): SQL {
-  return sql`lower(${users.email}) = lower(${email})`;
+async function rowsOf<T>(db: Database, query: SQL): Promise<T[]> {
+  return ((await db.execute(query)) as unknown as { rows: T[] }).rows;
 }
 
-function statusCondition(workspaceId: number, status: StatusFilter): SQL | undefined {
-  return status === 'all'
-    ? eq(users.workspaceId, workspaceId)
-    : and(eq(users.workspaceId, workspaceId), eq(users.status, status));
+/** `user_apps` rows for `apps` of the user in CTE `source`, positions in the order given. */
+function appRows(workspaceId: number, source: string, apps: readonly AppRole[]): SQL {
+  return sql`insert into user_apps (workspace_id, user_id, product, role, position)
+    select ${workspaceId}, s.id, a.product, a.role, a.position - 1
+    from ${sql.identifier(source)} s,
+      unnest(${sql.param(apps.map((a) => a.name))}::text[], ${sql.param(apps.map((a) => a.role))}::text[])
+        with ordinality as a(product, role, position)`;
 }
 
 /**
- * The users repository over Drizzle. Every statement filters on `workspace_id`; look-ups by
- * email use the `(workspace_id, lower(email))` unique index.
+ * Adds each `(status, delta)` of `changes` (a VALUES list over the row `s` of CTE `source`) to
+ * that user's count slot, for the rows where `when` holds. Count rows are taken in status
+ * order, so two transactions moving users between the two statuses cannot deadlock.
+ */
+function countChange(workspaceId: number, source: string, changes: SQL, when: SQL = sql`true`): SQL {
+  return sql`insert into user_counts (workspace_id, status, slot, user_count)
+    select ${workspaceId}, c.status, (s.id % ${COUNT_SLOTS})::smallint, c.delta
+    from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
+    where ${when}
+    order by c.status
+    on conflict (workspace_id, status, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
+}
+
+/** Rows of one page and the total, read backwards from the end past the middle (see findPage). */
+function pageQuery(workspaceId: number, status: StatusFilter, page: PageRequest): SQL {
+  const offset = pageOffset(page);
+  const size = page.pageSize;
+  const ofStatus = (alias: string) => (status === 'all' ? sql`` : sql` and ${sql.identifier(alias)}.status = ${status}`);
+  const total = sql`(select n from total)`;
+  return sql`with total as (
+      select coalesce(sum(c.user_count), 0)::int8 as n from user_counts c
+      where c.workspace_id = ${workspaceId}${ofStatus('c')}
+    ),
+    page_ids as (
+      (select u.id from users u
+        where u.workspace_id = ${workspaceId}${ofStatus('u')} and ${offset}::int8 * 2 < ${total}
+        order by u.id limit ${size} offset ${offset})
+      union all
+      (select u.id from users u
+        where u.workspace_id = ${workspaceId}${ofStatus('u')} and ${offset}::int8 * 2 >= ${total}
+        order by u.id desc
+        limit greatest(least(${size}::int8, ${total} - ${offset}::int8), 0)
+        offset greatest(${total} - ${offset}::int8 - ${size}::int8, 0))
+    )
+    select ${total} as total, p.*
+    from (select 1) as one
+    left join lateral (
+      select ${userColumnsOf('users')}, ${appsOf(workspaceId, 'users')} as apps
+      from page_ids join users on users.workspace_id = ${workspaceId} and users.id = page_ids.id
+    ) p on true
+    order by p.id`;
+}
+
+/**
+ * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
+ * `(workspace_id, lower(email))` unique index; every change of a user's existence or status
+ * changes `user_counts` in the same statement.
  */
 export function createUserRepository(db: Database): UserRepository {
   async function writeApps(workspaceId: number, userId: number, apps: readonly AppRole[]): Promise<void> {
@@ -58,88 +137,93 @@ export function createUserRepository(db: Database): UserRepository {
     );
   }
 
-  async function findById(workspaceId: number, id: number): Promise<StoredUser> {
-    const [row] = await db
-      .select(userColumns)
-      .from(users)
-      .where(and(eq(users.workspaceId, workspaceId), eq(users.id, id)));
-    return toUser(row as UserRow);
+  /** Updates user `id` with `set` and moves its count if its status changed; the new row. */
+  async function update(workspaceId: number, id: number, set: SQL): Promise<UserRow> {
+    const [row] = await rowsOf<UserRow>(
+      db,
+      sql`with old as (
+          select status from users where workspace_id = ${workspaceId} and id = ${id}
+        ),
+        updated as (
+          update users set ${set}, updated_at = now()
+          from old where users.workspace_id = ${workspaceId} and users.id = ${id}
+          returning ${userColumnsOf('users')}, old.status as old_status
+        ),
+        moved as (${countChange(workspaceId, 'updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)})
+        select ${userColumnsOf('updated')}, ${appsOf(workspaceId, 'updated')} as apps from updated`,
+    );
+    return row!;
   }
 
   return {
     async findByEmail(workspaceId, email, options) {
-      const query = db
-        .select(userColumns)
-        .from(users)
-        .where(and(eq(users.workspaceId, workspaceId), sameEmail(email)));
-      const [row] = options?.lock ? await query.for('update', { of: users }) : await query;
-      return row ? toUser(row as UserRow) : undefined;
+      let where = sql`users.workspace_id = ${workspaceId} and lower(users.email) = lower(${email})`;
+      if (options?.lock) {
+        // Lock, then read in a second statement. Under READ COMMITTED a statement that waited
+        // for the row lock sees the newest version of the locked row but user_apps as of its
+        // own start: read together, the apps could predate the change it waited for (found by
+        // test/reliability/races.test.ts on PostgreSQL).
+        const [locked] = await rowsOf<{ id: number | string }>(db, sql`select users.id from users where ${where} for update`);
+        if (!locked) return undefined;
+        where = sql`users.workspace_id = ${workspaceId} and users.id = ${locked.id}`;
+      }
+      const [row] = await rowsOf<UserRow>(
+        db,
+        sql`select ${userColumnsOf('users')}, ${appsOf(workspaceId, 'users')} as apps from users where ${where}`,
+      );
+      return row ? toUser(row) : undefined;
     },
 
-    async insert(workspaceId, user: UserWrite) {
-      const [row] = await db
-        .insert(users)
-        .values({
-          workspaceId,
-          email: user.email,
-          role: user.role,
-          firstName: user.firstName,
-          lastName: user.lastName,
-          status: user.status,
-        })
-        .returning({ id: users.id });
-      const id = Number(row!.id);
-      await writeApps(workspaceId, id, user.apps);
-      return findById(workspaceId, id);
+    async insertIfAbsent(workspaceId, user: UserWrite) {
+      const inserted = sql`insert into users (workspace_id, email, role, first_name, last_name, status)
+        values (${workspaceId}, ${user.email}, ${user.role}, ${user.firstName}, ${user.lastName}, ${user.status})
+        on conflict (workspace_id, lower(email)) do nothing
+        returning ${userColumnsOf('users')}`;
+      const [row] = await rowsOf<UserRow>(
+        db,
+        sql`with inserted as (${inserted}),
+          ${user.apps.length > 0 ? sql`apps as (${appRows(workspaceId, 'inserted', user.apps)}),` : sql``}
+          counted as (${countChange(workspaceId, 'inserted', sql`values (s.status, 1)`)})
+          select * from inserted`,
+      );
+      return row ? toUser(row, user.apps) : undefined;
     },
 
     async replace(workspaceId, id, user) {
-      await db
-        .update(users)
-        .set({
-          role: user.role,
-          firstName: user.firstName,
-          lastName: user.lastName,
-          status: user.status,
-          updatedAt: sql`now()`,
-        })
-        .where(and(eq(users.workspaceId, workspaceId), eq(users.id, id)));
+      const row = await update(
+        workspaceId,
+        id,
+        sql`role = ${user.role}, first_name = ${user.firstName}, last_name = ${user.lastName}, status = ${user.status}`,
+      );
       await db.delete(userApps).where(and(eq(userApps.workspaceId, workspaceId), eq(userApps.userId, id)));
       await writeApps(workspaceId, id, user.apps);
-      return findById(workspaceId, id);
+      return toUser(row, user.apps);
     },
 
     async setStatus(workspaceId, id, status) {
-      const [row] = await db
-        .update(users)
-        .set({ status, updatedAt: sql`now()` })
-        .where(and(eq(users.workspaceId, workspaceId), eq(users.id, id)))
-        .returning(userColumns);
-      return toUser(row as UserRow);
+      return toUser(await update(workspaceId, id, sql`status = ${status}`));
     },
 
     async countActiveOwners(workspaceId) {
-      const [row] = await db
-        .select({ n: count() })
-        .from(users)
-        .where(and(eq(users.workspaceId, workspaceId), eq(users.status, 'active'), eq(users.role, 'owner')));
-      return row?.n ?? 0;
+      const [row] = await rowsOf<{ n: number | string }>(
+        db,
+        sql`select count(*) as n from users
+          where workspace_id = ${workspaceId} and status = 'active' and role = 'owner'`,
+      );
+      return Number(row?.n ?? 0);
     },
 
+    /*
+     * One statement: the total from `user_counts`, the ids of the page from the
+     * `(workspace_id, status, id)` index (or the primary key for `all`) without visiting the
+     * rows it skips, then those rows with their apps. OFFSET still walks the index entries it
+     * skips, so pages past the middle are read backwards from the end with the smaller offset
+     * (the last page skips nothing) and put back in order.
+     */
     async findPage(workspaceId, status, page: PageRequest): Promise<Slice<StoredUser>> {
-      const where = statusCondition(workspaceId, status);
-      const [totalRow] = await db.select({ n: count() }).from(users).where(where);
-      const total = totalRow?.n ?? 0;
-      const offset = pageOffset(page);
-      if (offset >= total) return { rows: [], total };
-      const rows = await db
-        .select(userColumns)
-        .from(users)
-        .where(where)
-        .orderBy(asc(users.id))
-        .limit(page.pageSize)
-        .offset(offset);
-      return { rows: rows.map((r) => toUser(r as UserRow)), total };
+      const rows = await rowsOf<UserRow & { total: number | string }>(db, pageQuery(workspaceId, status, page));
+      const total = Number(rows[0]?.total ?? 0);
+      return { rows: rows.filter((r) => r.id !== null).map((r) => toUser(r)), total };
     },
   };
 }

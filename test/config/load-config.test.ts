@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { getHeapStatistics } from 'node:v8';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
@@ -70,12 +71,97 @@ describe(`loadConfig [${BACKEND}]`, () => {
 
   test('DATABASE_URL selects PostgreSQL (postgres:// and postgresql://), with the pool size', () => {
     const url = 'postgres://wum:secret@db.internal:5432/wum';
-    assert.deepEqual(loadConfig({ DATABASE_URL: url, DATA_DIR: '/ignored' }).storage, { kind: 'postgres', url, poolSize: 10 });
-    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgresql://db/wum', DATABASE_POOL_SIZE: '25' }).storage, {
+    assert.deepEqual(loadConfig({ DATABASE_URL: url, DATA_DIR: '/ignored' }).storage, {
       kind: 'postgres',
-      url: 'postgresql://db/wum',
-      poolSize: 25,
+      url,
+      poolSize: 10,
+      statementTimeoutMs: 5000,
+      connectTimeoutMs: 5000,
     });
+    assert.deepEqual(
+      loadConfig({
+        DATABASE_URL: 'postgresql://db/wum',
+        DATABASE_POOL_SIZE: '25',
+        DATABASE_STATEMENT_TIMEOUT_MS: '0',
+        DATABASE_CONNECT_TIMEOUT_MS: '250',
+      }).storage,
+      { kind: 'postgres', url: 'postgresql://db/wum', poolSize: 25, statementTimeoutMs: 0, connectTimeoutMs: 250 },
+    );
+  });
+
+  test('resource bounds: safe defaults for timeouts, sizes and load shedding', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config.http, {
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      connectionTimeoutMs: 60_000,
+      keepAliveTimeoutMs: 72_000,
+      maxHeaderBytes: 16_384,
+      maxUrlLength: 4096,
+      shutdownTimeoutMs: 10_000,
+    });
+    const heapLimit = getHeapStatistics().heap_size_limit;
+    assert.equal(config.loadShedding.maxEventLoopDelayMs, 1000);
+    assert.equal(config.loadShedding.maxEventLoopUtilization, 0, 'off');
+    assert.equal(config.loadShedding.maxRssBytes, 0, 'off');
+    assert.equal(config.loadShedding.maxHeapUsedBytes, Math.floor(heapLimit * 0.9), '90 % of the heap limit');
+    assert.equal(config.loadShedding.retryAfterSeconds, 10);
+    assert.equal(config.loadShedding.sampleIntervalMs, 5000);
+  });
+
+  test('resource bounds: every variable is parsed; sizes in MiB become bytes; 0 turns a check off', () => {
+    const config = loadConfig({
+      REQUEST_TIMEOUT_MS: '5000',
+      HEADERS_TIMEOUT_MS: '2000',
+      CONNECTION_TIMEOUT_MS: '0',
+      KEEP_ALIVE_TIMEOUT_MS: '5000',
+      MAX_HEADER_BYTES: '8192',
+      MAX_URL_LENGTH: '2048',
+      SHUTDOWN_TIMEOUT_MS: '3000',
+      SHED_EVENT_LOOP_DELAY_MS: '0',
+      SHED_EVENT_LOOP_UTILIZATION: '0.95',
+      SHED_HEAP_USED_MB: '0',
+      SHED_RSS_MB: '1024',
+      SHED_RETRY_AFTER_SECONDS: '5',
+      SHED_SAMPLE_INTERVAL_MS: '250',
+    });
+    assert.deepEqual(config.http, {
+      requestTimeoutMs: 5000,
+      headersTimeoutMs: 2000,
+      connectionTimeoutMs: 0,
+      keepAliveTimeoutMs: 5000,
+      maxHeaderBytes: 8192,
+      maxUrlLength: 2048,
+      shutdownTimeoutMs: 3000,
+    });
+    assert.deepEqual(config.loadShedding, {
+      maxEventLoopDelayMs: 0,
+      maxEventLoopUtilization: 0.95,
+      maxHeapUsedBytes: 0,
+      maxRssBytes: 1024 * 1024 * 1024,
+      retryAfterSeconds: 5,
+      sampleIntervalMs: 250,
+    });
+    assert.ok(Object.isFrozen(config.http) && Object.isFrozen(config.loadShedding));
+  });
+
+  test('resource bounds: invalid values and a header timeout above the request timeout are refused', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ REQUEST_TIMEOUT_MS: '-1' }, 'REQUEST_TIMEOUT_MS'],
+      [{ HEADERS_TIMEOUT_MS: 'soon' }, 'HEADERS_TIMEOUT_MS'],
+      [{ KEEP_ALIVE_TIMEOUT_MS: '0' }, 'KEEP_ALIVE_TIMEOUT_MS'],
+      [{ MAX_HEADER_BYTES: '100' }, 'MAX_HEADER_BYTES'],
+      [{ MAX_URL_LENGTH: '10' }, 'MAX_URL_LENGTH'],
+      [{ DATABASE_STATEMENT_TIMEOUT_MS: '1.5' }, 'DATABASE_STATEMENT_TIMEOUT_MS'],
+      [{ DATABASE_CONNECT_TIMEOUT_MS: '-1' }, 'DATABASE_CONNECT_TIMEOUT_MS'],
+      [{ SHED_EVENT_LOOP_UTILIZATION: '1.5' }, 'SHED_EVENT_LOOP_UTILIZATION'],
+      [{ SHED_HEAP_USED_MB: '-1' }, 'SHED_HEAP_USED_MB'],
+      [{ SHED_RETRY_AFTER_SECONDS: '0' }, 'SHED_RETRY_AFTER_SECONDS'],
+      [{ SHED_SAMPLE_INTERVAL_MS: '10' }, 'SHED_SAMPLE_INTERVAL_MS'],
+      [{ REQUEST_TIMEOUT_MS: '1000', HEADERS_TIMEOUT_MS: '2000' }, 'HEADERS_TIMEOUT_MS'],
+    ];
+    for (const [env, name] of cases) assertRejected(env, [name]);
+    assert.equal(loadConfig({ REQUEST_TIMEOUT_MS: '0', HEADERS_TIMEOUT_MS: '2000' }).http.headersTimeoutMs, 2000);
   });
 
   test('empty strings count as unset', () => {

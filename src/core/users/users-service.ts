@@ -79,23 +79,9 @@ export async function addUser(
   const apps = dedupeApps(input.apps);
   return store.transaction(async (tx) => {
     await assertAppsExist(tx.products, apps, 'user.apps');
-    const existing = await tx.users.findByEmail(workspaceId, input.email, { lock: true });
-    if (existing?.status === 'active') {
-      throw new AppError('user_already_exists', `An active user with email ${input.email} already exists.`);
-    }
-    if (existing) {
-      const user = await tx.users.replace(workspaceId, existing.id, {
-        email: existing.email,
-        role: input.role,
-        firstName: input.firstName ?? existing.firstName,
-        lastName: input.lastName ?? existing.lastName,
-        apps,
-        status: 'active',
-      });
-      await audit(tx, workspaceId, actor, 'user.reactivated', user.email, existing, user);
-      return { user: snapshot(user), reactivated: true };
-    }
-    const user = await tx.users.insert(workspaceId, {
+    // Most adds are new users: try the insert first, and look at the existing user only when
+    // the email is taken (one round trip fewer than reading first).
+    const created = await tx.users.insertIfAbsent(workspaceId, {
       email: input.email,
       role: input.role,
       firstName: input.firstName ?? NAME_PLACEHOLDER,
@@ -103,8 +89,24 @@ export async function addUser(
       apps,
       status: 'active',
     });
-    await audit(tx, workspaceId, actor, 'user.created', user.email, undefined, user);
-    return { user: snapshot(user), reactivated: false };
+    if (created) {
+      await audit(tx, workspaceId, actor, 'user.created', created.email, undefined, created);
+      return { user: snapshot(created), reactivated: false };
+    }
+    const existing = await tx.users.findByEmail(workspaceId, input.email, { lock: true });
+    if (!existing || existing.status === 'active') {
+      throw new AppError('user_already_exists', `An active user with email ${input.email} already exists.`);
+    }
+    const user = await tx.users.replace(workspaceId, existing.id, {
+      email: existing.email,
+      role: input.role,
+      firstName: input.firstName ?? existing.firstName,
+      lastName: input.lastName ?? existing.lastName,
+      apps,
+      status: 'active',
+    });
+    await audit(tx, workspaceId, actor, 'user.reactivated', user.email, existing, user);
+    return { user: snapshot(user), reactivated: true };
   });
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
+import { mapDatabaseError } from '../../storage/pg-errors.ts';
 import { sendProblem } from '../problem.ts';
 import { toFieldErrors } from '../validation.ts';
 
@@ -35,7 +36,8 @@ function fromFramework(error: FastifyError): AppError | undefined {
 
 /**
  * Turns anything thrown into an AppError: ours as they are, Fastify's parsing and validation
- * errors by code, other 4xx as `bad_request`, and everything else as a logged
+ * errors by code, other 4xx as `bad_request`, transient database failures (statement
+ * timeout, full pool, unreachable server) as `503 service_unavailable`, and everything else as a logged
  * `internal_error` whose detail reveals nothing.
  */
 export function toAppError(error: unknown, request: FastifyRequest): AppError {
@@ -45,6 +47,12 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
   if (mapped) return mapped;
   if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
     return new AppError('bad_request', fastifyError.message);
+  }
+  // Queries outside a transaction (reads, authentication) reach here unmapped.
+  const fromDatabase = mapDatabaseError(error);
+  if (fromDatabase instanceof AppError) {
+    request.log.warn({ err: error }, 'database unavailable');
+    return fromDatabase;
   }
   request.log.error({ err: error }, 'unhandled error');
   return new AppError('internal_error', 'An unexpected error occurred; the request id identifies it in our logs.');

@@ -1,14 +1,52 @@
 import swagger from '@fastify/swagger';
 import scalar from '@scalar/fastify-api-reference';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
 import { ProblemSchema } from '../schemas/common.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from './idempotency.ts';
 import { EXTERNAL_PREFIX } from './tenant.ts';
 
 /** Where the OpenAPI 3.1 document is served (public, any host). */
 export const OPENAPI_PATH = `${EXTERNAL_PREFIX}/openapi.json`;
+
+/** The `Idempotency-Key` request header of routes marked `config.idempotent`, as documented. */
+const IdempotencyKeyHeaders = {
+  type: 'object',
+  properties: {
+    'Idempotency-Key': {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+      description:
+        'Makes a retry safe: the first response is kept 24 h and replayed, with `Idempotent-Replayed: true`, to a ' +
+        'retry with the same key and the same request (the same key on another request → `422 ' +
+        'idempotency_key_reused`; while the first runs → `409 idempotency_key_in_use`). Use a fresh random value per operation.',
+      examples: ['5f0c6f1e-2d4b-4a8e-9b7a-3c1d2e4f6a8b'],
+    },
+  },
+} as const;
+
+/**
+ * Describes a route in the document the way clients see it, without touching the schemas the
+ * route validates with (it returns copies):
+ * - a query parameter with a default is optional to the client. The schemas list it as
+ *   required only so the handler's types are not optional; Ajv fills in the default
+ *   (`useDefaults`) before it checks `required`, so a request may always omit it;
+ * - routes that honour `Idempotency-Key` (`config.idempotent`) document that header.
+ */
+function describeRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
+  if (!schema) return { schema, url };
+  let described: FastifySchema & Record<string, unknown> = { ...schema };
+  const query = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  if (query?.properties && query.required) {
+    const properties = query.properties;
+    described.querystring = { ...query, required: query.required.filter((name) => properties[name]?.default === undefined) };
+  }
+  if (route.config?.idempotent) described = { ...described, headers: IdempotencyKeyHeaders };
+  return { schema: described, url };
+}
 
 /**
  * Generates the OpenAPI 3.1 document from the route schemas (one source of truth) and
@@ -21,6 +59,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       info: {
         title: 'wum — workspace user management',
         version: '1.0.0',
+        license: { name: 'MIT', identifier: 'MIT' },
         description:
           'Add, deactivate, reactivate and list the users of a workspace. Every external request goes to the ' +
           "workspace's own host (`{workspace}.<base domain>`) and carries an `X-Api-Key` of that workspace. " +
@@ -45,6 +84,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on any host' },
       ],
     },
+    transform: describeRoute,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },

@@ -10,61 +10,91 @@ export const SUBDOMAIN_PATTERN = '^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?
 /** Body of `POST /admin/v1/workspaces`. */
 export const CreateWorkspaceBody = Type.Object(
   {
-    subdomain: Type.String({ pattern: SUBDOMAIN_PATTERN, examples: ['acme'] }),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, examples: ['Acme Inc'] })),
+    subdomain: Type.String({
+      pattern: SUBDOMAIN_PATTERN,
+      description: 'A DNS label (letters, digits, inner hyphens, 1-63 characters), stored lower-cased.',
+      examples: ['acme'],
+    }),
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, description: 'Display name; defaults to the subdomain.', examples: ['Acme Inc'] }),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ subdomain: 'acme', name: 'Acme Inc' }] },
 );
 
 /** A workspace on the admin wire. */
-export const WorkspaceSchema = Type.Object({ subdomain: Type.String(), name: Type.String(), created_at: Timestamp });
+export const WorkspaceSchema = Type.Object(
+  {
+    subdomain: Type.String({ description: 'The workspace\'s subdomain, lower-cased.' }),
+    name: Type.String({ description: 'Display name.' }),
+    created_at: Timestamp,
+  },
+  { description: 'A customer workspace.' },
+);
 
 /** An API key's public record. */
-export const ApiKeySchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  prefix: Type.String({ examples: ['wum_AbCd1234'] }),
-  created_at: Timestamp,
-  last_used_at: NullableTimestamp,
-  revoked_at: NullableTimestamp,
-});
+export const ApiKeySchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: 'Key id, to revoke it.' }),
+    prefix: Type.String({ description: 'The first characters of the key, to recognise it.', examples: ['wum_AbCd1234'] }),
+    created_at: Timestamp,
+    last_used_at: NullableTimestamp,
+    revoked_at: NullableTimestamp,
+  },
+  { description: 'An API key, without its secret.' },
+);
 
 /** A created key: the plaintext `key` appears only in this response. */
-export const CreatedApiKeySchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  key: Type.String({ description: 'The API key. Shown only once; store it now.' }),
-  prefix: Type.String(),
-  created_at: Timestamp,
-});
+export const CreatedApiKeySchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: 'Key id, to revoke it.' }),
+    key: Type.String({ description: 'The API key. Shown only once; store it now.' }),
+    prefix: Type.String({ description: 'The first characters of the key, to recognise it.' }),
+    created_at: Timestamp,
+  },
+  { description: 'A new API key with its plaintext, shown only in this response.' },
+);
 
 /** Response of workspace creation: the workspace and its first key. */
-export const CreatedWorkspaceSchema = Type.Object({
-  subdomain: Type.String(),
-  name: Type.String(),
-  created_at: Timestamp,
-  api_key: CreatedApiKeySchema,
-});
+export const CreatedWorkspaceSchema = Type.Object(
+  {
+    subdomain: Type.String({ description: 'The workspace\'s subdomain, lower-cased.' }),
+    name: Type.String({ description: 'Display name.' }),
+    created_at: Timestamp,
+    api_key: CreatedApiKeySchema,
+  },
+  { description: 'The new workspace and its first API key.' },
+);
 
 /** Body of `PUT /admin/v1/products/{name}`: at least one role, no duplicates, in display order. */
 export const PutProductBody = Type.Object(
   {
-    roles: Type.Array(Type.String({ pattern: PRODUCT_NAME_PATTERN }), { minItems: 1, maxItems: 100, uniqueItems: true }),
+    roles: Type.Array(Type.String({ pattern: PRODUCT_NAME_PATTERN }), {
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      description: 'The product\'s roles in display order: at least one, no duplicates.',
+    }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ roles: ['admin', 'agent', 'viewer'] }] },
 );
 
 /** An audit event on the wire. */
-export const AuditEventSchema = Type.Object({
-  id: Type.Integer(),
-  occurred_at: Timestamp,
-  actor_type: Type.String({ examples: ['api_key', 'admin', 'system'] }),
-  actor_id: Type.Union([Type.String(), Type.Null()]),
-  request_id: Type.Union([Type.String(), Type.Null()]),
-  action: Type.String({ examples: ['user.created'] }),
-  target_type: Type.String(),
-  target_id: Type.String(),
-  before: Type.Unknown(),
-  after: Type.Unknown(),
-});
+export const AuditEventSchema = Type.Object(
+  {
+    id: Type.Integer({ description: 'Increasing event id.' }),
+    occurred_at: Timestamp,
+    actor_type: Type.String({ description: 'Who made the change.', examples: ['api_key', 'admin', 'system'] }),
+    actor_id: Type.Union([Type.String(), Type.Null()], { description: 'The API key id for `api_key`, else null.' }),
+    request_id: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the change.' }),
+    action: Type.String({ description: 'What happened.', examples: ['user.created'] }),
+    target_type: Type.String({ description: 'Kind of the thing changed: user, api_key, workspace, product.' }),
+    target_id: Type.String({ description: 'Its identity: email, key id, subdomain or product name.' }),
+    before: Type.Unknown({ description: 'The thing before the change; null when created.' }),
+    after: Type.Unknown({ description: 'The thing after the change; null when removed.' }),
+  },
+  { description: 'One change, recorded in the transaction that made it.' },
+);
 
 /** Query of paginated admin listings. */
 export const AdminPageQuery = Type.Object(PageQuery);
@@ -72,11 +102,52 @@ export const AdminPageQuery = Type.Object(PageQuery);
 /** Envelope of a paginated admin listing under `key`. */
 export function pageOf<T extends ReturnType<typeof Type.Object>>(key: string, item: T) {
   return Type.Object({
-    [key]: Type.Array(item),
+    [key]: Type.Array(item, { description: 'This page, oldest first; empty past the end.' }),
     pagination: PaginationSchema,
-    total_count: Type.Integer(),
+    total_count: Type.Integer({ description: 'Total number of items across all pages.' }),
   });
 }
+
+/** Examples of the admin API in the OpenAPI document. */
+export const ADMIN_EXAMPLES = {
+  workspace: { subdomain: 'acme', name: 'Acme Inc', created_at: '2025-01-15T09:00:00.000Z' },
+  createdApiKey: {
+    id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
+    key: 'wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx',
+    prefix: 'wum_AbCd1234',
+    created_at: '2025-01-15T09:00:00.000Z',
+  },
+  apiKey: {
+    id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
+    prefix: 'wum_AbCd1234',
+    created_at: '2025-01-15T09:00:00.000Z',
+    last_used_at: '2025-01-16T14:12:09.000Z',
+    revoked_at: null,
+  },
+  auditEvent: {
+    id: 42,
+    occurred_at: '2025-01-15T09:30:00.000Z',
+    actor_type: 'api_key',
+    actor_id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
+    request_id: '7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17',
+    action: 'user.created',
+    target_type: 'user',
+    target_id: 'ada@example.com',
+    before: null,
+    after: {
+      email: 'ada@example.com',
+      role: 'non_owner',
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      apps: [{ name: 'crm', role: 'member' }],
+      status: 'active',
+    },
+  },
+  page: (total: number) => ({
+    pagination: { total_records: total, current_page_number: 1, total_pages: total > 0 ? 1 : 0, page_size: 30 },
+    total_count: total,
+  }),
+};
 
 /** Domain → wire mappers of the admin API. */
 export const toWireWorkspace = (w: Workspace) => ({ subdomain: w.subdomain, name: w.name, created_at: w.createdAt });

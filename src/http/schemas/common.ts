@@ -1,35 +1,172 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ERROR_CATALOGUE, type ErrorCode } from '../../core/errors.ts';
+import { ERROR_CATALOGUE, type ErrorCode, type FieldError } from '../../core/errors.ts';
 import type { Pagination } from '../../core/pagination.ts';
 import { PAGE_DEFAULTS } from '../../core/pagination.ts';
+import { PROBLEM_CONTENT_TYPE, problemType, type ProblemDetails } from '../problem.ts';
 
 /** RFC 9457 problem details as wum sends them (SPEC.md Part B, Errors). */
 export const ProblemSchema = Type.Object(
   {
-    type: Type.String({ examples: ['urn:wum:problem:user_not_found'] }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    code: Type.String({ description: 'Stable snake_case error code.' }),
-    request_id: Type.String(),
+    type: Type.String({ description: 'URI of the problem type: `urn:wum:problem:<code>`.', examples: ['urn:wum:problem:user_not_found'] }),
+    title: Type.String({ description: 'Short summary of the problem type; the same for every occurrence of a code.' }),
+    status: Type.Integer({ description: 'The HTTP status code of this response.' }),
+    detail: Type.String({ description: 'What went wrong in this occurrence, for people.' }),
+    code: Type.String({ description: 'Stable snake_case error code, for programs.' }),
+    request_id: Type.String({ description: 'The X-Request-Id of this request, for support and logs.' }),
     errors: Type.Optional(
-      Type.Array(Type.Object({ field: Type.String({ examples: ['user.apps[1].role'] }), message: Type.String() })),
+      Type.Array(
+        Type.Object({
+          field: Type.String({ description: 'The invalid field or parameter.', examples: ['user.apps[1].role'] }),
+          message: Type.String({ description: 'What is wrong with it.' }),
+        }),
+        { description: 'One entry per invalid field (validation and catalogue errors).' },
+      ),
     ),
   },
   { $id: 'Problem', description: 'RFC 9457 problem details.' },
 );
 
-/** `{$ref: Problem}` response entries for the given codes, grouped by status. */
-export function problemResponses(...codes: ErrorCode[]): Record<number, TSchema> {
-  const byStatus = new Map<number, string[]>();
+/** Request id of the examples in the OpenAPI document. */
+const EXAMPLE_REQUEST_ID = '7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17';
+
+/**
+ * The detail (and field errors) each code's example shows in the OpenAPI document; the texts
+ * are those the service sends. A code missing here gets its title as the example's detail.
+ */
+const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: FieldError[] }>> = {
+  validation_failed: {
+    detail: 'The request body is invalid.',
+    errors: [
+      { field: 'user.email', message: 'must be a valid email address' },
+      { field: 'user.role', message: 'must be one of: owner, non_owner' },
+    ],
+  },
+  invalid_parameter: {
+    detail: 'Invalid querystring: page_size.',
+    errors: [{ field: 'page_size', message: 'must be <= 100' }],
+  },
+  malformed_json: { detail: "The body is not valid JSON: Expected property name or '}' in JSON at position 1" },
+  bad_request: { detail: 'The URL path is not validly percent-encoded.' },
+  missing_api_key: { detail: 'Send an API key of this workspace in the X-Api-Key header.' },
+  invalid_api_key: { detail: 'The API key is not valid for this workspace.' },
+  invalid_admin_token: { detail: 'Send the operator token as Authorization: Bearer <token>.' },
+  not_found: { detail: 'No resource at GET /api/external/v2/nothing.' },
+  workspace_not_found: { detail: 'No workspace "acme".' },
+  user_not_found: { detail: 'No user with email ada@example.com in this workspace.' },
+  api_key_not_found: { detail: 'No API key 3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30 in workspace "acme".' },
+  product_not_found: { detail: 'No product named "support".' },
+  user_already_exists: { detail: 'An active user with email ada@example.com already exists.' },
+  last_owner: { detail: 'olivia@example.com is the last active owner of this workspace.' },
+  workspace_exists: { detail: 'A workspace with this subdomain already exists.' },
+  product_in_use: { detail: 'Active users hold "admin", "member" of product "crm".' },
+  idempotency_key_in_use: { detail: 'A request with this Idempotency-Key is still being processed.' },
+  payload_too_large: { detail: 'The request body is larger than 64 KiB.' },
+  unsupported_media_type: { detail: 'Send the body as application/json.' },
+  unknown_product: {
+    detail: 'One or more products do not exist.',
+    errors: [{ field: 'user.apps[0].name', message: 'unknown product "billing"' }],
+  },
+  unknown_product_role: {
+    detail: 'One or more roles do not exist in their product.',
+    errors: [{ field: 'user.apps[0].role', message: '"wizard" is not a role of product "crm" (roles: admin, member)' }],
+  },
+  idempotency_key_reused: { detail: 'This Idempotency-Key was used with a different request.' },
+  rate_limited: { detail: 'Too many requests for this API key; retry after the time in Retry-After.' },
+  internal_error: { detail: 'An unexpected error occurred; the request id identifies it in our logs.' },
+  service_unavailable: { detail: 'The database is busy or unavailable; retry shortly.' },
+};
+
+/** The example problem body of `code`, as the service renders it. */
+export function problemExample(code: ErrorCode): ProblemDetails {
+  const { status, title } = ERROR_CATALOGUE[code];
+  const example = PROBLEM_EXAMPLES[code];
+  return {
+    type: problemType(code),
+    title,
+    status,
+    detail: example?.detail ?? `${title}.`,
+    code,
+    request_id: EXAMPLE_REQUEST_ID,
+    ...(example?.errors ? { errors: example.errors } : {}),
+  };
+}
+
+/** Errors every external-API route can answer: addressing, authentication, limits, availability. */
+export const EXTERNAL_API_ERRORS = [
+  'workspace_not_found',
+  'missing_api_key',
+  'invalid_api_key',
+  'rate_limited',
+  'internal_error',
+  'service_unavailable',
+] as const satisfies readonly ErrorCode[];
+
+/** `Retry-After` as the service sends it with 429, 503 and `409 idempotency_key_in_use`. */
+const RetryAfterHeader = {
+  type: 'integer',
+  minimum: 0,
+  description: 'Seconds to wait before retrying (RFC 9110 §10.2.3).',
+} as const;
+
+/** Response headers documented per error status. */
+const PROBLEM_HEADERS: Partial<Record<number, Record<string, object>>> = {
+  429: {
+    'Retry-After': RetryAfterHeader,
+    RateLimit: { type: 'string', description: 'Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers).' },
+    'RateLimit-Policy': { type: 'string', description: 'The quota policy: requests (`q`) per window (`w`, seconds).' },
+  },
+  503: { 'Retry-After': RetryAfterHeader },
+};
+
+/**
+ * Error responses for the given codes, grouped by status: `application/problem+json` with the
+ * `Problem` schema, a description naming the codes, and one example per code. The content form
+ * documents the media type; errors are sent as ready strings, so no serializer is involved.
+ */
+export function problemResponses(...codes: ErrorCode[]) {
+  const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
     const { status } = ERROR_CATALOGUE[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   return Object.fromEntries(
-    [...byStatus].map(([status, list]) => [status, Type.Ref(ProblemSchema, { description: list.join(', ') })]),
+    [...byStatus].map(([status, list]) => {
+      const headers = status === 409 && list.includes('idempotency_key_in_use') ? { 'Retry-After': RetryAfterHeader } : PROBLEM_HEADERS[status];
+      const response = {
+        description: `Problem details; \`code\` is ${list.map((c) => `\`${c}\``).join(' or ')}.`,
+        ...(headers ? { headers } : {}),
+        content: {
+          [PROBLEM_CONTENT_TYPE.split(';', 1)[0]!]: {
+            schema: Type.Ref(ProblemSchema),
+            examples: Object.fromEntries(
+              list.map((code) => [code, { summary: ERROR_CATALOGUE[code].title, value: problemExample(code) }]),
+            ),
+          },
+        },
+      };
+      return [status, response];
+    }),
   );
 }
+
+/**
+ * A documented JSON success response: its description, schema, one example and headers (the
+ * content form, so the example sits on the media type and a `$ref` schema stays a reference).
+ */
+export function jsonResponse<T extends TSchema>(
+  description: string,
+  schema: T,
+  example: unknown,
+  headers?: Record<string, object>,
+) {
+  return { description, ...(headers ? { headers } : {}), content: { 'application/json': { schema, example } } };
+}
+
+/** The `Link` header of paginated listings. */
+export const LinkHeader = {
+  type: 'string',
+  description: 'RFC 8288 links to the `first`, `prev`, `next` and `last` pages.',
+} as const;
 
 /** Query parameters of every paginated listing (SPEC.md Part B, Listing). */
 export const PageQuery = {
@@ -37,23 +174,28 @@ export const PageQuery = {
     minimum: 1,
     maximum: PAGE_DEFAULTS.maxPageNumber,
     default: PAGE_DEFAULTS.pageNumber,
-    description: 'Page to return, from 1.',
+    description: 'Page to return, from 1. A page past the end is empty (an empty list means the end).',
+    examples: [1],
   }),
   page_size: Type.Integer({
     minimum: 1,
     maximum: PAGE_DEFAULTS.maxPageSize,
     default: PAGE_DEFAULTS.pageSize,
-    description: 'Items per page, 1-100.',
+    description: 'Items per page, 1-100 (10-100 recommended).',
+    examples: [30],
   }),
 };
 
 /** The pagination envelope (SPEC.md Part A). */
-export const PaginationSchema = Type.Object({
-  total_records: Type.Integer(),
-  current_page_number: Type.Integer(),
-  total_pages: Type.Integer(),
-  page_size: Type.Integer(),
-});
+export const PaginationSchema = Type.Object(
+  {
+    total_records: Type.Integer({ description: 'Items across all pages.' }),
+    current_page_number: Type.Integer({ description: 'The page returned, from 1.' }),
+    total_pages: Type.Integer({ description: '`ceil(total_records / page_size)`; 0 when there are no items.' }),
+    page_size: Type.Integer({ description: 'Items per page.' }),
+  },
+  { description: 'Where this page sits in the whole listing.' },
+);
 
 /** Domain pagination → wire envelope, including `total_count` (= total_records). */
 export function toWirePagination(p: Pagination) {
@@ -74,6 +216,9 @@ export const Timestamp = Type.Unsafe<Date | string>({ type: 'string', format: 'd
 export const NullableTimestamp = Type.Unsafe<Date | string | null>({ type: ['string', 'null'], format: 'date-time' });
 
 /** A string enum as JSON Schema `enum` (clearer errors than a union of constants). */
-export function StringEnum<const T extends readonly string[]>(values: T, options: { default?: T[number]; description?: string } = {}) {
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  options: { default?: T[number]; description?: string; examples?: T[number][] } = {},
+) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }

@@ -17,6 +17,7 @@ import { paginationLinks } from '../../link-header.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { requireAdminToken } from '../../plugins/admin-auth.ts';
 import {
+  ADMIN_EXAMPLES,
   AdminPageQuery,
   ApiKeySchema,
   AuditEventSchema,
@@ -31,15 +32,23 @@ import {
   toWireCreatedApiKey,
   toWireWorkspace,
 } from '../../schemas/admin.ts';
-import { problemResponses, toWirePagination } from '../../schemas/common.ts';
-import { AdminProductSchema, PRODUCT_NAME_PATTERN, toAdminProduct } from '../../schemas/products.ts';
+import { LinkHeader, jsonResponse, problemResponses, toWirePagination } from '../../schemas/common.ts';
+import { ADMIN_PRODUCT_EXAMPLE, AdminProductSchema, PRODUCT_NAME_PATTERN, toAdminProduct } from '../../schemas/products.ts';
 
 const adminActor = (request: FastifyRequest): Actor => ({ type: 'admin', id: null, requestId: request.id });
-const SubdomainParams = Type.Object({ subdomain: Type.String() });
-const ProductParams = Type.Object({ name: Type.String() });
+const Subdomain = Type.String({ description: 'The workspace\'s subdomain (case-insensitive).', examples: ['acme'] });
+const SubdomainParams = Type.Object({ subdomain: Subdomain });
+const ProductName = Type.String({ description: 'The product\'s name (case-sensitive).', examples: ['crm'] });
+const ProductParams = Type.Object({ name: ProductName });
 const tags = ['admin'];
 const security = [{ adminToken: [] }];
-const AUTH = 'invalid_admin_token' as const;
+/** Errors every admin route can answer: the token, and the service's own failures. */
+const AUTH = ['invalid_admin_token', 'internal_error', 'service_unavailable'] as const;
+const { workspace, createdApiKey, apiKey, auditEvent, page } = ADMIN_EXAMPLES;
+const auditPage = jsonResponse('A page of audit events with its pagination envelope.', pageOf('audit_events', AuditEventSchema), {
+  audit_events: [auditEvent],
+  ...page(1),
+}, { Link: LinkHeader });
 
 /**
  * The operator API under `/admin/v1`: workspaces, their API keys and audit trail, and the
@@ -60,11 +69,21 @@ export async function adminRoutes(
 
   api.post('/workspaces', {
     schema: {
+      operationId: 'createWorkspace',
       summary: 'Create a workspace and its first API key',
+      description:
+        'Creates a workspace at `{subdomain}.<base domain>` with a first API key, whose plaintext appears only ' +
+        'in this response. A taken subdomain → `409 workspace_exists`.',
       tags,
       security,
       body: CreateWorkspaceBody,
-      response: { 201: CreatedWorkspaceSchema, ...problemResponses(AUTH, 'validation_failed', 'workspace_exists') },
+      response: {
+        201: jsonResponse(
+          'The workspace and its first API key (plaintext shown only here).',
+          CreatedWorkspaceSchema,
+          { ...workspace, api_key: createdApiKey },
+          { Location: { type: 'string', description: 'Path of the workspace: `/admin/v1/workspaces/{subdomain}`.' } },
+        ), ...problemResponses(...AUTH, 'validation_failed', 'workspace_exists') },
     },
     handler: async (request, reply) => {
       const created = await createWorkspace(store, request.body.subdomain, request.body.name, adminActor(request));
@@ -77,11 +96,17 @@ export async function adminRoutes(
 
   api.get('/workspaces', {
     schema: {
+      operationId: 'listWorkspaces',
       summary: 'List workspaces',
+      description: 'One page of the workspaces, oldest first; an empty list means the end.',
       tags,
       security,
       querystring: AdminPageQuery,
-      response: { 200: pageOf('workspaces', WorkspaceSchema), ...problemResponses(AUTH, 'invalid_parameter') },
+      response: {
+        200: jsonResponse('A page of workspaces with its pagination envelope.', pageOf('workspaces', WorkspaceSchema), {
+          workspaces: [workspace],
+          ...page(1),
+        }, { Link: LinkHeader }), ...problemResponses(...AUTH, 'invalid_parameter') },
     },
     handler: async (request, reply) => {
       const page = await listWorkspaces(store, { pageNumber: request.query.page_number, pageSize: request.query.page_size });
@@ -92,22 +117,26 @@ export async function adminRoutes(
 
   api.get('/workspaces/:subdomain', {
     schema: {
+      operationId: 'getWorkspace',
       summary: 'Get a workspace',
+      description: 'The workspace with this subdomain.',
       tags,
       security,
       params: SubdomainParams,
-      response: { 200: WorkspaceSchema, ...problemResponses(AUTH, 'workspace_not_found') },
+      response: { 200: jsonResponse('The workspace.', WorkspaceSchema, workspace), ...problemResponses(...AUTH, 'workspace_not_found') },
     },
     handler: async (request) => toWireWorkspace(await getWorkspace(store, request.params.subdomain)),
   });
 
   api.delete('/workspaces/:subdomain', {
     schema: {
+      operationId: 'deleteWorkspace',
       summary: 'Delete a workspace with all its users, keys and audit trail',
+      description: 'Deletes the workspace and everything in it, irreversibly. The deletion is audited.',
       tags,
       security,
       params: SubdomainParams,
-      response: { 204: { type: 'null' }, ...problemResponses(AUTH, 'workspace_not_found') },
+      response: { 204: { type: 'null', description: 'Deleted.' }, ...problemResponses(...AUTH, 'workspace_not_found') },
     },
     handler: async (request, reply) => {
       await deleteWorkspace(store, request.params.subdomain, adminActor(request));
@@ -118,11 +147,13 @@ export async function adminRoutes(
 
   api.post('/workspaces/:subdomain/api-keys', {
     schema: {
+      operationId: 'createApiKey',
       summary: 'Create an API key (the plaintext is shown only in this response)',
+      description: 'Adds an API key to the workspace. A workspace can hold several keys: add the new one, then revoke the old.',
       tags,
       security,
       params: SubdomainParams,
-      response: { 201: CreatedApiKeySchema, ...problemResponses(AUTH, 'workspace_not_found') },
+      response: { 201: jsonResponse('The new key with its plaintext, shown only here.', CreatedApiKeySchema, createdApiKey), ...problemResponses(...AUTH, 'workspace_not_found') },
     },
     handler: async (request, reply) => {
       const key = await createApiKey(store, request.params.subdomain, adminActor(request));
@@ -132,13 +163,19 @@ export async function adminRoutes(
 
   api.get('/workspaces/:subdomain/api-keys', {
     schema: {
+      operationId: 'listApiKeys',
       summary: "List a workspace's API keys (never the plaintext)",
+      description: 'Every key of the workspace, revoked ones included, oldest first.',
       tags,
       security,
       params: SubdomainParams,
       response: {
-        200: Type.Object({ api_keys: Type.Array(ApiKeySchema) }),
-        ...problemResponses(AUTH, 'workspace_not_found'),
+        200: jsonResponse(
+          'The workspace\'s keys.',
+          Type.Object({ api_keys: Type.Array(ApiKeySchema, { description: 'Oldest first.' }) }),
+          { api_keys: [apiKey] },
+        ),
+        ...problemResponses(...AUTH, 'workspace_not_found'),
       },
     },
     handler: async (request) => ({
@@ -149,11 +186,16 @@ export async function adminRoutes(
 
   api.delete('/workspaces/:subdomain/api-keys/:id', {
     schema: {
+      operationId: 'revokeApiKey',
       summary: 'Revoke an API key (idempotent)',
+      description: 'Revokes the key at once: requests carrying it get `401 invalid_api_key`. Revoking it again succeeds.',
       tags,
       security,
-      params: Type.Object({ subdomain: Type.String(), id: Type.String() }),
-      response: { 204: { type: 'null' }, ...problemResponses(AUTH, 'workspace_not_found', 'api_key_not_found') },
+      params: Type.Object({
+        subdomain: Subdomain,
+        id: Type.String({ description: 'The key\'s id.', examples: ['3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30'] }),
+      }),
+      response: { 204: { type: 'null', description: 'Revoked, or already revoked.' }, ...problemResponses(...AUTH, 'workspace_not_found', 'api_key_not_found') },
     },
     handler: async (request, reply) => {
       await revokeApiKey(store, request.params.subdomain, request.params.id, adminActor(request));
@@ -164,14 +206,16 @@ export async function adminRoutes(
 
   api.get('/workspaces/:subdomain/audit-events', {
     schema: {
+      operationId: 'listWorkspaceAuditEvents',
       summary: "List a workspace's audit events, oldest first",
+      description: 'Every change made in the workspace (users, keys), with actor, request id, before and after.',
       tags,
       security,
       params: SubdomainParams,
       querystring: AdminPageQuery,
       response: {
-        200: pageOf('audit_events', AuditEventSchema),
-        ...problemResponses(AUTH, 'workspace_not_found', 'invalid_parameter'),
+        200: auditPage,
+        ...problemResponses(...AUTH, 'workspace_not_found', 'invalid_parameter'),
       },
     },
     handler: async (request, reply) => {
@@ -186,11 +230,13 @@ export async function adminRoutes(
 
   api.get('/audit-events', {
     schema: {
+      operationId: 'listAuditEvents',
       summary: 'List every audit event, catalogue changes included, oldest first',
+      description: 'Every change of every workspace, and of the product catalogue.',
       tags,
       security,
       querystring: AdminPageQuery,
-      response: { 200: pageOf('audit_events', AuditEventSchema), ...problemResponses(AUTH, 'invalid_parameter') },
+      response: { 200: auditPage, ...problemResponses(...AUTH, 'invalid_parameter') },
     },
     handler: async (request, reply) => {
       const page = await listAllAuditEvents(store, {
@@ -204,10 +250,17 @@ export async function adminRoutes(
 
   api.get('/products', {
     schema: {
+      operationId: 'listCatalogueProducts',
       summary: 'List the product catalogue',
+      description: 'Every product with its roles and timestamps, sorted by name.',
       tags,
       security,
-      response: { 200: Type.Object({ products: Type.Array(AdminProductSchema) }), ...problemResponses(AUTH) },
+      response: {
+        200: jsonResponse(
+          'The catalogue.',
+          Type.Object({ products: Type.Array(AdminProductSchema, { description: 'Sorted by name.' }) }),
+          { products: [ADMIN_PRODUCT_EXAMPLE] },
+        ), ...problemResponses(...AUTH) },
     },
     handler: async () => ({ products: (await listProducts(store)).map(toAdminProduct) }),
   });
@@ -215,15 +268,25 @@ export async function adminRoutes(
 
   api.put('/products/:name', {
     schema: {
-      summary: "Create a product or replace its roles",
+      operationId: 'putCatalogueProduct',
+      summary: 'Create a product or replace its roles',
+      description:
+        'Creates the product with these roles, or replaces the roles of an existing one (in the given order). ' +
+        'Dropping a role an active user holds → `409 product_in_use`. Putting the same roles again changes nothing.',
       tags,
       security,
-      params: Type.Object({ name: Type.String({ pattern: PRODUCT_NAME_PATTERN }) }),
+      params: Type.Object({
+        name: Type.String({
+          pattern: PRODUCT_NAME_PATTERN,
+          description: 'The product\'s name: letters, digits and `._-`, 1-64 characters, case-sensitive.',
+          examples: ['support'],
+        }),
+      }),
       body: PutProductBody,
       response: {
-        200: AdminProductSchema,
-        201: AdminProductSchema,
-        ...problemResponses(AUTH, 'validation_failed', 'invalid_parameter', 'product_in_use'),
+        200: jsonResponse('The product, its roles replaced (or unchanged).', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE),
+        201: jsonResponse('The product, created.', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE),
+        ...problemResponses(...AUTH, 'validation_failed', 'invalid_parameter', 'product_in_use'),
       },
     },
     handler: async (request, reply) => {
@@ -234,22 +297,26 @@ export async function adminRoutes(
 
   api.get('/products/:name', {
     schema: {
+      operationId: 'getCatalogueProduct',
       summary: 'Get a product',
+      description: 'The product with this name, its roles and timestamps.',
       tags,
       security,
       params: ProductParams,
-      response: { 200: AdminProductSchema, ...problemResponses(AUTH, 'product_not_found') },
+      response: { 200: jsonResponse('The product.', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE), ...problemResponses(...AUTH, 'product_not_found') },
     },
     handler: async (request) => toAdminProduct(await getProduct(store, request.params.name)),
   });
 
   api.delete('/products/:name', {
     schema: {
+      operationId: 'deleteCatalogueProduct',
       summary: 'Remove a product (refused while an active user holds it)',
+      description: 'Removes the product from the catalogue; refused with `409 product_in_use` while an active user holds one of its roles.',
       tags,
       security,
       params: ProductParams,
-      response: { 204: { type: 'null' }, ...problemResponses(AUTH, 'product_not_found', 'product_in_use') },
+      response: { 204: { type: 'null', description: 'Removed.' }, ...problemResponses(...AUTH, 'product_not_found', 'product_in_use') },
     },
     handler: async (request, reply) => {
       await deleteProduct(store, request.params.name, adminActor(request));

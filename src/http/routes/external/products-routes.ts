@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
 import { listProducts } from '../../../core/products/products-service.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
-import { problemResponses } from '../../schemas/common.ts';
-import { ProductSchema, toWireProduct } from '../../schemas/products.ts';
+import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
+import { PRODUCTS_EXAMPLE, ProductSchema, toWireProduct } from '../../schemas/products.ts';
 
 /**
  * `GET /products`, the list-available-products endpoint: every product and its roles,
@@ -13,11 +13,19 @@ import { ProductSchema, toWireProduct } from '../../schemas/products.ts';
 export async function productsRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   app.get('/products', {
     schema: {
+      operationId: 'listProducts',
       summary: 'List available products and their roles',
+      description:
+        'The products users can hold roles in (`apps[].name`), sorted by name, each with its roles ' +
+        '(`apps[].role`) in the order the operator defined them.',
       tags: ['products'],
       response: {
-        200: Type.Object({ products: Type.Array(Type.Ref(ProductSchema)) }),
-        ...problemResponses('workspace_not_found', 'missing_api_key', 'invalid_api_key', 'rate_limited'),
+        200: jsonResponse(
+          'Every product and its roles.',
+          Type.Object({ products: Type.Array(Type.Ref(ProductSchema), { description: 'Sorted by name.' }) }),
+          { products: PRODUCTS_EXAMPLE },
+        ),
+        ...problemResponses(...EXTERNAL_API_ERRORS),
       },
     },
     handler: async () => ({ products: (await listProducts(options.store)).map(toWireProduct) }),

@@ -7,10 +7,17 @@ import { addUser, deactivateUser, getUser, listUsers } from '../../../core/users
 import { paginationLinks } from '../../link-header.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
-import { problemResponses, toWirePagination } from '../../schemas/common.ts';
-import { AddUserBody, EmailParams, ListUsersQuery, UserListSchema, UserSchema, toWireUser } from '../../schemas/users.ts';
-
-const AUTH_ERRORS = ['workspace_not_found', 'missing_api_key', 'invalid_api_key', 'rate_limited'] as const;
+import { EXTERNAL_API_ERRORS, LinkHeader, jsonResponse, problemResponses, toWirePagination } from '../../schemas/common.ts';
+import {
+  AddUserBody,
+  EmailParams,
+  ListUsersQuery,
+  USER_EXAMPLE,
+  USER_LIST_EXAMPLE,
+  UserListSchema,
+  UserSchema,
+  toWireUser,
+} from '../../schemas/users.ts';
 
 /** The actor of an external-API change: the API key that made it. */
 function keyActor(request: FastifyRequest): Actor {
@@ -32,13 +39,24 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
 
   api.post('/users', {
     schema: {
+      operationId: 'addUser',
       summary: 'Add a user, or reactivate a deactivated one',
+      description:
+        'Adds a user with a workspace role and product roles. For the email of a deactivated user it ' +
+        'reactivates that user instead: `role` and `apps` are replaced, `first_name`/`last_name` replaced when ' +
+        'given and kept when omitted (a new user gets `-`). An active user with the email → `409 ' +
+        'user_already_exists`. Send an `Idempotency-Key` to make retries safe.',
       tags: ['users'],
       body: AddUserBody,
       response: {
-        201: Type.Ref(UserSchema),
-        ...problemResponses(...AUTH_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
-          'validation_failed', 'unknown_product', 'unknown_product_role', 'user_already_exists',
+        201: jsonResponse(
+          'The user, added (`created_at` = `updated_at`) or reactivated (`updated_at` later). `Location` points at it.',
+          Type.Ref(UserSchema),
+          USER_EXAMPLE,
+          { Location: { type: 'string', description: 'Path of the user: `/api/external/v2/users/{email}`.' } },
+        ),
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
+          'validation_failed', 'invalid_parameter', 'unknown_product', 'unknown_product_role', 'user_already_exists',
           'idempotency_key_reused', 'idempotency_key_in_use'),
       },
     },
@@ -67,10 +85,17 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
 
   api.get('/users', {
     schema: {
+      operationId: 'listUsers',
       summary: 'List users, oldest first',
+      description:
+        'One page of the workspace\'s users in a stable order (by creation), active ones unless `status` says ' +
+        'otherwise. A page past the end has an empty `users` array: an empty array means the end of the data.',
       tags: ['users'],
       querystring: ListUsersQuery,
-      response: { 200: UserListSchema, ...problemResponses(...AUTH_ERRORS, 'invalid_parameter') },
+      response: {
+        200: jsonResponse('A page of users with its pagination envelope.', UserListSchema, USER_LIST_EXAMPLE, { Link: LinkHeader }),
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'invalid_parameter'),
+      },
     },
     handler: async (request, reply) => {
       const query = request.query;
@@ -86,22 +111,33 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
 
   api.get('/users/:email', {
     schema: {
+      operationId: 'getUser',
       summary: 'Get one user, of any status',
+      description: 'The user with this email (matched case-insensitively), active or deactivated.',
       tags: ['users'],
       params: EmailParams,
-      response: { 200: Type.Ref(UserSchema), ...problemResponses(...AUTH_ERRORS, 'user_not_found') },
+      response: {
+        200: jsonResponse('The user.', Type.Ref(UserSchema), USER_EXAMPLE),
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'user_not_found'),
+      },
     },
     handler: async (request) => toWireUser(await getUser(store, tenantOf(request).workspace.id, request.params.email)),
   });
 
   api.delete('/users/:email', {
     schema: {
+      operationId: 'removeUser',
       summary: 'Deactivate a user (idempotent)',
+      description:
+        'Deactivates the user: it keeps its data but loses access, and is no longer listed by default. ' +
+        'Deactivating an already deactivated user succeeds again and changes nothing, so a retry is safe. ' +
+        'The last active owner cannot be deactivated (`409 last_owner`).',
       tags: ['users'],
       params: EmailParams,
       response: {
         204: { type: 'null', description: 'Deactivated, or already deactivated.' },
-        ...problemResponses(...AUTH_ERRORS, 'user_not_found', 'last_owner', 'idempotency_key_reused', 'idempotency_key_in_use'),
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'invalid_parameter', 'user_not_found', 'last_owner',
+          'idempotency_key_reused', 'idempotency_key_in_use'),
       },
     },
     config: { idempotent: true },

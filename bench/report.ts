@@ -1,0 +1,80 @@
+/*
+ * The benchmark's one table: every scenario with its throughput, latency, errors, the
+ * server's and PostgreSQL's CPU and memory, and its ratio to the baseline measured in the
+ * same run, printed as an aligned Markdown table (readable in a terminal, pastable into
+ * docs/performance.md).
+ */
+import Table from 'cli-table3';
+import type { Measurement } from './measurement.ts';
+import type { Usage } from './processes.ts';
+
+/** One row of the report. */
+export interface ReportRow {
+  readonly scenario: string;
+  /** Load figures; undefined for rows that only report a time (start-up). */
+  readonly measured?: Measurement;
+  readonly server?: Usage;
+  readonly database?: Usage;
+  /** The baseline this row is compared to: its label and rate (operations per second). */
+  readonly baseline?: { readonly label: string; readonly perSecond: number };
+  /** Target on the ratio to the baseline (e.g. 0.7), or on p99 in ms, with whether it was met. */
+  readonly target?: { readonly text: string; readonly met: boolean };
+  /** Free text for figures that are not rates (start-up time, exactness checks). */
+  readonly note?: string;
+}
+
+/** A heading and its rows. */
+export interface ReportSection {
+  readonly title: string;
+  readonly rows: readonly ReportRow[];
+}
+
+const MARKDOWN_CHARS = {
+  top: '', 'top-mid': '', 'top-left': '', 'top-right': '',
+  bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
+  left: '|', 'left-mid': '', mid: '', 'mid-mid': '', right: '|', 'right-mid': '', middle: '|',
+};
+
+const HEAD = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU %', 'server RSS MB', 'DB CPU %', 'vs baseline', 'target'];
+
+function mb(bytes: number | undefined): string {
+  return bytes === undefined ? '' : (bytes / 1024 / 1024).toFixed(0);
+}
+
+function ms(value: number): string {
+  return value < 10 ? value.toFixed(2) : value.toFixed(1);
+}
+
+/** `perSecond / baseline` as `0.83× db ceiling`. */
+export function ratio(row: ReportRow): number | undefined {
+  return row.measured && row.baseline && row.baseline.perSecond > 0 ? row.measured.perSecond / row.baseline.perSecond : undefined;
+}
+
+function cells(row: ReportRow): string[] {
+  const m = row.measured;
+  const r = ratio(row);
+  const rss = row.server ? `${mb(row.server.maxRssBytes)}${row.server.totalRssBytes > row.server.maxRssBytes * 1.05 ? ` (Σ ${mb(row.server.totalRssBytes)})` : ''}` : '';
+  return [
+    row.scenario,
+    m ? m.perSecond.toFixed(0) : (row.note ?? ''),
+    m ? ms(m.p50Ms) : '',
+    m ? ms(m.p99Ms) : '',
+    m ? (m.errors === 0 ? '0' : `${m.errors} (${m.errorDetail})`) : '',
+    row.server ? row.server.cpuPercent.toFixed(0) : '',
+    rss,
+    row.database ? row.database.cpuPercent.toFixed(0) : '',
+    r === undefined ? (m && row.note ? row.note : '') : `${r.toFixed(2)}× ${row.baseline!.label}`,
+    row.target ? `${row.target.text} ${row.target.met ? 'met' : 'NOT met'}` : '',
+  ];
+}
+
+/** Renders the sections as one Markdown table, a bold row per section title. */
+export function renderReport(sections: readonly ReportSection[]): string {
+  const table = new Table({ chars: MARKDOWN_CHARS, style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1 } });
+  table.push(HEAD, HEAD.map(() => '---'));
+  for (const section of sections) {
+    table.push([`**${section.title}**`, ...HEAD.slice(1).map(() => '')]);
+    for (const row of section.rows) table.push(cells(row));
+  }
+  return table.toString();
+}

@@ -1,0 +1,101 @@
+/*
+ * Seeds benchmark data with set-based SQL (generate_series), through any function that runs
+ * one SQL statement, so the same code seeds PostgreSQL (pg) and embedded PGlite. Rows look
+ * like what the API writes: every user has a workspace role, names, a status and two apps.
+ */
+import { DEMO_PRODUCTS } from '../src/core/demo.ts';
+import { generateApiKey } from '../src/core/api-keys/api-key-secret.ts';
+
+/** Runs one SQL statement with positional parameters and returns its rows. */
+export type RunSql = (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
+
+/** A seeded workspace: where to send requests and the key that opens it. */
+export interface SeededWorkspace {
+  readonly id: number;
+  readonly subdomain: string;
+  readonly apiKey: string;
+  /** Users seeded into it (all active), `u1@…` to `u<users>@…`. */
+  readonly users: number;
+}
+
+/** The email of the `index`-th (1-based) seeded user of a workspace. */
+export function seededEmail(subdomain: string, index: number): string {
+  return `u${index}@${subdomain}.example`;
+}
+
+/** Creates the demo catalogue (analytics, crm, helpdesk) unless it exists. */
+export async function seedProducts(run: RunSql): Promise<void> {
+  for (const product of DEMO_PRODUCTS) {
+    await run('insert into products (name, roles) values ($1, $2) on conflict (name) do nothing', [
+      product.name,
+      product.roles,
+    ]);
+  }
+}
+
+/**
+ * Creates workspaces with one fresh API key each and `usersEach` active users each (the first
+ * an owner, the rest non-owners, each with a crm role and one more app) and their counts, in a handful of
+ * set-based statements whatever the count. Foreign-key triggers are skipped while loading
+ * (`session_replication_role = replica`, superuser only): every reference is built from rows
+ * inserted by the same statements.
+ *
+ * @param subdomains - lower-case DNS labels, not yet taken.
+ * @returns the workspaces in the order given, with their plaintext keys.
+ */
+export async function seedWorkspaces(run: RunSql, subdomains: readonly string[], usersEach: number): Promise<SeededWorkspace[]> {
+  const keys = subdomains.map(() => generateApiKey());
+  const rows = await run(
+    `insert into workspaces (subdomain, name)
+     select s, s from unnest($1::text[]) with ordinality as t(s, n) order by n
+     returning id, subdomain`,
+    [subdomains],
+  );
+  const idOf = new Map(rows.map((r) => [String(r.subdomain), Number(r.id)]));
+  const ids = subdomains.map((s) => idOf.get(s)!);
+  await run(
+    `insert into api_keys (workspace_id, prefix, key_hash)
+     select w, p, h from unnest($1::int8[], $2::text[], $3::text[]) as t(w, p, h)`,
+    [ids, keys.map((k) => k.prefix), keys.map((k) => k.hash)],
+  );
+  if (usersEach > 0) {
+    await run('set session_replication_role = replica');
+    try {
+      await run(
+        `insert into users (workspace_id, email, role, first_name, last_name, status)
+         select w.id, 'u' || g || '@' || w.subdomain || '.example',
+                case when g = 1 then 'owner' else 'non_owner' end, 'First', 'Last ' || g, 'active'
+         from unnest($1::int8[]) as t(wid)
+         join workspaces w on w.id = t.wid
+         cross join generate_series(1, $2::int) as g
+         order by w.id, g`,
+        [ids, usersEach],
+      );
+      await run(
+        `insert into user_apps (workspace_id, user_id, product, role, position)
+         select u.workspace_id, u.id, 'crm', 'member', 0 from users u where u.workspace_id = any($1::int8[])
+         union all
+         select u.workspace_id, u.id,
+                case when u.id % 2 = 0 then 'analytics' else 'helpdesk' end,
+                case when u.id % 2 = 0 then 'viewer' else 'agent' end, 1
+         from users u where u.workspace_id = any($1::int8[])`,
+        [ids],
+      );
+      // The exact per-status counts the service keeps (any slot will do: a count is their sum).
+      await run(
+        `insert into user_counts (workspace_id, status, slot, user_count)
+         select workspace_id, status, 0, count(*) from users where workspace_id = any($1::int8[])
+         group by workspace_id, status`,
+        [ids],
+      );
+    } finally {
+      await run('set session_replication_role = origin');
+    }
+  }
+  return subdomains.map((subdomain, i) => ({ id: ids[i]!, subdomain, apiKey: keys[i]!.key, users: usersEach }));
+}
+
+/** Refreshes planner statistics and the visibility map after a bulk load (index-only scans need it). */
+export async function vacuumAnalyze(run: RunSql): Promise<void> {
+  await run('vacuum (analyze) workspaces, api_keys, products, users, user_apps, user_counts');
+}

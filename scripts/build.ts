@@ -1,0 +1,16 @@
+/*
+ * `npm run build`: compiles src/ to dist/ with tsc (tsconfig.build.json rewrites the `.ts`
+ * import extensions to `.js`) and copies the SQL migrations next to the compiled storage
+ * code, where `openDatabase` looks for them. dist/ is emptied first so that a file removed
+ * from src/ cannot linger in the build.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+
+rmSync('dist', { recursive: true, force: true });
+const compiled = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+if (compiled.status !== 0) process.exit(compiled.status ?? 1);
+cpSync('src/storage/migrations', 'dist/storage/migrations', { recursive: true });

@@ -1,0 +1,218 @@
+import type { operations } from './schema.ts';
+import { createTransport, type TransportOptions } from './transport.ts';
+
+type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> =
+  operations[Op]['responses'][Status] extends { content: { 'application/json': infer Body } } ? Body : never;
+
+/** A workspace. */
+export type Workspace = Json<'getWorkspace', 200>;
+/** A new workspace with its first API key (the plaintext `api_key.key` is shown only once). */
+export type CreatedWorkspace = Json<'createWorkspace', 201>;
+/** One page of workspaces. */
+export type WorkspacePage = Json<'listWorkspaces', 200>;
+/** An API key without its secret. */
+export type ApiKey = Json<'listApiKeys', 200>['api_keys'][number];
+/** A new API key with its plaintext `key`, shown only once. */
+export type CreatedApiKey = Json<'createApiKey', 201>;
+/** A product of the catalogue, with timestamps. */
+export type CatalogueProduct = Json<'getCatalogueProduct', 200>;
+/** One page of audit events. */
+export type AuditEventPage = Json<'listAuditEvents', 200>;
+/** One audit event. */
+export type AuditEvent = AuditEventPage['audit_events'][number];
+/** Page query of admin listings: `page_number` (from 1) and `page_size` (1-100), both optional. */
+export type PageQuery = NonNullable<operations['listWorkspaces']['parameters']['query']>;
+
+/** Path prefix of the admin API. */
+export const ADMIN_API_PREFIX = '/admin/v1';
+
+/** Options of {@link createAdminClient}. */
+export interface AdminClientOptions extends TransportOptions {
+  /** Where the service is, e.g. `http://localhost:3000` (the admin API answers on any host). */
+  readonly baseUrl: string;
+  /** The service's `ADMIN_TOKEN`, sent as `Authorization: Bearer …`. */
+  readonly adminToken: string;
+}
+
+/** Workspaces. */
+export interface WorkspacesApi {
+  /**
+   * Creates a workspace and its first API key. Not retried after a network failure (it is not
+   * idempotent): on `network_error`, look the workspace up before you create it again.
+   * @throws WumApiError `validation_failed` (400); `workspace_exists` (409).
+   */
+  create(workspace: { subdomain: string; name?: string }): Promise<CreatedWorkspace>;
+  /** One page of workspaces, oldest first. */
+  list(query?: PageQuery): Promise<WorkspacePage>;
+  /** Every workspace, page by page, until the empty page. */
+  iterate(query?: Omit<PageQuery, 'page_number'>): AsyncGenerator<Workspace, void, undefined>;
+  /** @throws WumApiError `workspace_not_found` (404). */
+  get(subdomain: string): Promise<Workspace>;
+  /**
+   * Deletes a workspace with all its users, keys and audit trail. Not retried after a network
+   * failure (a repeat of an applied delete would answer `404`).
+   * @throws WumApiError `workspace_not_found` (404).
+   */
+  delete(subdomain: string): Promise<void>;
+}
+
+/** API keys of a workspace. */
+export interface ApiKeysApi {
+  /** Adds a key to the workspace; its plaintext is in the result only. Not retried after a network failure. */
+  create(subdomain: string): Promise<CreatedApiKey>;
+  /** Every key of the workspace, revoked ones included, never the plaintext. */
+  list(subdomain: string): Promise<ApiKey[]>;
+  /** Revokes a key (idempotent: revoking again succeeds). @throws WumApiError `api_key_not_found` (404). */
+  revoke(subdomain: string, id: string): Promise<void>;
+}
+
+/** The product catalogue. */
+export interface CatalogueApi {
+  /**
+   * Creates the product with these roles, or replaces its roles (idempotent: putting the same
+   * roles again changes nothing).
+   * @returns the product, and whether it was created (201) rather than replaced (200).
+   * @throws WumApiError `product_in_use` (409) when a dropped role is held by an active user.
+   */
+  put(name: string, roles: string[]): Promise<{ product: CatalogueProduct; created: boolean }>;
+  /** Every product, sorted by name. */
+  list(): Promise<CatalogueProduct[]>;
+  /** @throws WumApiError `product_not_found` (404). */
+  get(name: string): Promise<CatalogueProduct>;
+  /**
+   * Removes a product. Not retried after a network failure (a repeat would answer `404`).
+   * @throws WumApiError `product_not_found` (404); `product_in_use` (409).
+   */
+  delete(name: string): Promise<void>;
+}
+
+/** Audit trail. */
+export interface AuditApi {
+  /** One page of a workspace's audit events, or of every event when `subdomain` is undefined. */
+  list(subdomain?: string, query?: PageQuery): Promise<AuditEventPage>;
+}
+
+/** A client of the operator API (`/admin/v1`). */
+export interface WumAdminClient {
+  readonly workspaces: WorkspacesApi;
+  readonly apiKeys: ApiKeysApi;
+  readonly products: CatalogueApi;
+  readonly auditEvents: AuditApi;
+  /** Closes idle connections (only needed to end a process quickly). */
+  close(): Promise<void>;
+}
+
+/**
+ * A client of the operator API (`/admin/v1`, served on any host when the service has an
+ * `ADMIN_TOKEN`). Retries follow the same rules as {@link createClient}: 429 and 503 always;
+ * network failures only for reads and idempotent calls (product put, key revoke).
+ *
+ * @example
+ * const admin = createAdminClient({ baseUrl: 'http://localhost:3000', adminToken: process.env.WUM_ADMIN_TOKEN! });
+ * const { api_key } = await admin.workspaces.create({ subdomain: 'acme', name: 'Acme Inc' });
+ */
+export function createAdminClient(options: AdminClientOptions): WumAdminClient {
+  if (!options.adminToken) throw new TypeError('adminToken is required');
+  const transport = createTransport(options, { Authorization: `Bearer ${options.adminToken}` }, ADMIN_API_PREFIX);
+  const { api, call } = transport;
+  const safe = { replayable: true };
+  const once = { replayable: false };
+  const ws = (subdomain: string) => `${ADMIN_API_PREFIX}/workspaces/${encodeURIComponent(subdomain)}`;
+  const product = (name: string) => `${ADMIN_API_PREFIX}/products/${encodeURIComponent(name)}`;
+
+  const workspaces: WorkspacesApi = {
+    async create(body) {
+      const { data } = await call(`POST ${ADMIN_API_PREFIX}/workspaces`, once, (signal) =>
+        api.POST('/admin/v1/workspaces', { body, signal }),
+      );
+      return data!;
+    },
+    async list(query = {}) {
+      const { data } = await call(`GET ${ADMIN_API_PREFIX}/workspaces`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces', { params: { query }, signal }),
+      );
+      return data!;
+    },
+    async *iterate(query = {}) {
+      for (let page = 1; ; page += 1) {
+        const { workspaces: items } = await workspaces.list({ page_size: query.page_size ?? 100, page_number: page });
+        if (items.length === 0) return;
+        yield* items;
+      }
+    },
+    async get(subdomain) {
+      const { data } = await call(`GET ${ws(subdomain)}`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}', { params: { path: { subdomain } }, signal }),
+      );
+      return data!;
+    },
+    async delete(subdomain) {
+      await call(`DELETE ${ws(subdomain)}`, once, (signal) =>
+        api.DELETE('/admin/v1/workspaces/{subdomain}', { params: { path: { subdomain } }, signal }),
+      );
+    },
+  };
+
+  const apiKeys: ApiKeysApi = {
+    async create(subdomain) {
+      const { data } = await call(`POST ${ws(subdomain)}/api-keys`, once, (signal) =>
+        api.POST('/admin/v1/workspaces/{subdomain}/api-keys', { params: { path: { subdomain } }, signal }),
+      );
+      return data!;
+    },
+    async list(subdomain) {
+      const { data } = await call(`GET ${ws(subdomain)}/api-keys`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/api-keys', { params: { path: { subdomain } }, signal }),
+      );
+      return data!.api_keys;
+    },
+    async revoke(subdomain, id) {
+      await call(`DELETE ${ws(subdomain)}/api-keys/${encodeURIComponent(id)}`, safe, (signal) =>
+        api.DELETE('/admin/v1/workspaces/{subdomain}/api-keys/{id}', { params: { path: { subdomain, id } }, signal }),
+      );
+    },
+  };
+
+  const products: CatalogueApi = {
+    async put(name, roles) {
+      const { data, response } = await call(`PUT ${product(name)}`, safe, (signal) =>
+        api.PUT('/admin/v1/products/{name}', { params: { path: { name } }, body: { roles }, signal }),
+      );
+      return { product: data!, created: response.status === 201 };
+    },
+    async list() {
+      const { data } = await call(`GET ${ADMIN_API_PREFIX}/products`, safe, (signal) =>
+        api.GET('/admin/v1/products', { signal }),
+      );
+      return data!.products;
+    },
+    async get(name) {
+      const { data } = await call(`GET ${product(name)}`, safe, (signal) =>
+        api.GET('/admin/v1/products/{name}', { params: { path: { name } }, signal }),
+      );
+      return data!;
+    },
+    async delete(name) {
+      await call(`DELETE ${product(name)}`, once, (signal) =>
+        api.DELETE('/admin/v1/products/{name}', { params: { path: { name } }, signal }),
+      );
+    },
+  };
+
+  const auditEvents: AuditApi = {
+    async list(subdomain, query = {}) {
+      if (subdomain === undefined) {
+        const { data } = await call(`GET ${ADMIN_API_PREFIX}/audit-events`, safe, (signal) =>
+          api.GET('/admin/v1/audit-events', { params: { query }, signal }),
+        );
+        return data!;
+      }
+      const { data } = await call(`GET ${ws(subdomain)}/audit-events`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/audit-events', { params: { path: { subdomain }, query }, signal }),
+      );
+      return data!;
+    },
+  };
+
+  return { workspaces, apiKeys, products, auditEvents, close: () => transport.close() };
+}

@@ -1,0 +1,57 @@
+/**
+ * The wum SDK: typed clients of the workspace API and the operator API, generated from the
+ * service's OpenAPI document (sdk/schema.ts) and wrapped with openapi-fetch.
+ *
+ * - {@link createClient}: one workspace's users and products (`X-Api-Key`).
+ * - {@link createAdminClient}: workspaces, API keys, the product catalogue, the audit trail
+ *   (`Authorization: Bearer <ADMIN_TOKEN>`).
+ * - Every failure is a {@link WumApiError}.
+ * - Retries: 429 and 503 always (answered before anything is applied), with exponential
+ *   backoff and full jitter, never sooner than `Retry-After`, bounded in attempts and time;
+ *   network failures and timeouts only for calls that are safe to repeat. `users.add` sends an
+ *   `Idempotency-Key` it generates, so its retries cannot add twice.
+ * - `localhost` and `*.localhost` resolve to loopback (RFC 6761), so
+ *   `http://acme.localhost:3000` works without editing `/etc/hosts`.
+ *
+ * @packageDocumentation
+ */
+export {
+  createClient,
+  EXTERNAL_API_PREFIX,
+  type AddUserOptions,
+  type AppRole,
+  type ClientOptions,
+  type ListUsersQuery,
+  type NewUser,
+  type Pagination,
+  type Product,
+  type ProductsApi,
+  type StatusFilter,
+  type User,
+  type UserPage,
+  type UsersApi,
+  type WumClient,
+} from './client.ts';
+export {
+  ADMIN_API_PREFIX,
+  createAdminClient,
+  type AdminClientOptions,
+  type ApiKey,
+  type ApiKeysApi,
+  type AuditApi,
+  type AuditEvent,
+  type AuditEventPage,
+  type CatalogueApi,
+  type CatalogueProduct,
+  type CreatedApiKey,
+  type CreatedWorkspace,
+  type PageQuery,
+  type Workspace,
+  type WorkspacePage,
+  type WorkspacesApi,
+  type WumAdminClient,
+} from './admin-client.ts';
+export { WumApiError, type FieldError, type Problem, type WumApiErrorInit } from './errors.ts';
+export { parseRetryAfter, retryDelay, retryPolicy, type RetryEvent, type RetryOptions, type RetryPolicy } from './retry.ts';
+export { createLoopbackAwareAgent, isLoopbackName, loopbackAwareLookup, type TransportOptions } from './transport.ts';
+export type { components, operations, paths } from './schema.ts';

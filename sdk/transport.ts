@@ -1,0 +1,178 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import createOpenApiClient, { type Client } from 'openapi-fetch';
+import { Agent, fetch as undiciFetch, Request as UndiciRequest, type Dispatcher } from 'undici';
+import { errorFromFailure, errorFromResponse, WumApiError } from './errors.ts';
+import { parseRetryAfter, retryDelay, retryPolicy, type RetryOptions, type RetryPolicy } from './retry.ts';
+import type { paths } from './schema.ts';
+
+/** Options every wum client takes. */
+export interface TransportOptions {
+  /**
+   * Where the service is: scheme, host and port, e.g. `http://acme.localhost:3000` for a
+   * workspace or `http://localhost:3000` for the admin API. A path is kept as a prefix (a
+   * service behind a reverse proxy at `https://example.com/wum`).
+   */
+  readonly baseUrl: string;
+  /** Retry policy of 429, 503 and safe-to-repeat failures; `false` turns retries off. */
+  readonly retry?: RetryOptions | false;
+  /** Time one attempt may take before it fails with `timeout`, in ms. Default 30 000. */
+  readonly timeoutMs?: number;
+  /** `User-Agent` of the requests. Default `wum-sdk`. */
+  readonly userAgent?: string;
+  /**
+   * The undici dispatcher to send with (a proxy, custom TLS). Default: a keep-alive Agent that
+   * resolves `localhost` and `*.localhost` to the loopback addresses.
+   */
+  readonly dispatcher?: Dispatcher;
+}
+
+/** True for `localhost` and names under `.localhost`, which are always loopback (RFC 6761 §6.3). */
+export function isLoopbackName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+const LOOPBACK: readonly LookupAddress[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+
+/**
+ * `dns.lookup` that answers `localhost` and `*.localhost` with 127.0.0.1 and ::1 itself, as
+ * curl and browsers do, instead of asking the system resolver (which often does not know
+ * `acme.localhost`). Every other name goes to `dns.lookup`.
+ */
+export function loopbackAwareLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  if (!isLoopbackName(hostname)) {
+    dnsLookup(hostname, options, callback as never);
+    return;
+  }
+  const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+  const addresses = LOOPBACK.filter((a) => !family || a.family === family);
+  if (options.all) callback(null, addresses);
+  else callback(null, addresses[0]!.address, addresses[0]!.family);
+}
+
+/** The default dispatcher: keep-alive connections, `*.localhost` resolved to loopback. */
+export function createLoopbackAwareAgent(): Agent {
+  return new Agent({ connect: { lookup: loopbackAwareLookup as never } });
+}
+
+/** The base URL as given, without a trailing slash or an API path prefix a user may have added. */
+function normalizeBaseUrl(baseUrl: string, apiPrefix: string): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(`baseUrl must be an absolute http(s) URL such as http://acme.localhost:3000, not "${baseUrl}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`baseUrl must use http or https, not "${url.protocol}"`);
+  }
+  let path = url.pathname.replace(/\/+$/, '');
+  if (path.endsWith(apiPrefix)) path = path.slice(0, -apiPrefix.length);
+  return `${url.origin}${path}`;
+}
+
+/** What an openapi-fetch call resolves to. */
+interface Outcome {
+  readonly data?: unknown;
+  readonly error?: unknown;
+  readonly response: Response;
+}
+
+/** How one call may be retried. */
+export interface CallOptions {
+  /**
+   * The call may be sent again after a network failure or timeout: it is a read, idempotent
+   * by contract, or carries an `Idempotency-Key`. 429 and 503 are retried for every call.
+   */
+  readonly replayable: boolean;
+}
+
+/** An openapi-fetch client with retries, timeouts and error mapping around it. */
+export interface Transport {
+  readonly api: Client<paths>;
+  readonly baseUrl: string;
+  /**
+   * Runs `attempt` (one openapi-fetch call, given the abort signal of its timeout) until it
+   * succeeds or the retry policy gives up.
+   * @returns the parsed body and the response of the successful attempt.
+   * @throws WumApiError for an error response or when no response arrived.
+   */
+  call<T extends Outcome>(
+    operation: string,
+    options: CallOptions,
+    attempt: (signal: AbortSignal) => Promise<T>,
+  ): Promise<{ data: NonNullable<T['data']> | undefined; response: Response }>;
+  /** Closes the connections of the default dispatcher (no-op for a dispatcher you passed). */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the transport of a client: openapi-fetch over undici's own `fetch` and dispatcher,
+ * with fixed headers (credentials) and the retry policy of {@link RetryOptions}.
+ */
+export function createTransport(options: TransportOptions, headers: Record<string, string>, apiPrefix: string): Transport {
+  const baseUrl = normalizeBaseUrl(options.baseUrl, apiPrefix);
+  const ownDispatcher = options.dispatcher ? undefined : createLoopbackAwareAgent();
+  const dispatcher = options.dispatcher ?? ownDispatcher!;
+  const policy: RetryPolicy = retryPolicy(options.retry);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const api = createOpenApiClient<paths>({
+    baseUrl,
+    headers: { 'User-Agent': options.userAgent ?? 'wum-sdk', Accept: 'application/json', ...headers },
+    // openapi-fetch builds undici Requests, sent by undici's fetch with our dispatcher.
+    Request: UndiciRequest as unknown as typeof Request,
+    fetch: ((request: UndiciRequest) => undiciFetch(request, { dispatcher })) as unknown as (input: Request) => Promise<Response>,
+  });
+
+  async function call<T extends Outcome>(operation: string, callOptions: CallOptions, attempt: (signal: AbortSignal) => Promise<T>) {
+    const label = `${operation.split(' ', 1)[0]} ${baseUrl}${operation.slice(operation.indexOf(' ') + 1)}`;
+    const started = policy.now();
+    for (let number = 1; ; number += 1) {
+      let outcome: T | undefined;
+      let failure: unknown;
+      try {
+        outcome = await attempt(AbortSignal.timeout(timeoutMs));
+      } catch (error) {
+        failure = error;
+      }
+      if (outcome?.response.ok) {
+        return { data: outcome.data as NonNullable<T['data']> | undefined, response: outcome.response };
+      }
+      const retryAfterSeconds = outcome ? parseRetryAfter(outcome.response.headers.get('retry-after'), policy.now()) : undefined;
+      const error = outcome
+        ? errorFromResponse(label, outcome.response, outcome.error, retryAfterSeconds)
+        : errorFromFailure(label, failure, timeoutMs);
+      const attempts = error.isNetworkError ? policy.maxNetworkAttempts : policy.maxAttempts;
+      if (number < attempts && isRetryable(error, callOptions)) {
+        const delayMs = retryDelay(policy, number, retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000);
+        if (policy.now() - started + delayMs <= policy.maxElapsedMs) {
+          policy.onRetry?.({ operation: label, attempt: number, reason: error.status ? `${error.status} ${error.code}` : error.code, delayMs });
+          await policy.sleep(delayMs);
+          continue;
+        }
+      }
+      throw error;
+    }
+  }
+
+  return {
+    api,
+    baseUrl,
+    call,
+    async close() {
+      await ownDispatcher?.close();
+    },
+  };
+}
+
+/** Whether a failed attempt may be tried again (see {@link RetryOptions} for the rules). */
+function isRetryable(error: WumApiError, options: CallOptions): boolean {
+  if (error.isNetworkError) return options.replayable;
+  if (error.status === 429 || error.status === 503) return true;
+  return error.status === 409 && error.code === 'idempotency_key_in_use';
+}

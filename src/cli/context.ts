@@ -1,0 +1,82 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createAdminClient, createClient, type RetryOptions, type WumAdminClient, type WumClient } from 'wum/sdk';
+
+/** A mistake in how the command was called (missing configuration, unreadable file): exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Exit codes of `wum` (README, "CLI"). */
+export const EXIT = { ok: 0, apiError: 1, usage: 2 } as const;
+
+/** Connection options of every command, from flags or the environment. */
+interface GlobalOptions {
+  url?: string;
+  apiKey?: string;
+  adminUrl?: string;
+  adminToken?: string;
+}
+
+/** Registers the connection options on the program; subcommands accept them too. */
+export function addGlobalOptions(program: Command): void {
+  program
+    .addOption(new Option('--url <url>', 'workspace base URL, e.g. http://acme.localhost:3000').env('WUM_URL'))
+    .addOption(new Option('--api-key <key>', "an API key of the workspace").env('WUM_API_KEY'))
+    .addOption(
+      new Option('--admin-url <url>', 'operator API base URL, e.g. http://localhost:3000 (default: --url)').env('WUM_ADMIN_URL'),
+    )
+    .addOption(new Option('--admin-token <token>', "the service's ADMIN_TOKEN").env('WUM_ADMIN_TOKEN'));
+}
+
+/** Adds `--json` (machine-readable output on stdout) to a command. */
+export function withJson(command: Command): Command {
+  return command.option('--json', 'print JSON instead of a table');
+}
+
+/** How long the CLI's calls keep retrying 429 and 503 (a bulk import may meet the rate limit often). */
+const CLI_RETRY: RetryOptions = { maxAttempts: 8, maxElapsedMs: 120_000 };
+
+/** Clients are closed when the command ends, so the process exits at once. */
+const open: Array<{ close(): Promise<void> }> = [];
+
+/** The workspace client of a command, from `--url`/`WUM_URL` and `--api-key`/`WUM_API_KEY`. */
+export function workspaceClient(command: Command): WumClient {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  if (!options.url) throw new UsageError('no workspace URL: pass --url or set WUM_URL (e.g. http://acme.localhost:3000)');
+  if (!options.apiKey) throw new UsageError('no API key: pass --api-key or set WUM_API_KEY');
+  const client = guard(() => createClient({ baseUrl: options.url!, apiKey: options.apiKey!, retry: CLI_RETRY, userAgent: 'wum-cli' }));
+  open.push(client);
+  return client;
+}
+
+/** The operator client of a command, from `--admin-url` (default `--url`) and `--admin-token`. */
+export function adminClient(command: Command): WumAdminClient {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const baseUrl = options.adminUrl ?? options.url;
+  if (!baseUrl) throw new UsageError('no operator API URL: pass --admin-url or set WUM_ADMIN_URL (e.g. http://localhost:3000)');
+  if (!options.adminToken) throw new UsageError('no admin token: pass --admin-token or set WUM_ADMIN_TOKEN');
+  const client = guard(() => createAdminClient({ baseUrl, adminToken: options.adminToken!, retry: CLI_RETRY, userAgent: 'wum-cli' }));
+  open.push(client);
+  return client;
+}
+
+/** A client constructor's TypeError (a malformed URL) is a usage error. */
+function guard<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof TypeError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** Closes every client the command opened. */
+export async function closeClients(): Promise<void> {
+  await Promise.allSettled(open.splice(0).map((c) => c.close()));
+}
+
+/** Parses a positive integer option value; anything else is a usage error. */
+export function positiveInteger(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('Not a positive integer.');
+  return Number(value);
+}

@@ -1,0 +1,62 @@
+/*
+ * `wum`: the command line of the wum service, built on the SDK (wum/sdk). See README, "CLI".
+ * Exit codes: 0 success; 1 an API error (its code and detail on stderr) or rejected import
+ * rows; 2 a usage error (unknown command or option, missing configuration, unreadable file).
+ */
+import { createRequire } from 'node:module';
+import { Command, CommanderError } from 'commander';
+import { WumApiError } from 'wum/sdk';
+import { adminCommand } from './admin.ts';
+import { addGlobalOptions, closeClients, EXIT, UsageError } from './context.ts';
+import { productsCommand } from './products.ts';
+import { usersCommand } from './users.ts';
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+/** The program with every command; `exitOverride` makes commander throw instead of exiting. */
+export function buildProgram(): Command {
+  const program = new Command('wum')
+    .description('Manage the users of wum workspaces, and (as an operator) the workspaces themselves.')
+    .version(version)
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)');
+  addGlobalOptions(program);
+  for (const command of [usersCommand(), productsCommand(), adminCommand()]) program.addCommand(command);
+  // Added commands do not inherit settings: apply them to the whole tree.
+  const apply = (command: Command) => {
+    command.exitOverride().showHelpAfterError('(add --help for usage)').configureHelp({ showGlobalOptions: true });
+    command.commands.forEach(apply);
+  };
+  program.commands.forEach(apply);
+  return program;
+}
+
+/** Prints an error the way a person and a script both can read it. */
+function report(error: WumApiError): void {
+  process.stderr.write(`error: ${error.code}: ${error.detail}\n`);
+  for (const field of error.errors) process.stderr.write(`  ${field.field}: ${field.message}\n`);
+  if (error.requestId) process.stderr.write(`  (request id ${error.requestId})\n`);
+}
+
+/** Runs `wum` with `argv` (process.argv form) and resolves with the exit code. */
+export async function run(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync([...argv]);
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    if (error instanceof WumApiError) {
+      report(error);
+      return EXIT.apiError;
+    }
+    throw error;
+  } finally {
+    await closeClients();
+  }
+}
+
+process.exitCode = await run(process.argv);

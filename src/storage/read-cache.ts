@@ -1,0 +1,72 @@
+import { LRUCache } from 'lru-cache';
+import type { Credentials, Product } from '../core/ports.ts';
+
+/** Default time a process serves verified keys and the catalogue from memory: 5 s (issue 5). */
+export const DEFAULT_CACHE_TTL_MS = 5_000;
+/** Verified keys remembered at most; the least recently used go first. */
+const MAX_CREDENTIALS = 10_000;
+
+/**
+ * What every request reads and almost nothing writes, kept in process memory for a short
+ * time: the verified credentials of a (subdomain, key hash) and the product catalogue.
+ * Only positive answers are kept, so a new workspace or key works at once.
+ *
+ * Changes made through this process take effect at once: the store calls {@link invalidate}
+ * after the transaction that revoked a key, deleted a workspace or changed the catalogue
+ * commits. A read that started before an invalidation is not kept (a generation counter),
+ * so a concurrent revocation cannot be undone by a late answer. Changes made by another
+ * process reach this one after at most `ttlMs`, or at once when that process announces them
+ * (WORKERS: see `http/workers.ts`). Source: issue 5, "per-request auth look-up".
+ */
+export class ReadCache {
+  private readonly credentials: LRUCache<string, Credentials> | undefined;
+  private catalogue: { readonly products: Product[]; readonly until: number } | undefined;
+  private generation = 0;
+
+  /**
+   * @param ttlMs - how long an entry may be served, in ms; 0 turns the cache off.
+   * @param onInvalidate - called after each local change (to tell sibling processes).
+   */
+  constructor(
+    private readonly ttlMs: number,
+    private readonly onInvalidate: () => void = () => {},
+  ) {
+    this.credentials = ttlMs > 0 ? new LRUCache({ max: MAX_CREDENTIALS, ttl: ttlMs }) : undefined;
+  }
+
+  /** Cached credentials, else `load()`'s, kept when they name a live key and nothing changed meanwhile. */
+  async resolve(subdomain: string, keyHash: string, load: () => Promise<Credentials>): Promise<Credentials> {
+    const key = `${subdomain}\u0000${keyHash}`;
+    const cached = this.credentials?.get(key);
+    if (cached) return cached;
+    const generation = this.generation;
+    const loaded = await load();
+    if (this.credentials && loaded.workspace && loaded.apiKeyId && generation === this.generation) {
+      this.credentials.set(key, loaded);
+    }
+    return loaded;
+  }
+
+  /** The cached catalogue, else `load()`'s, kept as for {@link resolve}. */
+  async products(load: () => Promise<Product[]>): Promise<Product[]> {
+    const now = performance.now();
+    if (this.catalogue && this.catalogue.until > now) return this.catalogue.products;
+    const generation = this.generation;
+    const products = await load();
+    if (this.ttlMs > 0 && generation === this.generation) this.catalogue = { products, until: now + this.ttlMs };
+    return products;
+  }
+
+  /** Forgets everything (another process announced a change). */
+  clear(): void {
+    this.generation += 1;
+    this.credentials?.clear();
+    this.catalogue = undefined;
+  }
+
+  /** Forgets everything after a change made through this process, and announces it. */
+  invalidate(): void {
+    this.clear();
+    this.onInvalidate();
+  }
+}

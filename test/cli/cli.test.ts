@@ -1,0 +1,260 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { parse } from 'csv-parse/sync';
+import { createClient, type User } from 'wum/sdk';
+import { BACKEND } from '../helpers/test-context.ts';
+import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
+import { runWum } from './run-wum.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+
+/** What an export carries and an import reproduces. */
+function essence(users: readonly User[]) {
+  return users
+    .map((u) => ({ email: u.email, role: u.role, first_name: u.first_name, last_name: u.last_name, apps: u.apps }))
+    .sort((a, b) => a.email.localeCompare(b.email));
+}
+
+describe('wum usage errors exit with 2, help with 0 (no server needed)', () => {
+  test('--help, and --help of a nested command, exit 0', async () => {
+    const help = await runWum(['--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /Usage: wum/);
+    for (const name of ['users', 'products', 'admin']) assert.match(help.stdout, new RegExp(`\\b${name}\\b`));
+    const add = await runWum(['users', 'add', '--help']);
+    assert.equal(add.code, 0);
+    assert.match(add.stdout, /--role <role>/);
+    assert.match(add.stdout, /--json/);
+    assert.match(add.stdout, /WUM_URL/, 'the global options are listed, with their variables');
+    assert.equal((await runWum(['admin', 'products', 'put', '--help'])).code, 0);
+  });
+
+  test('unknown commands and options, bad values and missing arguments exit 2 with a message', async () => {
+    const env = { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' };
+    for (const args of [
+      ['bogus'],
+      ['users', 'frobnicate'],
+      ['users', 'list', '--colour'],
+      ['users', 'list', '--status', 'sleeping'],
+      ['users', 'list', '--page', '0'],
+      ['users', 'list', '--page', '2', '--all'],
+      ['users', 'add', 'ada@example.com'],
+      ['users', 'add', 'ada@example.com', '--role', 'boss'],
+      ['users', 'add', 'ada@example.com', '--role', 'owner', '--app', 'crm'],
+      ['users', 'get'],
+      ['admin', 'products', 'put', 'crm'],
+    ]) {
+      const run = await runWum(args, env);
+      assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, /error/i, args.join(' '));
+    }
+    assert.equal((await runWum([])).code, 2, 'no command: help on stderr, exit 2');
+  });
+
+  test('missing configuration and unreadable files are usage errors (2)', async () => {
+    const noUrl = await runWum(['users', 'list']);
+    assert.equal(noUrl.code, 2);
+    assert.match(noUrl.stderr, /--url or set WUM_URL/);
+    const noKey = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1' });
+    assert.equal(noKey.code, 2);
+    assert.match(noKey.stderr, /--api-key or set WUM_API_KEY/);
+    const badUrl = await runWum(['users', 'list', '--url', 'acme.localhost', '--api-key', 'k']);
+    assert.equal(badUrl.code, 2);
+    const noToken = await runWum(['admin', 'workspaces', 'list'], { WUM_ADMIN_URL: 'http://localhost:1' });
+    assert.equal(noToken.code, 2);
+    assert.match(noToken.stderr, /--admin-token or set WUM_ADMIN_TOKEN/);
+
+    const dir = mkdtempSync(join(tmpdir(), 'wum-cli-'));
+    try {
+      const env = { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' };
+      const missing = await runWum(['users', 'import', join(dir, 'none.csv')], env);
+      assert.equal(missing.code, 2);
+      assert.match(missing.stderr, /cannot read/);
+      writeFileSync(join(dir, 'bad.csv'), 'email,role,firstname\nada@example.com,owner,Ada\n');
+      const header = await runWum(['users', 'import', join(dir, 'bad.csv')], env);
+      assert.equal(header.code, 2);
+      assert.match(header.stderr, /unknown: firstname/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('an unreachable server is an API error (1) naming the cause', async () => {
+    const run = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /^error: network_error: GET http:\/\/acme\.localhost:1\/api\/external\/v2\/users: could not reach/m);
+  });
+});
+
+describe(`wum against a server process [${BACKEND}]`, () => {
+  let server: WumServer;
+  let dir: string;
+  let adminEnv: Record<string, string>;
+  const keys: Record<string, string> = {};
+  const env = (subdomain: string) => ({ WUM_URL: server.workspaceUrl(subdomain), WUM_API_KEY: keys[subdomain]! });
+
+  before(async () => {
+    server = await startWumServer({ RATE_LIMIT_PER_KEY: '0' });
+    dir = mkdtempSync(join(tmpdir(), 'wum-cli-'));
+    adminEnv = { WUM_ADMIN_URL: server.adminUrl, WUM_ADMIN_TOKEN: server.adminToken };
+  }, TIMEOUT);
+  after(async () => {
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('admin: products put/list/delete, workspaces create (key shown once)/list/delete, keys create/list/revoke', TIMEOUT, async () => {
+    const put = await runWum(['admin', 'products', 'put', 'crm', '--role', 'admin', '--role', 'member'], adminEnv);
+    assert.equal(put.code, 0, put.stderr);
+    assert.match(put.stdout, /Created product crm/);
+    const again = await runWum(['admin', 'products', 'put', 'crm', '--role', 'admin', '--role', 'member', '--json'], adminEnv);
+    assert.deepEqual(again.json().roles, ['admin', 'member']);
+    assert.equal((await runWum(['admin', 'products', 'put', 'analytics', '--role', 'editor', '--role', 'viewer'], adminEnv)).code, 0);
+    assert.equal((await runWum(['admin', 'products', 'put', 'scratch', '--role', 'x'], adminEnv)).code, 0);
+    assert.equal((await runWum(['admin', 'products', 'delete', 'scratch'], adminEnv)).code, 0);
+    const products = await runWum(['admin', 'products', 'list', '--json'], adminEnv);
+    assert.deepEqual(products.json().map((p: { name: string }) => p.name), ['analytics', 'crm']);
+
+    for (const subdomain of ['source', 'target']) {
+      const created = await runWum(['admin', 'workspaces', 'create', subdomain, '--name', `The ${subdomain}`], adminEnv);
+      assert.equal(created.code, 0, created.stderr);
+      const key = /export WUM_API_KEY=(wum_\S+)/.exec(created.stdout);
+      assert.ok(key, created.stdout);
+      keys[subdomain] = key[1]!;
+      assert.match(created.stdout, new RegExp(`export WUM_URL=http://${subdomain}\\.localhost:${server.port}`));
+    }
+    const listed = await runWum(['admin', 'workspaces', 'list', '--json'], adminEnv);
+    assert.deepEqual(listed.json().workspaces.map((w: { subdomain: string }) => w.subdomain), ['source', 'target']);
+    const table = await runWum(['admin', 'workspaces', 'list'], adminEnv);
+    assert.match(table.stdout, /The source/);
+
+    const key = await runWum(['admin', 'keys', 'create', 'source', '--json'], adminEnv);
+    const { id } = key.json();
+    assert.match((await runWum(['admin', 'keys', 'list', 'source'], adminEnv)).stdout, new RegExp(id));
+    assert.equal((await runWum(['admin', 'keys', 'revoke', 'source', id], adminEnv)).code, 0);
+    const revoked = (await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json();
+    assert.ok(revoked.find((k: { id: string }) => k.id === id).revoked_at);
+
+    assert.equal((await runWum(['admin', 'workspaces', 'create', 'doomed'], adminEnv)).code, 0);
+    assert.equal((await runWum(['admin', 'workspaces', 'delete', 'doomed'], adminEnv)).code, 0);
+    const gone = await runWum(['admin', 'workspaces', 'delete', 'doomed'], adminEnv);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /^error: workspace_not_found: /m);
+    const badToken = await runWum(['admin', 'workspaces', 'list'], { ...adminEnv, WUM_ADMIN_TOKEN: 'wrong-token-0123456789' });
+    assert.equal(badToken.code, 1);
+    assert.match(badToken.stderr, /invalid_admin_token/);
+  });
+
+  test('users add/get/list/remove and products list; API errors exit 1 with code and detail on stderr', TIMEOUT, async () => {
+    const products = await runWum(['products', 'list'], env('source'));
+    assert.equal(products.code, 0);
+    assert.match(products.stdout, /crm\s+│ admin, member/);
+
+    const add = await runWum(
+      ['users', 'add', 'ada@example.com', '--role', 'owner', '--app', 'crm:admin', '--app', 'analytics:viewer', '--first-name', 'Ada'],
+      env('source'),
+    );
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /^Added ada@example\.com\./);
+    assert.match(add.stdout, /crm:admin;analytics:viewer/);
+    const got = await runWum(['users', 'get', 'ADA@example.com', '--json'], env('source'));
+    assert.deepEqual(got.json().apps, [{ name: 'crm', role: 'admin' }, { name: 'analytics', role: 'viewer' }]);
+    assert.equal(got.json().first_name, 'Ada');
+
+    const exists = await runWum(['users', 'add', 'ada@example.com', '--role', 'owner'], env('source'));
+    assert.equal(exists.code, 1);
+    assert.match(exists.stderr, /^error: user_already_exists: An active user with email ada@example\.com already exists\./m);
+    assert.match(exists.stderr, /request id \S+/);
+    const role = await runWum(['users', 'add', 'bob@example.com', '--role', 'non_owner', '--app', 'crm:wizard'], env('source'));
+    assert.equal(role.code, 1);
+    assert.match(role.stderr, /unknown_product_role/);
+    assert.match(role.stderr, /user\.apps\[0\]\.role: /);
+
+    assert.equal((await runWum(['users', 'add', 'bob@example.com', '--role', 'non_owner'], env('source'))).code, 0);
+    const removed = await runWum(['users', 'remove', 'bob@example.com', '--json'], env('source'));
+    assert.deepEqual(removed.json(), { email: 'bob@example.com', status: 'deactivated' });
+    assert.equal((await runWum(['users', 'remove', 'bob@example.com'], env('source'))).code, 0, 'again: still 0');
+    const lastOwner = await runWum(['users', 'remove', 'ada@example.com'], env('source'));
+    assert.equal(lastOwner.code, 1);
+    assert.match(lastOwner.stderr, /^error: last_owner: /m);
+
+    const back = await runWum(['users', 'add', 'bob@example.com', '--role', 'non_owner', '--app', 'crm:member'], env('source'));
+    assert.match(back.stdout, /^Reactivated bob@example\.com\./);
+
+    const list = await runWum(['users', 'list'], env('source'));
+    assert.equal(list.code, 0);
+    assert.match(list.stdout, /ada@example\.com/);
+    assert.match(list.stdout, /Page 1 of 1, 2 active users\./);
+    const page = await runWum(['users', 'list', '--page', '2', '--page-size', '1', '--json'], env('source'));
+    assert.deepEqual(page.json().users.map((u: User) => u.email), ['bob@example.com']);
+    assert.deepEqual(page.json().pagination, { total_records: 2, current_page_number: 2, total_pages: 2, page_size: 1 });
+    const missing = await runWum(['users', 'get', 'nobody@example.com'], env('source'));
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^error: user_not_found: No user with email nobody@example\.com/m);
+  });
+
+  test('users list --all and export walk every page', TIMEOUT, async () => {
+    const wum = createClient({ baseUrl: server.workspaceUrl('source'), apiKey: keys.source! });
+    const awkward = [
+      { first_name: 'Zoë', last_name: "O'Brien, Jr." },
+      { first_name: 'Say "hi"', last_name: 'Semi;colon' },
+      { first_name: 'Multi\nline', last_name: ' padded ' },
+      { first_name: '=1+1', last_name: 'Ünïcødé 名前' },
+    ];
+    for (let i = 0; i < 140; i += 1) {
+      const names = awkward[i % awkward.length]!;
+      await wum.users.add({
+        email: `user${String(i).padStart(3, '0')}@example.com`,
+        role: i % 17 === 0 ? 'owner' : 'non_owner',
+        apps: i % 3 === 0 ? [] : i % 3 === 1 ? [{ name: 'crm', role: 'member' }] : [{ name: 'crm', role: 'admin' }, { name: 'analytics', role: 'editor' }],
+        ...(i % 5 === 0 ? {} : names),
+      });
+    }
+    await wum.users.remove('user007@example.com');
+    await wum.close();
+
+    const all = await runWum(['users', 'list', '--all', '--json'], env('source'));
+    assert.equal(all.json().length, 141, 'ada, bob and 139 active of 140');
+    const everything = await runWum(['users', 'list', '--all', '--status', 'all'], env('source'));
+    assert.match(everything.stdout, /142 users\.$/m);
+
+    const json = await runWum(['users', 'export', '--format', 'json', '--status', 'deactivated'], env('source'));
+    assert.deepEqual(json.json().map((u: User) => u.email), ['user007@example.com']);
+    assert.deepEqual((await runWum(['users', 'export', '--json', '--status', 'deactivated'], env('target'))).json(), []);
+  });
+
+  test('export → import into another workspace reproduces the users; importing again skips them all', TIMEOUT, async () => {
+    const exported = await runWum(['users', 'export'], env('source'));
+    assert.equal(exported.code, 0, exported.stderr);
+    const records = parse(exported.stdout, { columns: true }) as Array<Record<string, string>>;
+    assert.deepEqual(Object.keys(records[0]!), ['email', 'role', 'first_name', 'last_name', 'apps']);
+    assert.equal(records.length, 141);
+    assert.equal(records.find((r) => r.email === 'user002@example.com')!.apps, 'crm:admin;analytics:editor');
+    const file = join(dir, 'export.csv');
+    writeFileSync(file, exported.stdout);
+
+    const imported = await runWum(['users', 'import', file, '--json'], env('target'));
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.deepEqual(imported.json().summary, { rows: 141, added: 141, reactivated: 0, skipped: 0, rejected: 0, not_attempted: 0 });
+    assert.equal(imported.stderr, '', 'no progress bar when stderr is not a terminal');
+
+    const read = async (subdomain: string) => {
+      const client = createClient({ baseUrl: server.workspaceUrl(subdomain), apiKey: keys[subdomain]! });
+      const users: User[] = [];
+      for await (const user of client.users.iterate({ status: 'active' })) users.push(user);
+      await client.close();
+      return users;
+    };
+    const [source, target] = await Promise.all([read('source'), read('target')]);
+    assert.deepEqual(essence(target), essence(source));
+    assert.ok(target.some((u) => u.last_name === "O'Brien, Jr." && u.first_name === 'Zoë'));
+    assert.ok(target.some((u) => u.first_name === 'Multi\nline'));
+
+    const again = await runWum(['users', 'import', file], env('target'));
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /141 rows: 0 added, 0 reactivated, 141 skipped \(already active\), 0 rejected\./);
+  });
+});

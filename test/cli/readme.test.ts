@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { freePort } from '../helpers/postgres-cluster.ts';
+import { REPO_ROOT, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+const BANNER_EXPORT = /^\s*export WUM_API_KEY=(\S+)\s*$/m;
+
+/** The fenced blocks of `language` in the README section that starts with `heading`. */
+function blocks(readme: string, heading: string, language: string): string[] {
+  const start = readme.indexOf(`\n${heading}\n`);
+  assert.ok(start >= 0, `README has ${heading}`);
+  const end = readme.indexOf('\n## ', start + heading.length + 1);
+  const section = readme.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+}
+
+/** Runs `command` with `file` and arguments; resolves with its exit code and output. */
+function run(file: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(file, args, { ...options, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+// The README's quick start is the embedded database with its demo workspace: run once, on PGlite.
+if (BACKEND === 'pglite') {
+  describe('the README: CLI and SDK examples work as written against the quick start', () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    let server: ServerProcess;
+    let dir: string;
+    let port: number;
+    let env: NodeJS.ProcessEnv;
+    /** The README's addresses (port 3000) with this server's port. */
+    const onPort = (text: string) => text.replaceAll('localhost:3000', `localhost:${port}`);
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'wum-readme-'));
+      port = await freePort();
+      server = spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+        PORT: String(port),
+        DATA_DIR: join(dir, 'data'),
+        ADMIN_TOKEN,
+        LOG_LEVEL: 'warn',
+      });
+      const [, apiKey] = await server.waitForOutput(BANNER_EXPORT, 60_000);
+      // `npx wum` as in this directory after `npm install`, without npm's start-up time.
+      const bin = join(dir, 'bin');
+      mkdirSync(bin);
+      writeFileSync(
+        join(bin, 'npx'),
+        `#!/bin/sh\n[ "$1" = wum ] || { echo "unexpected: npx $*" >&2; exit 127; }\nshift\nexec "${process.execPath}" "${join(REPO_ROOT, 'bin/wum.js')}" "$@"\n`,
+      );
+      chmodSync(join(bin, 'npx'), 0o755);
+      env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, WUM_API_KEY: apiKey!, ADMIN_TOKEN };
+      for (const name of ['WUM_URL', 'WUM_ADMIN_URL', 'WUM_ADMIN_TOKEN']) delete env[name];
+    }, TIMEOUT);
+    after(() => {
+      server?.kill();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('## CLI: every shell block after the install block runs with exit code 0', TIMEOUT, async () => {
+      const [install, ...examples] = blocks(readme, '## CLI', 'sh');
+      assert.match(install!, /npx wum --help/);
+      assert.equal(examples.length, 2);
+      for (const block of examples) {
+        const result = await run('sh', ['-e', '-c', onPort(block)], { cwd: dir, env });
+        assert.equal(result.code, 0, `${block}\n--- stdout ---\n${result.stdout}\n--- stderr ---\n${result.stderr}`);
+      }
+      const exported = readFileSync(join(dir, 'users.csv'), 'utf8');
+      assert.match(exported, /^email,role,first_name,last_name,apps$/m);
+      assert.match(exported, /^alan@example\.com,non_owner,Alan,Turing,crm:admin$/m);
+      assert.match(exported, /^katherine@example\.com,non_owner,Katherine,Johnson,crm:member;analytics:viewer$/m);
+      assert.match(exported, /^linus@example\.com,non_owner,Linus,-,helpdesk:agent$/m);
+    });
+
+    test('## SDK: the TypeScript example runs where the package is installed', TIMEOUT, async () => {
+      const [example] = blocks(readme, '## SDK', 'ts');
+      assert.ok(example);
+      const project = join(dir, 'project');
+      mkdirSync(join(project, 'node_modules'), { recursive: true });
+      symlinkSync(REPO_ROOT, join(project, 'node_modules', 'wum'), 'dir');
+      writeFileSync(join(project, 'example.mts'), onPort(example));
+      const tsx = import.meta.resolve('tsx');
+      const first = await run(process.execPath, ['--import', tsx, 'example.mts'], { cwd: project, env });
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /^added grace@example\.com$/m);
+      assert.match(first.stdout, /^grace@example\.com active$/m);
+      const again = await run(process.execPath, ['--import', tsx, 'example.mts'], { cwd: project, env });
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, /^409 user_already_exists: .* \(request \S+\)$/m);
+    });
+  });
+}

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
+import { freePort } from '../helpers/postgres-cluster.ts';
+import { sendRequest, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { BACKEND } from '../helpers/test-context.ts';
+
+/*
+ * WORKERS=N (issue 5): the real server process with node:cluster workers sharing one port.
+ * Every wait is bounded; every spawned process group is killed in `after`.
+ */
+
+const ADMIN_TOKEN = 'workers-admin-token-0123456789';
+const API = '/api/external/v2';
+const START_TIMEOUT_MS = 60_000;
+const EXIT_TIMEOUT_MS = 25_000;
+const TEST_TIMEOUT = { timeout: 150_000 };
+const SERVER_ARGS = ['--import', 'tsx', 'src/http/server.ts'];
+
+/** The pids that logged an answered request (pino's `pid` on "request completed"). */
+function answeringPids(stdout: string): Set<number> {
+  const pids = new Set<number>();
+  for (const line of stdout.split('\n')) {
+    const match = /"pid":(\d+).*"msg":"request completed"/.exec(line);
+    if (match) pids.add(Number(match[1]));
+  }
+  return pids;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe(`WORKERS [${BACKEND}]`, () => {
+  const spawned: ServerProcess[] = [];
+  const cleanups: Array<() => Promise<void> | void> = [];
+  after(async () => {
+    for (const server of spawned) server.kill();
+    for (const cleanup of cleanups) await cleanup();
+  });
+
+  test('WORKERS=2 with the embedded PGlite: exits non-zero naming WORKERS, without touching DATA_DIR', TEST_TIMEOUT, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wum-workers-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const dataDir = join(dir, 'data');
+    const server = spawnServer(process.execPath, SERVER_ARGS, { WORKERS: '2', DATA_DIR: dataDir, PORT: String(await freePort()) });
+    spawned.push(server);
+    const status = await server.waitForExit(START_TIMEOUT_MS);
+    assert.equal(typeof status, 'number', 'exits with a status, not killed by a signal');
+    assert.notEqual(status, 0);
+    assert.match(server.stderr(), /\bWORKERS\b/);
+    assert.doesNotMatch(server.stderr(), /^\s+at /m, 'no stack trace');
+    assert.equal(existsSync(dataDir), false, 'touches no storage');
+  });
+
+  if (BACKEND === 'postgres') {
+    test('WORKERS=2 over PostgreSQL: two processes answer on one port; a revoked key is refused by both; SIGTERM to the primary stops all with 0', TEST_TIMEOUT, async () => {
+      const database: PostgresDatabase = await createPostgresDatabase('wum_workers');
+      cleanups.push(() => database.drop());
+      const port = await freePort();
+      const server = spawnServer(process.execPath, SERVER_ARGS, {
+        WORKERS: '2',
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        ADMIN_TOKEN,
+        LOG_LEVEL: 'info',
+        RATE_LIMIT_PER_KEY: '0',
+        // Long enough that only the relayed invalidation, not expiry, can explain a refusal.
+        CACHE_TTL_MS: '600000',
+      });
+      spawned.push(server);
+      await server.waitForOutput(/Server listening[\s\S]*Server listening/, START_TIMEOUT_MS);
+
+      const admin = (method: string, path: string, body?: unknown) =>
+        sendRequest(port, method, `/admin/v1${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
+      const created = await admin('POST', '/workspaces', { subdomain: 'multi' });
+      assert.equal(created.status, 201, created.body);
+      const { key, id: keyId } = created.json().api_key as { key: string; id: string };
+      const host = `multi.localhost:${port}`;
+      const api = (method: string, path: string, body?: unknown) =>
+        sendRequest(port, method, `${API}${path}`, { host, headers: { 'x-api-key': key }, body });
+
+      const added = await api('POST', '/users', { user: { email: 'ada@example.com', role: 'owner', apps: [] } });
+      assert.equal(added.status, 201, added.body);
+      // Concurrent requests use separate connections, which the primary hands out in turn.
+      const listings = await Promise.all(Array.from({ length: 20 }, () => api('GET', '/users')));
+      for (const listing of listings) {
+        assert.equal(listing.status, 200, listing.body);
+        assert.deepEqual(listing.json().users.map((u: { email: string }) => u.email), ['ada@example.com']);
+      }
+      const workers = answeringPids(server.stdout());
+      assert.equal(workers.size, 2, `requests answered by two worker processes: ${[...workers].join(', ')}`);
+      assert.ok(!workers.has(server.child.pid!), 'the primary answers nothing itself');
+
+      // Both workers now hold the key in their read cache; the revocation goes to one of them.
+      assert.equal((await admin('DELETE', `/workspaces/multi/api-keys/${keyId}`)).status, 204);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const refused = await Promise.all(Array.from({ length: 20 }, () => api('GET', '/users')));
+      assert.deepEqual([...new Set(refused.map((r) => r.status))], [401], 'every worker refuses the revoked key');
+
+      process.kill(server.child.pid!, 'SIGTERM');
+      assert.equal(await server.waitForExit(EXIT_TIMEOUT_MS), 0, `exit status after SIGTERM${server.stderr()}`);
+      for (const pid of workers) assert.equal(alive(pid), false, `worker ${pid} stopped`);
+    });
+  }
+});
