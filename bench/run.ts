@@ -277,7 +277,7 @@ async function pgVersion(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query<{ v: string }>('show server_version')).rows[0]!.v;
+    return (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]!.v;
   } finally {
     await client.end();
   }

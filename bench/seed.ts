@@ -5,6 +5,7 @@
  */
 import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { generateApiKey } from '../src/core/api-keys/api-key-secret.ts';
+import { USER_COUNT_BLOCK_IDS } from '../src/storage/schema.ts';
 
 /** Runs one SQL statement with positional parameters and returns its rows. */
 export type RunSql = (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
@@ -81,12 +82,12 @@ export async function seedWorkspaces(run: RunSql, subdomains: readonly string[],
          from users u where u.workspace_id = any($1::int8[])`,
         [ids],
       );
-      // The exact per-status counts the service keeps (any slot will do: a count is their sum).
+      // The exact per-status, per-block counts the service keeps (any slot will do: a count is their sum).
       await run(
-        `insert into user_counts (workspace_id, status, slot, user_count)
-         select workspace_id, status, 0, count(*) from users where workspace_id = any($1::int8[])
-         group by workspace_id, status`,
-        [ids],
+        `insert into user_counts (workspace_id, status, block, slot, user_count)
+         select workspace_id, status, id / $2::int8, 0, count(*) from users where workspace_id = any($1::int8[])
+         group by workspace_id, status, id / $2::int8`,
+        [ids, USER_COUNT_BLOCK_IDS],
       );
     } finally {
       await run('set session_replication_role = origin');

@@ -53,10 +53,16 @@ export async function run(argv: readonly string[]): Promise<number> {
       report(error);
       return EXIT.apiError;
     }
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') return EXIT.ok;
     throw error;
   } finally {
     await closeClients();
   }
 }
 
+// A reader that stops early (`wum users export | head`) is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
+});
 process.exitCode = await run(process.argv);

@@ -51,7 +51,11 @@ export interface Slice<T> {
 
 /** Users of a workspace. Every method takes the workspace id first: no query can omit it. */
 export interface UserRepository {
-  /** Finds a user by email, case-insensitively; `lock` takes a row lock until commit. */
+  /**
+   * Finds a user by email, case-insensitively; `lock` takes a row lock until commit, and the
+   * user returned (apps included) is then as it is once the lock is held — never a version
+   * from before a concurrent change the lock waited for.
+   */
   findByEmail(workspaceId: number, email: string, options?: { lock?: boolean }): Promise<StoredUser | undefined>;
   /**
    * Inserts a user with its apps, unless the workspace already has a user with that email (in

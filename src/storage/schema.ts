@@ -93,11 +93,19 @@ export const users = pgTable(
 );
 
 /**
- * How many users each workspace has in each status, kept exact by the same transactions that
- * add, deactivate and reactivate users (storage/users.queries.ts), so that `total_count` is
- * one small read even at a million users. A workspace's count is spread over a few `slot`
- * rows (the user id modulo a small number) so that concurrent adds to one workspace do not
- * all wait for the same row lock; the count is the sum over the slots.
+ * Users are counted in blocks of this many consecutive ids (`user_counts.block` = id / this).
+ * Part of the schema: the rows of `user_counts` are bucketed with it (migration 0002 too), so
+ * changing it means re-bucketing that table.
+ */
+export const USER_COUNT_BLOCK_IDS = 16_384;
+
+/**
+ * How many users each workspace has in each status, per block of user ids, kept exact by the
+ * same statements that add, deactivate and reactivate users (storage/users.queries.ts). The
+ * sum over a workspace is `total_count`, one small read even at a million users; the running
+ * sum over its blocks tells in which block any page starts, so no page skips more than one
+ * block of index entries. Each block's count is spread over a few `slot` rows (user id modulo
+ * a small number) so that concurrent adds to one workspace do not all wait for one row lock.
  */
 export const userCounts = pgTable(
   'user_counts',
@@ -106,10 +114,11 @@ export const userCounts = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     status: text('status').notNull(),
+    block: bigint('block', { mode: 'number' }).notNull(),
     slot: smallint('slot').notNull(),
     userCount: bigint('user_count', { mode: 'number' }).notNull(),
   },
-  (t) => [primaryKey({ name: 'user_counts__pk', columns: [t.workspaceId, t.status, t.slot] })],
+  (t) => [primaryKey({ name: 'user_counts__pk', columns: [t.workspaceId, t.status, t.block, t.slot] })],
 );
 
 /**

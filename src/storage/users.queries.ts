@@ -4,18 +4,18 @@ import { pageOffset } from '../core/pagination.ts';
 import type { Slice, UserRepository } from '../core/ports.ts';
 import type { AppRole, StatusFilter, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import type { Database } from './database.ts';
-import { userApps } from './schema.ts';
+import { USER_COUNT_BLOCK_IDS, userApps } from './schema.ts';
 
 /*
  * The hot paths (add, deactivate, list) are single SQL statements written out, so that each
  * costs one round trip: data-modifying CTEs insert the user, its apps and its count together,
- * and a listing reads its exact total from `user_counts` in the same snapshot as its rows.
- * Every statement names `workspace_id`.
+ * and a listing reads its exact total and where its page starts from `user_counts`, in the
+ * same snapshot as its rows. Every statement names `workspace_id`.
  */
 
 /**
- * Slots a workspace's count is spread over (`user_counts.slot` = user id modulo this): adds to
- * one workspace lock different count rows. Any value is correct, since a count is the sum
+ * Slots a block's count is spread over (`user_counts.slot` = user id modulo this): adds to one
+ * workspace lock different count rows. Any value is correct, since a count is the sum
  * over all slots; changing it needs no migration.
  */
 const COUNT_SLOTS = 16;
@@ -86,36 +86,44 @@ function appRows(workspaceId: number, source: string, apps: readonly AppRole[]):
  * order, so two transactions moving users between the two statuses cannot deadlock.
  */
 function countChange(workspaceId: number, source: string, changes: SQL, when: SQL = sql`true`): SQL {
-  return sql`insert into user_counts (workspace_id, status, slot, user_count)
-    select ${workspaceId}, c.status, (s.id % ${COUNT_SLOTS})::smallint, c.delta
+  return sql`insert into user_counts (workspace_id, status, block, slot, user_count)
+    select ${workspaceId}, c.status, s.id / ${USER_COUNT_BLOCK_IDS}, (s.id % ${COUNT_SLOTS})::smallint, c.delta
     from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
     where ${when}
     order by c.status
-    on conflict (workspace_id, status, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
+    on conflict (workspace_id, status, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
-/** Rows of one page and the total, read backwards from the end past the middle (see findPage). */
+/**
+ * The total and the rows of one page, in one statement: the per-block counts give the total
+ * and, by their running sum, the block holding the page's first row and how many rows of that
+ * block come before it; the ids are then read from the `(workspace_id, status, id)` index (the
+ * primary key for `all`) starting in that block, skipping at most one block's worth of index
+ * entries however deep the page, and only the page's own rows are fetched, with their apps.
+ */
 function pageQuery(workspaceId: number, status: StatusFilter, page: PageRequest): SQL {
   const offset = pageOffset(page);
-  const size = page.pageSize;
   const ofStatus = (alias: string) => (status === 'all' ? sql`` : sql` and ${sql.identifier(alias)}.status = ${status}`);
-  const total = sql`(select n from total)`;
-  return sql`with total as (
-      select coalesce(sum(c.user_count), 0)::int8 as n from user_counts c
+  return sql`with blocks as (
+      select c.block, sum(c.user_count)::int8 as n from user_counts c
       where c.workspace_id = ${workspaceId}${ofStatus('c')}
+      group by c.block
+    ),
+    placed as (
+      select block, n, (sum(n) over (order by block))::int8 - n as before from blocks
+    ),
+    start as (
+      select block, ${offset}::int8 - before as skip from placed
+      where before <= ${offset}::int8 and ${offset}::int8 < before + n
     ),
     page_ids as (
-      (select u.id from users u
-        where u.workspace_id = ${workspaceId}${ofStatus('u')} and ${offset}::int8 * 2 < ${total}
-        order by u.id limit ${size} offset ${offset})
-      union all
-      (select u.id from users u
-        where u.workspace_id = ${workspaceId}${ofStatus('u')} and ${offset}::int8 * 2 >= ${total}
-        order by u.id desc
-        limit greatest(least(${size}::int8, ${total} - ${offset}::int8), 0)
-        offset greatest(${total} - ${offset}::int8 - ${size}::int8, 0))
+      select u.id from users u
+      where u.workspace_id = ${workspaceId}${ofStatus('u')}
+        and u.id >= (select block from start) * ${USER_COUNT_BLOCK_IDS}
+      order by u.id
+      limit ${page.pageSize} offset (select skip from start)
     )
-    select ${total} as total, p.*
+    select (select coalesce(sum(n), 0) from blocks)::int8 as total, p.*
     from (select 1) as one
     left join lateral (
       select ${userColumnsOf('users')}, ${appsOf(workspaceId, 'users')} as apps
@@ -213,13 +221,6 @@ export function createUserRepository(db: Database): UserRepository {
       return Number(row?.n ?? 0);
     },
 
-    /*
-     * One statement: the total from `user_counts`, the ids of the page from the
-     * `(workspace_id, status, id)` index (or the primary key for `all`) without visiting the
-     * rows it skips, then those rows with their apps. OFFSET still walks the index entries it
-     * skips, so pages past the middle are read backwards from the end with the smaller offset
-     * (the last page skips nothing) and put back in order.
-     */
     async findPage(workspaceId, status, page: PageRequest): Promise<Slice<StoredUser>> {
       const rows = await rowsOf<UserRow & { total: number | string }>(db, pageQuery(workspaceId, status, page));
       const total = Number(rows[0]?.total ?? 0);

@@ -1,16 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
-import pg from 'pg';
-import { openDatabase } from '../../src/storage/database.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
 import { freePort } from '../helpers/postgres-cluster.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
-import { LISTENING, START_TIMEOUT_MS, attempt, startServer, type Attempt } from './support.ts';
+import { LISTENING, START_TIMEOUT_MS, attempt, serverStorage, startServer, type Attempt, type Query, type ServerStorage } from './support.ts';
 
 /*
  * Crash safety (issue 4): a real server process under hundreds of concurrent adds and
@@ -70,7 +63,7 @@ function matches(stored: Stored | undefined, expected: Expected): boolean {
 }
 
 /** The storage checks every backend must pass, through a function that runs SQL. */
-async function assertNoHalfChanges(query: (text: string) => Promise<Array<Record<string, unknown>>>): Promise<void> {
+async function assertNoHalfChanges(query: Query): Promise<void> {
   const withoutApps = await query(`
     select u.email from users u
     where not exists (select 1 from user_apps a where a.workspace_id = u.workspace_id and a.user_id = u.id)`);
@@ -93,27 +86,16 @@ async function assertNoHalfChanges(query: (text: string) => Promise<Array<Record
 
 describe(`crash safety: SIGKILL under load, restart on the same storage [${BACKEND}]`, () => {
   const spawned: ServerProcess[] = [];
-  let database: PostgresDatabase | undefined;
-  let dataDir: string | undefined;
+  let storage: ServerStorage | undefined;
   after(async () => {
     for (const server of spawned) server.kill();
-    await database?.drop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await storage?.remove();
   });
 
-  async function storageEnv(): Promise<Record<string, string>> {
-    if (BACKEND === 'postgres') {
-      database = await createPostgresDatabase('wum_crash');
-      return { DATABASE_URL: database.url };
-    }
-    dataDir = mkdtempSync(join(tmpdir(), 'wum-crash-'));
-    return { DATA_DIR: join(dataDir, 'data'), SEED_DEMO: 'false' };
-  }
-
-  async function start(storage: Record<string, string>): Promise<{ server: ServerProcess; port: number }> {
+  async function start(): Promise<{ server: ServerProcess; port: number }> {
     const port = await freePort();
     const server = startServer({
-      ...storage,
+      ...storage!.env,
       PORT: String(port),
       HOST: '127.0.0.1',
       ADMIN_TOKEN,
@@ -127,8 +109,8 @@ describe(`crash safety: SIGKILL under load, restart on the same storage [${BACKE
   }
 
   test('every acknowledged change survives, no half-change exists, and the service starts clean', TEST_TIMEOUT, async (t) => {
-    const storage = await storageEnv();
-    const first = await start(storage);
+    storage = await serverStorage('wum_crash');
+    const first = await start();
     const admin = (method: string, path: string, body?: unknown) =>
       sendRequest(first.port, method, `/admin/v1${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
     for (const [name, roles] of [['crm', ['admin', 'member']], ['helpdesk', ['agent', 'supervisor']]] as const) {
@@ -187,7 +169,7 @@ describe(`crash safety: SIGKILL under load, restart on the same storage [${BACKE
     assert.deepEqual(refused.map((s) => s.detail), [], 'nothing was refused before the kill');
 
     // Restart on the same storage: ready, the data as acknowledged, and new requests work.
-    const second = await start(storage);
+    const second = await start();
     const ready = await sendRequest(second.port, 'GET', '/readyz');
     assert.equal(ready.status, 200, ready.body);
     const stored = new Map<string, Stored>();
@@ -223,27 +205,9 @@ describe(`crash safety: SIGKILL under load, restart on the same storage [${BACKE
     });
     assert.equal(fresh.status, 201, fresh.body);
 
-    // The storage itself, read directly.
-    if (BACKEND === 'postgres') {
-      const client = new pg.Client({ connectionString: database!.url });
-      await client.connect();
-      try {
-        await assertNoHalfChanges(async (text) => (await client.query(text)).rows);
-      } finally {
-        await client.end();
-      }
-      process.kill(listeningPid(second.server.stdout())!, 'SIGTERM');
-      assert.equal(await second.server.waitForExit(20_000), 0);
-    } else {
-      // The embedded store serves one process: stop the server, then open DATA_DIR here.
-      process.kill(listeningPid(second.server.stdout())!, 'SIGTERM');
-      assert.equal(await second.server.waitForExit(20_000), 0);
-      const direct = await openDatabase({ kind: 'pglite', dataDir: storage.DATA_DIR! });
-      try {
-        await assertNoHalfChanges(async (text) => ((await direct.db.execute(sql.raw(text))) as unknown as { rows: Array<Record<string, unknown>> }).rows);
-      } finally {
-        await direct.close();
-      }
-    }
+    // The storage itself, read directly (the embedded store once the server has stopped).
+    process.kill(listeningPid(second.server.stdout())!, 'SIGTERM');
+    assert.equal(await second.server.waitForExit(20_000), 0);
+    await storage.inspect(assertNoHalfChanges);
   });
 });

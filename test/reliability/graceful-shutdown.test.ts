@@ -1,16 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
-import pg from 'pg';
-import { openDatabase } from '../../src/storage/database.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
 import { freePort } from '../helpers/postgres-cluster.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
-import { LISTENING, START_TIMEOUT_MS, attempt, startServer, type Attempt } from './support.ts';
+import { LISTENING, START_TIMEOUT_MS, attempt, serverStorage, startServer, type Attempt, type ServerStorage } from './support.ts';
 
 /*
  * Graceful shutdown (issue 4): SIGTERM while clients keep sending. Every request the server
@@ -35,25 +28,16 @@ interface LogLine {
 
 describe(`graceful shutdown: SIGTERM under load [${BACKEND}]`, () => {
   const spawned: ServerProcess[] = [];
-  let database: PostgresDatabase | undefined;
-  let dataDir: string | undefined;
+  let storage: ServerStorage | undefined;
   after(async () => {
     for (const server of spawned) server.kill();
-    await database?.drop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await storage?.remove();
   });
 
   test('every accepted request completes; nothing is cut mid-way; exit status 0', { timeout: 180_000 }, async (t) => {
-    let storage: Record<string, string>;
-    if (BACKEND === 'postgres') {
-      database = await createPostgresDatabase('wum_drain');
-      storage = { DATABASE_URL: database.url };
-    } else {
-      dataDir = mkdtempSync(join(tmpdir(), 'wum-drain-'));
-      storage = { DATA_DIR: join(dataDir, 'data'), SEED_DEMO: 'false' };
-    }
+    storage = await serverStorage('wum_drain');
     const port = await freePort();
-    const server = startServer({ ...storage, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', RATE_LIMIT_PER_KEY: '0' });
+    const server = startServer({ ...storage.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', RATE_LIMIT_PER_KEY: '0' });
     spawned.push(server);
     await server.waitForOutput(LISTENING, START_TIMEOUT_MS);
     const pid = listeningPid(server.stdout())!;
@@ -138,25 +122,7 @@ describe(`graceful shutdown: SIGTERM under load [${BACKEND}]`, () => {
     assert.ok(afterSigterm > 0, 'requests in flight at SIGTERM were answered');
 
     // What was acknowledged is stored; what was not accepted is not.
-    const query = async (run: (text: string) => Promise<Array<{ email: string }>>) =>
-      new Set((await run("select email from users")).map((r) => r.email));
-    let emails: Set<string>;
-    if (BACKEND === 'postgres') {
-      const client = new pg.Client({ connectionString: database!.url });
-      await client.connect();
-      try {
-        emails = await query(async (text) => (await client.query(text)).rows);
-      } finally {
-        await client.end();
-      }
-    } else {
-      const direct = await openDatabase({ kind: 'pglite', dataDir: storage.DATA_DIR! });
-      try {
-        emails = await query(async (text) => ((await direct.db.execute(sql.raw(text))) as unknown as { rows: Array<{ email: string }> }).rows);
-      } finally {
-        await direct.close();
-      }
-    }
+    const emails = new Set(await storage.inspect(async (query) => (await query('select email from users')).map((r) => String(r.email))));
     for (const email of stored) assert.ok(emails.has(email), `${email} was acknowledged and is stored`);
     for (const email of neverReached) assert.ok(!emails.has(email), `${email} was never accepted and is not stored`);
     assert.equal(emails.size, stored.length, 'nothing else was stored');

@@ -293,6 +293,36 @@ describe(`resource bounds [${BACKEND}]`, () => {
     });
   });
 
+  test('a failure to record an idempotent response does not turn a done change into an error', async () => {
+    const idempotency = createIdempotencyStore(ctx.database.db);
+    const app = await buildApp(testConfig(), {
+      store: ctx.store,
+      idempotency: {
+        ...idempotency,
+        complete: async () => {
+          throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+        },
+      },
+      ping: ctx.database.ping,
+      logger: false,
+    });
+    const res = await app.inject({
+      method: 'POST',
+      url: `${API}/users`,
+      headers: { host: ws.host, 'x-api-key': ws.apiKey, 'idempotency-key': 'unrecorded' },
+      payload: userBody('unrecorded@example.com'),
+    });
+    await app.close();
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal(res.json().email, 'unrecorded@example.com');
+    // A retry while the claim is fresh is told the key is in use, not run twice.
+    const retry = await ctx.api(ws, 'POST', '/users', {
+      headers: { 'idempotency-key': 'unrecorded' },
+      body: userBody('unrecorded@example.com'),
+    });
+    assertProblem(retry, 409, 'idempotency_key_in_use');
+  });
+
   if (BACKEND === 'postgres') {
     describe('PostgreSQL statement timeout and pool wait', () => {
       let created: PostgresDatabase;

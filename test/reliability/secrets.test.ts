@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { secretsEqual } from '../../src/core/api-keys/api-key-secret.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
 import { freePort } from '../helpers/postgres-cluster.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
-import { LISTENING, START_TIMEOUT_MS, sleep, startServer } from './support.ts';
+import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, startServer, type ServerStorage } from './support.ts';
 
 /*
  * Keys and secrets (issue 4; OWASP API2, API8): keys are stored only as hashes, compared in
@@ -84,25 +80,16 @@ describe(`keys and secrets [${BACKEND}]`, () => {
   describe('the server process never logs a key or the admin token', () => {
     const ADMIN_TOKEN = 'logged-admin-token-0123456789-secret';
     const spawned: ServerProcess[] = [];
-    let database: PostgresDatabase | undefined;
-    let dataDir: string | undefined;
+    let storage: ServerStorage | undefined;
     after(async () => {
       for (const server of spawned) server.kill();
-      await database?.drop();
-      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+      await storage?.remove();
     });
 
     test('at LOG_LEVEL=trace, through successes, refusals and errors', { timeout: 120_000 }, async () => {
-      let storage: Record<string, string>;
-      if (BACKEND === 'postgres') {
-        database = await createPostgresDatabase('wum_logs');
-        storage = { DATABASE_URL: database.url };
-      } else {
-        dataDir = mkdtempSync(join(tmpdir(), 'wum-logs-'));
-        storage = { DATA_DIR: join(dataDir, 'data'), SEED_DEMO: 'false' };
-      }
+      storage = await serverStorage('wum_logs');
       const port = await freePort();
-      const server = startServer({ ...storage, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'trace' });
+      const server = startServer({ ...storage.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'trace' });
       spawned.push(server);
       await server.waitForOutput(LISTENING, START_TIMEOUT_MS);
       const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };

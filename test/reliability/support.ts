@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { openDatabase } from '../../src/storage/database.ts';
+import { createPostgresDatabase } from '../helpers/fresh-database.ts';
 import { sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { BACKEND } from '../helpers/test-context.ts';
 
 /*
  * Shared by the reliability tests (not a test file itself: the runner only picks *.test.ts).
@@ -136,3 +144,53 @@ export function startServer(env: Record<string, string>): ServerProcess {
 /** PGlite costs seconds to start and migrate, more on a loaded machine. */
 export const START_TIMEOUT_MS = 60_000;
 export const LISTENING = /Server listening at/;
+
+/** Runs one SQL statement and returns its rows. */
+export type Query = (text: string) => Promise<Array<Record<string, unknown>>>;
+
+/** Storage for a server process of the current backend, and direct access to it. */
+export interface ServerStorage {
+  /** What the server needs: DATABASE_URL of a new database, or an empty DATA_DIR. */
+  readonly env: Record<string, string>;
+  /**
+   * Opens the storage directly and runs `work` with a query function. The embedded store
+   * serves one process: call this only once no server has DATA_DIR open.
+   */
+  inspect<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /** Drops the database or deletes the directory. */
+  remove(): Promise<void>;
+}
+
+/** A new PostgreSQL database (postgres backend) or an empty DATA_DIR without the demo (PGlite). */
+export async function serverStorage(prefix: string): Promise<ServerStorage> {
+  if (BACKEND === 'postgres') {
+    const database = await createPostgresDatabase(prefix);
+    return {
+      env: { DATABASE_URL: database.url },
+      async inspect(work) {
+        const client = new pg.Client({ connectionString: database.url });
+        await client.connect();
+        try {
+          return await work(async (text) => (await client.query(text)).rows);
+        } finally {
+          await client.end();
+        }
+      },
+      remove: () => database.drop(),
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const dataDir = join(dir, 'data');
+  return {
+    env: { DATA_DIR: dataDir, SEED_DEMO: 'false' },
+    async inspect(work) {
+      const direct = await openDatabase({ kind: 'pglite', dataDir });
+      try {
+        return await work(async (text) => ((await direct.db.execute(sql.raw(text))) as unknown as { rows: Array<Record<string, unknown>> }).rows);
+      } finally {
+        await direct.close();
+      }
+    },
+    remove: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}

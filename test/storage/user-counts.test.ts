@@ -8,6 +8,7 @@ import type { Store } from '../../src/core/ports.ts';
 import { putProduct } from '../../src/core/products/products-service.ts';
 import { addUser, deactivateUser, listUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace, deleteWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
+import { USER_COUNT_BLOCK_IDS } from '../../src/storage/schema.ts';
 import { openFreshStore, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
@@ -51,9 +52,31 @@ describe(`exact user counts [${BACKEND}]`, () => {
     return { active: await total('active'), deactivated: await total('deactivated'), all: await total('all') };
   }
 
+  /** The stored counts, by status and block of ids, against count(*) over the users. */
+  async function blockCounts(workspaceId: number): Promise<{ stored: string[]; counted: string[] }> {
+    const query = async (text: ReturnType<typeof sql>) =>
+      ((await fresh.database.db.execute(text)) as unknown as { rows: Array<{ status: string; block: number; n: number }> }).rows
+        .map((r) => `${r.status}/${r.block}: ${r.n}`);
+    return {
+      stored: await query(sql`select status, block::int as block, sum(user_count)::int as n from user_counts
+        where workspace_id = ${workspaceId} group by status, block having sum(user_count) <> 0 order by status, block`),
+      counted: await query(sql`select status, (id / ${USER_COUNT_BLOCK_IDS})::int as block, count(*)::int as n from users
+        where workspace_id = ${workspaceId} group by 1, 2 order by status, block`),
+    };
+  }
+
   async function assertExact(workspaceId: number, message: string): Promise<void> {
     const expected = await truth(workspaceId);
     assert.deepEqual(await totals(workspaceId), { ...expected, all: expected.active + expected.deactivated }, message);
+    const { stored, counted } = await blockCounts(workspaceId);
+    assert.deepEqual(stored, counted, `${message}: per block`);
+  }
+
+  /** Moves the user id sequence on to the next block of ids. */
+  async function nextBlock(): Promise<void> {
+    await fresh.database.db.execute(
+      sql`select setval(pg_get_serial_sequence('users', 'id'), (nextval(pg_get_serial_sequence('users', 'id')) / ${USER_COUNT_BLOCK_IDS} + 1) * ${USER_COUNT_BLOCK_IDS})`,
+    );
   }
 
   const add = (workspaceId: number, email: string) =>
@@ -84,7 +107,10 @@ describe(`exact user counts [${BACKEND}]`, () => {
 
   test('concurrent adds of distinct and of the same emails, with removals and reactivations racing them, leave exact counts', async () => {
     const ws = await newWorkspace();
-    for (let i = 0; i < 30; i += 1) await add(ws.id, `base${i}@example.com`);
+    for (let i = 0; i < 30; i += 1) {
+      if (i % 8 === 0) await nextBlock();
+      await add(ws.id, `base${i}@example.com`);
+    }
     for (let i = 0; i < 10; i += 1) await deactivateUser(store, ws.id, `base${i}@example.com`, SYSTEM_ACTOR);
     for (let round = 0; round < 3; round += 1) {
       const operations = [

@@ -8,17 +8,28 @@ import { putProduct } from '../../src/core/products/products-service.ts';
 import type { StatusFilter, User } from '../../src/core/users/user.ts';
 import { addUser, deactivateUser, listUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
+import { USER_COUNT_BLOCK_IDS } from '../../src/storage/schema.ts';
 import { openFreshStore, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
- * Pages past the middle of a listing are read backwards from the end (issue 5: deep OFFSET
- * pages). Whichever way a page is read, the pages must be the same rows, in creation order,
- * as one straight read of the whole table, with the same totals.
+ * A page is found through the per-block user counts (issue 5: deep pages without long
+ * OFFSET scans). The users here are spread over several blocks of ids (the id sequence is
+ * moved on between them), some blocks holding no active user at all, so that pages start in,
+ * and cross, every kind of block. Every way of paging must give the same rows, in creation
+ * order, as one straight read of the whole table, with the same totals.
  */
 
 const USERS = 47;
-const DEACTIVATED = new Set([0, 1, 5, 17, 23, 24, 25, 40, 46]);
+/** Users 20–24 are the only ones of their block: deactivating them all empties it for `active`. */
+const DEACTIVATED = new Set([0, 1, 5, 17, 20, 21, 22, 23, 24, 40, 46]);
+/** Before these users, the id sequence jumps to the next block (or, for 33, within the block). */
+const JUMPS = new Map([
+  [10, USER_COUNT_BLOCK_IDS],
+  [20, USER_COUNT_BLOCK_IDS],
+  [25, USER_COUNT_BLOCK_IDS * 2],
+  [33, 7],
+]);
 
 describe(`pages read forwards and backwards [${BACKEND}]`, () => {
   let fresh: FreshStore;
@@ -33,6 +44,12 @@ describe(`pages read forwards and backwards [${BACKEND}]`, () => {
     workspaceId = (await createWorkspace(store, 'pages', undefined, SYSTEM_ACTOR)).workspace.id;
     otherWorkspaceId = (await createWorkspace(store, 'neighbour', undefined, SYSTEM_ACTOR)).workspace.id;
     for (let i = 0; i < USERS; i += 1) {
+      const jump = JUMPS.get(i);
+      if (jump !== undefined) {
+        await fresh.database.db.execute(
+          sql`select setval(pg_get_serial_sequence('users', 'id'), (nextval(pg_get_serial_sequence('users', 'id')) / ${jump} + 1) * ${jump})`,
+        );
+      }
       const apps = i % 3 === 0 ? [] : [{ name: 'crm', role: 'member' }, { name: 'analytics', role: i % 2 ? 'viewer' : 'editor' }];
       await addUser(store, workspaceId, { email: `p${i}@example.com`, role: 'non_owner', apps, firstName: `F${i}` }, SYSTEM_ACTOR);
       // Interleaved users of another workspace must never show, nor shift the pages.
@@ -41,6 +58,13 @@ describe(`pages read forwards and backwards [${BACKEND}]`, () => {
     for (const i of DEACTIVATED) await deactivateUser(store, workspaceId, `p${i}@example.com`, SYSTEM_ACTOR);
   });
   after(() => fresh.close());
+
+  test('the users really are spread over four blocks of ids', async () => {
+    const result = (await fresh.database.db.execute(
+      sql`select count(distinct id / ${USER_COUNT_BLOCK_IDS})::int as blocks from users where workspace_id = ${workspaceId}`,
+    )) as unknown as { rows: Array<{ blocks: number }> };
+    assert.equal(Number(result.rows[0]!.blocks), 4);
+  });
 
   /** Emails of the workspace's users with `status`, by id, read in one plain query. */
   async function expectedEmails(status: StatusFilter): Promise<string[]> {

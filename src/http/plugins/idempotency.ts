@@ -86,20 +86,26 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (key === undefined || !request.tenant) return payload;
     request.idempotencyKey = undefined;
     const workspaceId = request.tenant.workspace.id;
-    if (reply.statusCode >= 500) {
-      await store.release(workspaceId, key);
-      return payload;
+    // The request's own work is committed (or failed) by now: a failure to record its outcome
+    // must not replace the answer. The claim then lapses after LOCK_SECONDS and a retry runs.
+    try {
+      if (reply.statusCode >= 500) {
+        await store.release(workspaceId, key);
+        return payload;
+      }
+      const headers: Record<string, string> = {};
+      for (const name of REPLAYED_HEADERS) {
+        const value = reply.getHeader(name);
+        if (value !== undefined) headers[name] = String(value);
+      }
+      await store.complete(workspaceId, key, {
+        status: reply.statusCode,
+        headers,
+        body: typeof payload === 'string' ? payload : '',
+      });
+    } catch (err) {
+      request.log.warn({ err }, 'could not record the idempotent response');
     }
-    const headers: Record<string, string> = {};
-    for (const name of REPLAYED_HEADERS) {
-      const value = reply.getHeader(name);
-      if (value !== undefined) headers[name] = String(value);
-    }
-    await store.complete(workspaceId, key, {
-      status: reply.statusCode,
-      headers,
-      body: typeof payload === 'string' ? payload : '',
-    });
     return payload;
   });
 }

@@ -4,7 +4,7 @@ import type { LoadShedding } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 
 /**
- * Paths never shed: liveness (an orchestrator must not restart a process for being busy)
+ * Routes never shed: liveness (an orchestrator must not restart a process for being busy)
  * and metrics (the overload must stay observable). `/readyz` is shed, on purpose: a
  * replica under pressure reports itself not ready, so the load balancer drains it.
  */
@@ -13,10 +13,6 @@ const NEVER_SHED = new Set(['/healthz', '/metrics']);
 const SHUTDOWN_RETRY_AFTER_SECONDS = 1;
 /** Measures of the event loop, as opposed to memory. */
 const EVENT_LOOP_MEASURES = new Set(['eventLoopDelay', 'eventLoopUtilization']);
-
-function pathOf(url: string): string {
-  return url.split('?', 1)[0] ?? '';
-}
 
 /** What each sampled measure is called in a shed response's detail. */
 const MEASURES: Record<string, string> = {
@@ -31,8 +27,9 @@ const MEASURES: Record<string, string> = {
  * exceeded — sampled every `sampleIntervalMs` by `@fastify/under-pressure` — a request is
  * refused up front with `503 service_unavailable` problem+json and `Retry-After`, instead of
  * queueing work and growing memory. The event-loop measures are ignored for the first two
- * sample windows after `ready`, which only describe start-up. Also answers requests that arrive while the server shuts down
- * (`503` with `Connection: close`) as problem+json, replacing Fastify's own JSON 503.
+ * sample windows after `ready`, which only describe start-up. Also answers requests that
+ * arrive while the server shuts down (`503` with `Connection: close`) as problem+json,
+ * replacing Fastify's own JSON 503.
  */
 export async function registerLoadShedding(app: FastifyInstance, limits: LoadShedding): Promise<void> {
   let closing = false;
@@ -64,7 +61,7 @@ export async function registerLoadShedding(app: FastifyInstance, limits: LoadShe
     maxRssBytes: limits.maxRssBytes,
     // Refusal is decided here so it renders as our problem+json; resolving lets the request on.
     pressureHandler: async (request, _reply, type) => {
-      if (NEVER_SHED.has(pathOf(request.url))) return;
+      if (NEVER_SHED.has(request.routeOptions.url ?? '')) return;
       if (EVENT_LOOP_MEASURES.has(type) && Date.now() < warmUntil) return;
       request.log.warn({ pressure: type }, 'shedding load');
       throw new AppError(

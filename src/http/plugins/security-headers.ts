@@ -38,10 +38,14 @@ export function htmlPolicy(html: string): string {
   ].join('; ');
 }
 
-/** Paths whose responses are public documentation that may be cached. */
-function isDocumentation(url: string): boolean {
-  const path = url.split('?', 1)[0] ?? '';
-  return path === OPENAPI_PATH || path === DOCS_PREFIX || path.startsWith(`${DOCS_PREFIX}/`);
+/** Routes of the API reference page and its assets. */
+function isDocsPage(route: string): boolean {
+  return route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`);
+}
+
+/** Routes whose answers are public documentation: the OpenAPI document and the `/docs` page. */
+function isDocumentation(route: string): boolean {
+  return route === OPENAPI_PATH || isDocsPage(route);
 }
 
 /**
@@ -77,9 +81,7 @@ export const BASELINE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 export async function registerSecurityHeaders(app: FastifyInstance): Promise<void> {
   // The docs page runs a script; its policy is set from its HTML in onSend below.
   app.addHook('onRoute', (route) => {
-    if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) {
-      route.helmet = { contentSecurityPolicy: false };
-    }
+    if (isDocsPage(route.url)) route.helmet = { contentSecurityPolicy: false };
   });
   await app.register(helmet, {
     global: true,
@@ -90,7 +92,7 @@ export async function registerSecurityHeaders(app: FastifyInstance): Promise<voi
     frameguard: { action: 'deny' },
   });
   app.addHook('onRequest', async (request, reply) => {
-    if (!isDocumentation(request.url)) reply.header('cache-control', 'no-store');
+    if (!isDocumentation(request.routeOptions.url ?? '')) reply.header('cache-control', 'no-store');
   });
   app.addHook('onSend', async (_request, reply: FastifyReply, payload) => {
     if (typeof payload === 'string' && /^text\/html/i.test(String(reply.getHeader('content-type') ?? ''))) {
