@@ -10,6 +10,8 @@ import { FailureTally, LatencyRecorder, measurement, type Measurement } from './
 
 /** One statement as the service sent it, with what it returned. */
 export interface RecordedQuery {
+  /** Name of a prepared statement (parsed once per connection), if the service named it. */
+  readonly name: string | undefined;
   readonly text: string;
   readonly values: readonly unknown[];
   readonly rowMode: string | undefined;
@@ -29,8 +31,12 @@ export async function recordQueries(work: () => Promise<void>): Promise<Recorded
   const prototype = pg.Client.prototype as unknown as { query: QueryFunction };
   const original = prototype.query;
   prototype.query = function (this: unknown, ...args: unknown[]) {
-    const [config, values] = args as [string | { text: string; values?: unknown[]; rowMode?: string; types?: unknown }, unknown];
+    const [config, values] = args as [
+      string | { name?: string; text: string; values?: unknown[]; rowMode?: string; types?: unknown },
+      unknown,
+    ];
     const entry: RecordedQuery = {
+      name: typeof config === 'object' ? config.name : undefined,
       text: typeof config === 'string' ? config : config.text,
       values: Array.isArray(values) ? values : (typeof config === 'object' ? config.values : undefined) ?? [],
       rowMode: typeof config === 'object' ? config.rowMode : undefined,
@@ -77,6 +83,7 @@ type ParameterSource =
 /** A recorded operation made replayable. */
 export interface SqlTemplate {
   readonly statements: ReadonlyArray<{
+    readonly name: string | undefined;
     readonly text: string;
     readonly rowMode: string | undefined;
     readonly types: unknown;
@@ -104,6 +111,7 @@ export function toTemplate(recorded: readonly RecordedQuery[], email?: string): 
   const pattern = email ? new RegExp(email.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi') : undefined;
   return {
     statements: recorded.map((query, index) => ({
+      name: query.name,
       text: query.text,
       rowMode: query.rowMode,
       types: query.types,
@@ -136,7 +144,13 @@ async function runOperation(client: pg.Client, template: SqlTemplate, email: str
         if (source.kind === 'email') return source.template.split(EMAIL_MARK).join(email);
         return firstRowCells(results[source.query]?.rows)[source.column];
       });
-      const config = { text: statement.text, values, rowMode: statement.rowMode, types: statement.types } as pg.QueryConfig;
+      const config = {
+        ...(statement.name ? { name: statement.name } : {}),
+        text: statement.text,
+        values,
+        rowMode: statement.rowMode,
+        types: statement.types,
+      } as pg.QueryConfig;
       results.push(await client.query(config));
     }
   } catch (error) {

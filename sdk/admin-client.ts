@@ -1,5 +1,5 @@
 import type { operations } from './schema.ts';
-import { createTransport, type TransportOptions } from './transport.ts';
+import { createTransport, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
 
 type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> =
   operations[Op]['responses'][Status] extends { content: { 'application/json': infer Body } } ? Body : never;
@@ -133,12 +133,9 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
       );
       return data!;
     },
-    async *iterate(query = {}) {
-      for (let page = 1; ; page += 1) {
-        const { workspaces: items } = await workspaces.list({ page_size: query.page_size ?? 100, page_number: page });
-        if (items.length === 0) return;
-        yield* items;
-      }
+    iterate(query = {}) {
+      const page_size = query.page_size ?? ITERATION_PAGE_SIZE;
+      return everyItem(async (page_number) => (await workspaces.list({ page_size, page_number })).workspaces);
     },
     async get(subdomain) {
       const { data } = await call(`GET ${ws(subdomain)}`, safe, (signal) =>

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { components, operations } from './schema.ts';
-import { createTransport, type TransportOptions } from './transport.ts';
+import { createTransport, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
 
 /** A user of a workspace, as the API returns it. */
 export type User = components['schemas']['User'];
@@ -136,12 +136,9 @@ export function createClient(options: ClientOptions): WumClient {
       );
       return data!;
     },
-    async *iterate(query = {}) {
-      for (let page = 1; ; page += 1) {
-        const { users: items } = await users.list({ ...query, page_size: query.page_size ?? 100, page_number: page });
-        if (items.length === 0) return;
-        yield* items;
-      }
+    iterate(query = {}) {
+      const page_size = query.page_size ?? ITERATION_PAGE_SIZE;
+      return everyItem(async (page_number) => (await users.list({ ...query, page_size, page_number })).users);
     },
   };
 

@@ -170,6 +170,21 @@ export function createTransport(options: TransportOptions, headers: Record<strin
   };
 }
 
+/** Page size of the iterators when the caller gives none: the largest the API allows. */
+export const ITERATION_PAGE_SIZE = 100;
+
+/**
+ * Every item of a paginated listing, page by page from page 1, until the empty page that marks
+ * the end (SPEC.md Part A: "An empty users array means the end").
+ */
+export async function* everyItem<T>(fetchPage: (pageNumber: number) => Promise<readonly T[]>): AsyncGenerator<T, void, undefined> {
+  for (let page = 1; ; page += 1) {
+    const items = await fetchPage(page);
+    if (items.length === 0) return;
+    yield* items;
+  }
+}
+
 /** Whether a failed attempt may be tried again (see {@link RetryOptions} for the rules). */
 function isRetryable(error: WumApiError, options: CallOptions): boolean {
   if (error.isNetworkError) return options.replayable;

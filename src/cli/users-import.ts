@@ -99,20 +99,20 @@ function describe(error: WumApiError): string {
  * Rows already active are then skipped without a request, which makes a re-run cheap.
  */
 async function activeEmails(client: WumClient, rows: number): Promise<Set<string> | undefined> {
+  const pageSize = 100;
+  const { total_records: active } = (await client.users.list({ status: 'active', page_size: 1 })).pagination;
+  if (Math.ceil(active / pageSize) > rows) return undefined;
   const emails = new Set<string>();
-  for (let page = 1; ; page += 1) {
-    const { users, pagination } = await client.users.list({ status: 'active', page_size: 100, page_number: page });
-    if (page === 1 && pagination.total_pages > rows) return undefined;
-    if (users.length === 0) return emails;
-    for (const user of users) emails.add(user.email.toLowerCase());
-  }
+  for await (const user of client.users.iterate({ status: 'active', page_size: pageSize })) emails.add(user.email.toLowerCase());
+  return emails;
 }
 
 /**
  * Adds (or reactivates) the user of every valid row, `concurrency` at a time, relying on the
  * SDK to wait out 429s. Rows whose email is already active are skipped, so a re-run after a
  * failure picks up where the last one stopped. An error that every row would meet (the server
- * unreachable, a bad key) stops the import: rows not yet sent are reported `not_attempted`.
+ * unreachable, a bad key) stops the import: the rows that met it are rejected with it, and the
+ * rows not yet sent are reported `not_attempted`.
  * @returns one report per row, in file order.
  */
 export async function importRows(
@@ -136,10 +136,7 @@ export async function importRows(
     } catch (error) {
       if (!(error instanceof WumApiError)) throw error;
       if (error.code === 'user_already_exists') return { line, email, outcome: 'skipped', code: error.code, detail: 'already active' };
-      if (FATAL_CODES.has(error.code)) {
-        stopped ??= error;
-        return { line, email, outcome: 'not_attempted', code: error.code, detail: describe(error) };
-      }
+      if (FATAL_CODES.has(error.code)) stopped ??= error;
       return { line, email, outcome: 'rejected', code: error.code, detail: describe(error) };
     }
   }

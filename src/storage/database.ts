@@ -1,13 +1,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import type { StorageConfig } from '../config/load-config.ts';
 import * as schema from './schema.ts';
@@ -69,6 +66,12 @@ async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
     created = !existsSync(join(dataDir, 'PG_VERSION'));
     mkdirSync(dataDir, { recursive: true });
   }
+  // Loaded only when used: a process on PostgreSQL does not carry PGlite (about 13 MB resident).
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('drizzle-orm/pglite'),
+    import('drizzle-orm/pglite/migrator'),
+  ]);
   const client = await PGlite.create(dataDir);
   const db = drizzlePglite({ client, schema }) as unknown as Database;
   await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });

@@ -1,21 +1,46 @@
-import type { SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Database } from './database.ts';
 
 const dialect = new PgDialect();
 
 /**
- * Runs `query` as the named prepared statement `name` and returns its rows (objects keyed by
- * column name, values as the driver decodes them). Over PostgreSQL, each pooled connection
- * parses and plans a name once and then only binds and executes it: for the short queries of
- * the hot paths, planning costs as much as running. PGlite runs it like any query.
+ * A SQL statement of a hot path, built once and run as a named prepared statement. Over
+ * PostgreSQL each pooled connection parses and plans it once, then only binds and executes
+ * it (for the short queries of the hot paths, planning costs as much as running); its text is
+ * built once per process rather than on every call. PGlite runs it like any query.
  *
- * `name` must always stand for the same SQL text (the driver refuses one name for two texts),
- * so a query with variants (a status filter, a lock clause) needs one name per variant.
- * Source: PostgreSQL "PREPARE" (plan caching); node-postgres "Prepared statements".
+ * Values go in through placeholders (`ph('name')`), never interpolated, so that one name
+ * always stands for one text (the driver refuses one name for two texts); a query with
+ * variants (a status filter, a lock clause) is one NamedStatement per variant.
+ * Source: PostgreSQL "PREPARE" (plan caching); node-postgres "Prepared statements";
+ * Drizzle "sql.placeholder".
  */
-export async function runNamed<T>(db: Database, name: string, query: SQL): Promise<T[]> {
-  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
-  const result = (await prepared.execute()) as { rows: T[] };
-  return result.rows;
+export class NamedStatement {
+  private built: Query | undefined;
+
+  /**
+   * @param name - unique among the process's statements (e.g. `wum_users_page`).
+   * @param build - the statement, with `ph(...)` wherever a value goes; called once, lazily.
+   */
+  constructor(
+    readonly name: string,
+    private readonly build: () => SQL,
+  ) {}
+
+  /**
+   * Runs the statement on `db` (the pool, or a transaction) with `values` for its
+   * placeholders, and returns its rows as the driver decodes them (objects keyed by column
+   * name; timestamps as text, int8 as number or string depending on the driver).
+   */
+  async run<T>(db: Database, values: Record<string, unknown>): Promise<T[]> {
+    this.built ??= dialect.sqlToQuery(this.build());
+    const prepared = db._.session.prepareQuery(this.built, undefined, this.name, false);
+    return ((await prepared.execute(values)) as { rows: T[] }).rows;
+  }
+}
+
+/** A named placeholder for a value of a {@link NamedStatement}. */
+export function ph(name: string): Placeholder {
+  return sql.placeholder(name);
 }

@@ -12,7 +12,14 @@ export function createProductRepository(db: Database): ProductRepository {
     },
 
     async findByNamesForShare(names) {
-      return db.select().from(products).where(inArray(products.name, [...names])).for('share');
+      // Every add runs this: one array parameter keeps the text, and so the named statement, the same.
+      return db
+        .select()
+        .from(products)
+        .where(sql`${products.name} = any(${sql.param([...names])}::text[])`)
+        .for('share')
+        .prepare('wum_products_for_share')
+        .execute();
     },
 
     async findByName(name, options) {
