@@ -41,7 +41,7 @@ function exitOf(child: ChildProcess): Promise<number | string> {
 }
 
 /**
- * Starts `node script` with exactly `env` (plus PATH and HOME) and waits until
+ * Starts `node [nodeArgs] script` with exactly `env` (plus PATH and HOME) and waits until
  * `GET /healthz` answers 200, polling every 25 ms.
  * @throws Error with the process's stderr when it exits first or `timeoutMs` passes.
  */
@@ -49,10 +49,11 @@ export async function startServer(
   script: string,
   env: Record<string, string>,
   port: number,
-  timeoutMs = 120_000,
+  options: { readonly timeoutMs?: number; readonly nodeArgs?: readonly string[] } = {},
 ): Promise<ServerHandle> {
+  const timeoutMs = options.timeoutMs ?? 120_000;
   const started = performance.now();
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
     // Its own process group, so that an interrupted run can kill workers along with it.

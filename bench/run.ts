@@ -1,9 +1,9 @@
 /*
- * `npm run bench [-- --quick] [-- --json FILE]`: builds the service, starts a throw-away
- * PostgreSQL cluster, seeds data at scale, measures every scenario against the baselines
- * measured in the same run (a bare Fastify route; the service's own SQL replayed through
- * pg), then the same for 2 workers and for embedded PGlite, and prints one table.
- * Everything runs on 127.0.0.1; every load is bounded in time. See docs/performance.md.
+ * `npm run bench [-- --quick] [-- --json FILE] [-- --sql]`: builds the service, starts a
+ * throw-away PostgreSQL cluster, seeds data at scale, measures every scenario against the
+ * baselines measured in the same run (a bare Fastify route; the service's own SQL replayed
+ * through pg), then 2 workers and embedded PGlite, and prints one table. Everything runs on
+ * 127.0.0.1; every load is bounded in time. See docs/performance.md.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,24 +13,29 @@ import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import ts from 'typescript';
-import { loadConfig } from '../src/config/load-config.ts';
-import { buildApp } from '../src/http/app.ts';
 import { openDatabase } from '../src/storage/database.ts';
-import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
-import { createStore } from '../src/storage/store.ts';
 import { freePort, startPostgresCluster, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { sendRequest } from '../test/helpers/server-process.ts';
+import { measureDatabaseCeilings, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
-import type { Measurement } from './measurement.ts';
 import { sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
-import { seedProducts, seedWorkspaces, seededEmail, vacuumAnalyze, type RunSql, type SeededWorkspace } from './seed.ts';
-import { recordQueries, replaySql, toTemplate } from './sql-replay.ts';
+import {
+  addRequest,
+  lastPage,
+  listRequest,
+  productsRequest,
+  removalCursor,
+  removeRequest,
+  uniqueEmail,
+} from './requests.ts';
+import { seedProducts, seedWorkspaces, vacuumAnalyze, type RunSql, type SeededWorkspace } from './seed.ts';
 
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     json: { type: 'string' },
+    sql: { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'info' },
   },
 });
@@ -39,12 +44,12 @@ const { values: args } = parseArgs({
 const PLAN = args.quick
   ? { warmup: 1, seconds: 3, small: 10_000, big: 100_000, tenants: 100, tenantUsers: 1_000, removals: 40_000, mixed: 10_000 }
   : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000 };
+/** Concurrent connections of every HTTP scenario, and clients of every database ceiling. */
 const CONNECTIONS = 10;
-const PAGE_SIZE = 30;
-const API = '/api/external/v2';
 const SERVER_SCRIPT = 'dist/http/server.js';
 const CEILING_DIR = join('node_modules', '.cache', 'wum-bench');
 const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.mjs');
+const MB = 1024 * 1024;
 const started = performance.now();
 
 function log(message: string): void {
@@ -63,82 +68,11 @@ async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
 function build(): void {
   const built = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { stdio: 'inherit' });
   if (built.status !== 0) throw new Error('npm run build failed');
-  const source = readFileSync('bench/framework-ceiling.ts', 'utf8');
-  const { outputText } = ts.transpileModule(source, {
+  const { outputText } = ts.transpileModule(readFileSync('bench/framework-ceiling.ts', 'utf8'), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
   });
   mkdirSync(CEILING_DIR, { recursive: true });
   writeFileSync(CEILING_SCRIPT, outputText);
-}
-
-// ---------------------------------------------------------------- requests
-
-let emailCounter = 0;
-const runTag = Date.now().toString(36);
-
-function headersOf(ws: SeededWorkspace, json = false): Record<string, string> {
-  return {
-    host: `${ws.subdomain}.localhost`,
-    'x-api-key': ws.apiKey,
-    ...(json ? { 'content-type': 'application/json' } : {}),
-  };
-}
-
-function uniqueEmail(ws: SeededWorkspace): string {
-  emailCounter += 1;
-  return `n${runTag}-${emailCounter}@${ws.subdomain}.example`;
-}
-
-function addRequest(ws: SeededWorkspace): HttpRequestSpec {
-  const user = {
-    email: uniqueEmail(ws),
-    role: 'non_owner',
-    first_name: 'Bench',
-    apps: [
-      { name: 'crm', role: 'member' },
-      { name: 'analytics', role: 'viewer' },
-    ],
-  };
-  return { method: 'POST', path: `${API}/users`, headers: headersOf(ws, true), body: JSON.stringify({ user }) };
-}
-
-function listRequest(ws: SeededWorkspace, page: number): HttpRequestSpec {
-  return { method: 'GET', path: `${API}/users?page_number=${page}&page_size=${PAGE_SIZE}`, headers: headersOf(ws) };
-}
-
-function removeRequest(ws: SeededWorkspace, email: string): HttpRequestSpec {
-  return { method: 'DELETE', path: `${API}/users/${encodeURIComponent(email)}`, headers: headersOf(ws) };
-}
-
-/** Hands out seeded users to deactivate, each once (user 1 is the owner and is never taken). */
-function removalCursor(ws: SeededWorkspace, from: number, to: number): () => string {
-  let next = from;
-  return () => {
-    if (next > to) throw new Error(`ran out of users to remove in ${ws.subdomain}; seed more`);
-    return seededEmail(ws.subdomain, next++);
-  };
-}
-
-function lastPage(users: number): number {
-  return Math.ceil(users / PAGE_SIZE);
-}
-
-// ---------------------------------------------------------------- measuring
-
-interface Context {
-  readonly postmasterPid: number;
-}
-
-async function measureHttp(
-  context: Context | undefined,
-  server: { pid: number; port: number },
-  next: () => HttpRequestSpec,
-): Promise<Pick<ReportRow, 'measured' | 'server' | 'database'>> {
-  await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.warmup, next });
-  const serverUsage = sampleUsage(server.pid);
-  const databaseUsage = context ? sampleUsage(context.postmasterPid) : undefined;
-  const measured = await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.seconds, next });
-  return { measured, server: serverUsage.stop(), ...(databaseUsage ? { database: databaseUsage.stop() } : {}) };
 }
 
 function serverEnv(databaseUrl: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
@@ -150,23 +84,24 @@ function serverEnv(databaseUrl: string | undefined, extra: Record<string, string
   };
 }
 
-async function postmasterPid(url: string): Promise<number> {
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
-    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return await work(client);
   } finally {
     await client.end();
   }
 }
 
-function runOn(client: pg.Client | pg.Pool): RunSql {
-  return async (text, params) => (await client.query(text, params as unknown[])).rows;
+/** The pid of the cluster's postmaster: the parent of a backend (its descendants are the database's CPU). */
+function postmasterPid(url: string): Promise<number> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  });
 }
-
-// ---------------------------------------------------------------- phases
 
 interface Seeded {
   readonly small: SeededWorkspace;
@@ -178,12 +113,9 @@ interface Seeded {
 }
 
 async function seedPostgres(url: string): Promise<Seeded> {
-  const opened = await openDatabase({ kind: 'postgres', url, poolSize: 1 });
-  await opened.close();
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const run = runOn(client);
+  await (await openDatabase({ kind: 'postgres', url, poolSize: 1 })).close();
+  return withClient(url, async (client) => {
+    const run: RunSql = async (text, params) => (await client.query(text, params as unknown[])).rows;
     await seedProducts(run);
     const [small, mixed] = await timed(`seed 2 × ${PLAN.small} users`, () => seedWorkspaces(run, ['small', 'mixed'], PLAN.small));
     const [big] = await timed(`seed 1 × ${PLAN.big} users`, () => seedWorkspaces(run, ['big'], PLAN.big));
@@ -193,120 +125,16 @@ async function seedPostgres(url: string): Promise<Seeded> {
     const tenants = await timed(`seed ${PLAN.tenants} × ${PLAN.tenantUsers} users`, () => seedWorkspaces(run, names, PLAN.tenantUsers));
     await timed('vacuum analyze', () => vacuumAnalyze(run));
     return { small: small!, big: big!, adds: adds!, removals: removals!, mixed: mixed!, tenants };
-  } finally {
-    await client.end();
-  }
-}
-
-/** The database ceilings: each endpoint's SQL recorded in process, then replayed through pg. */
-async function measureDatabaseCeilings(url: string, seeded: Seeded, context: Context, removeFrom: number, removeTo: number) {
-  const database = await openDatabase({ kind: 'postgres', url, poolSize: 1 });
-  const app = await buildApp(loadConfig({ DATABASE_URL: url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }), {
-    store: createStore(database.db),
-    idempotency: createIdempotencyStore(database.db),
-    ping: database.ping,
-    logger: false,
   });
-  const send = async (spec: HttpRequestSpec) => {
-    const response = await app.inject({
-      method: spec.method,
-      url: spec.path,
-      headers: spec.headers,
-      ...(spec.body ? { payload: spec.body } : {}),
-    });
-    if (response.statusCode >= 300) throw new Error(`${spec.method} ${spec.path} → ${response.statusCode} ${response.body}`);
-  };
-  /** Sends `make()` once to warm caches, then records the SQL of a second one. */
-  const record = async (make: () => HttpRequestSpec) => {
-    await send(make());
-    await new Promise((r) => setTimeout(r, 100));
-    let spec: HttpRequestSpec | undefined;
-    const queries = await recordQueries(async () => {
-      spec = make();
-      await send(spec);
-    });
-    return { queries, spec: spec! };
-  };
-  const replay = async (label: string, template: ReturnType<typeof toTemplate>, nextEmail?: () => string) => {
-    const usage = sampleUsage(context.postmasterPid);
-    const measured = await replaySql(template, {
-      url,
-      clients: CONNECTIONS,
-      warmupSeconds: PLAN.warmup,
-      seconds: PLAN.seconds,
-      ...(nextEmail ? { nextEmail } : {}),
-    });
-    const row: ReportRow = { scenario: label, measured, database: usage.stop() };
-    log(`${label}: ${measured.perSecond.toFixed(0)}/s`);
-    return row;
-  };
-  const ceilings: Record<string, ReportRow> = {};
-  const sqlOf: Record<string, string[]> = {};
-  try {
-    {
-      const { queries, spec } = await record(() => addRequest(seeded.adds));
-      const email = (JSON.parse(spec.body!) as { user: { email: string } }).user.email;
-      sqlOf.add = queries.map((q) => q.text);
-      ceilings.add = await replay('POST /users SQL', toTemplate(queries, email), () => uniqueEmail(seeded.adds));
-    }
-    for (const [key, ws, page] of [
-      ['listSmallFirst', seeded.small, 1],
-      ['listSmallLast', seeded.small, lastPage(seeded.small.users)],
-      ['listBigFirst', seeded.big, 1],
-      ['listBigLast', seeded.big, lastPage(seeded.big.users)],
-    ] as const) {
-      const { queries } = await record(() => listRequest(ws, page));
-      sqlOf[key] = queries.map((q) => q.text);
-      ceilings[key] = await replay(`GET /users page ${page} of ${ws.users} SQL`, toTemplate(queries));
-    }
-    {
-      const nextRemoval = removalCursor(seeded.removals, removeFrom, removeTo);
-      const { queries, spec } = await record(() => removeRequest(seeded.removals, nextRemoval()));
-      const email = decodeURIComponent(spec.path.slice(spec.path.lastIndexOf('/') + 1));
-      sqlOf.remove = queries.map((q) => q.text);
-      ceilings.remove = await replay('DELETE /users/{email} SQL', toTemplate(queries, email), nextRemoval);
-    }
-  } finally {
-    await app.close();
-    await database.close();
-  }
-  return { ceilings, sqlOf };
-}
-
-async function pgVersion(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]!.v;
-  } finally {
-    await client.end();
-  }
-}
-
-async function countActive(url: string, ws: SeededWorkspace): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ n: string }>(
-      "select count(*) as n from users where workspace_id = $1 and status = 'active'",
-      [ws.id],
-    );
-    return Number(rows[0]!.n);
-  } finally {
-    await client.end();
-  }
-}
-
-async function totalCount(port: number, spec: HttpRequestSpec): Promise<number> {
-  const response = await sendRequest(port, spec.method, spec.path, { host: spec.headers.host!, headers: spec.headers });
-  return (response.json() as { total_count: number }).total_count;
 }
 
 function target(text: string, met: boolean) {
   return { text, met };
 }
 
-// ---------------------------------------------------------------- main
+function within200Mb(row: ReportRow): boolean {
+  return (row.server?.maxRssBytes ?? Infinity) <= 200 * MB;
+}
 
 async function main(): Promise<void> {
   build();
@@ -332,172 +160,241 @@ async function main(): Promise<void> {
   }
   const sections: ReportSection[] = [];
   try {
-    const admin = new pg.Client({ connectionString: cluster.url });
-    await admin.connect();
-    await admin.query('create database wum_bench');
-    await admin.end();
+    await withClient(cluster.url, (client) => client.query('create database wum_bench'));
     const url = cluster.url.replace(/\/postgres$/, '/wum_bench');
-    const postgresVersion = await pgVersion(url);
+    const postgresVersion = await withClient(url, async (client) =>
+      (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]!.v,
+    );
     const seeded = await timed('seed PostgreSQL', () => seedPostgres(url));
-    const context: Context = { postmasterPid: await postmasterPid(url) };
+    const database = await postmasterPid(url);
     const half = Math.floor(PLAN.removals / 2);
-
-    // Baselines.
-    const framework = await (async () => {
-      const server = await startServer(CEILING_SCRIPT, serverEnv(undefined), await freePort());
-      servers.push(server);
-      const row = await measureHttp(undefined, server, () => ({ method: 'GET', path: `${API}/products`, headers: { host: 'x.localhost' } }));
-      await server.stop();
-      return { scenario: 'framework ceiling: bare Fastify, constant JSON', ...row } satisfies ReportRow;
-    })();
-    log(`framework ceiling: ${framework.measured!.perSecond.toFixed(0)}/s`);
-    const { ceilings, sqlOf } = await measureDatabaseCeilings(url, seeded, context, half + 1, PLAN.removals);
-    sections.push({ title: 'Baselines (same run)', rows: [framework, ...Object.values(ceilings)] });
-    const base = (key: string, label = 'db ceiling') => ({ label, perSecond: ceilings[key]!.measured!.perSecond });
-
-    // PostgreSQL, 1 worker.
-    const removeHttp = removalCursor(seeded.removals, 2, half);
-    const removeMixed = removalCursor(seeded.mixed, 2, seeded.mixed.users);
     const bigLast = lastPage(seeded.big.users);
-    const scenarios = () => {
-      return {
-        products: { scenario: 'GET /products', next: () => ({ method: 'GET', path: `${API}/products`, headers: headersOf(seeded.small) }) as HttpRequestSpec },
-        add: { scenario: 'POST /users (unique emails)', next: () => addRequest(seeded.adds) },
-        smallFirst: { scenario: `GET /users page 1 of ${seeded.small.users}`, next: () => listRequest(seeded.small, 1) },
-        smallLast: { scenario: `GET /users last page of ${seeded.small.users}`, next: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
-        bigFirst: { scenario: `GET /users page 1 of ${seeded.big.users}`, next: () => listRequest(seeded.big, 1) },
-        bigLast: { scenario: `GET /users last page of ${seeded.big.users}`, next: () => listRequest(seeded.big, bigLast) },
-        bigMiddle: { scenario: `GET /users middle page of ${seeded.big.users}`, next: () => listRequest(seeded.big, Math.ceil(bigLast / 2)) },
-        bigRandom: { scenario: `GET /users random page of ${seeded.big.users}`, next: () => listRequest(seeded.big, 1 + Math.floor(Math.random() * bigLast)) },
-        remove: { scenario: 'DELETE /users/{email}', next: () => removeRequest(seeded.removals, removeHttp()) },
-        mixed: {
-          scenario: 'mixed: 70% list, 20% add, 10% remove',
-          next: (): HttpRequestSpec => {
-            const dice = Math.random();
-            if (dice < 0.7) return listRequest(seeded.mixed, 1);
-            if (dice < 0.9) return addRequest(seeded.mixed);
-            return removeRequest(seeded.mixed, removeMixed());
-          },
-        },
-        oneTenant: { scenario: `GET /users page 1, 1 workspace of ${seeded.tenants.length}`, next: () => listRequest(seeded.tenants[0]!, 1) },
-        anyTenant: {
-          scenario: `GET /users page 1, random workspace of ${seeded.tenants.length}`,
-          next: () => listRequest(seeded.tenants[Math.floor(Math.random() * seeded.tenants.length)]!, 1),
-        },
-      };
+
+    /** Warm-up, then the measured window, sampling the server's and the database's processes. */
+    const measureHttp = async (server: { pid: number; port: number }, next: () => HttpRequestSpec, withDatabase = true) => {
+      await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.warmup, next });
+      const serverUsage = sampleUsage(server.pid);
+      const databaseUsage = withDatabase ? sampleUsage(database) : undefined;
+      const measured = await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.seconds, next });
+      return { measured, server: serverUsage.stop(), ...(databaseUsage ? { database: databaseUsage.stop() } : {}) };
     };
-    const one = scenarios();
-    const runServer = async (env: Record<string, string>) => {
-      const server = await startServer(SERVER_SCRIPT, env, await freePort());
+    const runServer = async (script: string, env: Record<string, string>, nodeArgs: readonly string[] = []) => {
+      const server = await startServer(script, env, await freePort(), { nodeArgs });
       servers.push(server);
       return server;
     };
-    const measureAll = async (server: ServerHandle, list: ReadonlyArray<{ scenario: string; next: () => HttpRequestSpec }>) => {
-      const rows: Record<string, ReportRow> = {};
+    type Scenario = { readonly scenario: string; readonly next: () => HttpRequestSpec };
+    const measureAll = async (server: ServerHandle, list: readonly Scenario[]) => {
+      const rows = new Map<Scenario, ReportRow>();
       for (const s of list) {
-        rows[s.scenario] = { scenario: s.scenario, ...(await measureHttp(context, server, s.next)) };
-        log(`${s.scenario}: ${rows[s.scenario]!.measured!.perSecond.toFixed(0)}/s p99 ${rows[s.scenario]!.measured!.p99Ms.toFixed(1)} ms`);
+        const row: ReportRow = { scenario: s.scenario, ...(await measureHttp(server, s.next)) };
+        rows.set(s, row);
+        log(`${s.scenario}: ${row.measured!.perSecond.toFixed(0)}/s, p99 ${row.measured!.p99Ms.toFixed(1)} ms`);
       }
       return rows;
     };
 
-    const w1 = await runServer(serverEnv(url));
-    const r1 = await measureAll(w1, [
-      one.products, one.add, one.smallFirst, one.smallLast, one.bigFirst, one.bigLast, one.bigMiddle, one.bigRandom,
-      one.remove, one.mixed, one.oneTenant, one.anyTenant,
-    ]);
-    const exactTotal = (await totalCount(w1.port, listRequest(seeded.big, bigLast))) === (await countActive(url, seeded.big));
-    await w1.stop();
-    const p99Target = (row: ReportRow) => target('p99 ≤ 50 ms', row.measured!.p99Ms <= 50 && row.measured!.errors === 0);
-    const rowsW1: ReportRow[] = [
-      { ...r1[one.products.scenario]!, baseline: { label: 'framework', perSecond: framework.measured!.perSecond } },
-      { ...r1[one.add.scenario]!, baseline: base('add') },
-      { ...r1[one.smallFirst.scenario]!, baseline: base('listSmallFirst') },
-      { ...r1[one.smallLast.scenario]!, baseline: base('listSmallLast') },
-      { ...r1[one.bigFirst.scenario]!, baseline: base('listBigFirst') },
-      { ...r1[one.bigLast.scenario]!, baseline: base('listBigLast') },
-      r1[one.bigMiddle.scenario]!,
-      r1[one.bigRandom.scenario]!,
-      { ...r1[one.remove.scenario]!, baseline: base('remove') },
-      r1[one.mixed.scenario]!,
-      r1[one.oneTenant.scenario]!,
-      { ...r1[one.anyTenant.scenario]!, baseline: { label: '1 workspace', perSecond: r1[one.oneTenant.scenario]!.measured!.perSecond } },
+    // Baselines.
+    const bare = await runServer(CEILING_SCRIPT, serverEnv(undefined));
+    const framework: ReportRow = {
+      scenario: 'framework ceiling: bare Fastify, constant JSON',
+      ...(await measureHttp(bare, () => ({ method: 'GET', path: '/api/external/v2/products', headers: { host: 'x.localhost' } }), false)),
+    };
+    await bare.stop();
+    log(`framework ceiling: ${framework.measured!.perSecond.toFixed(0)}/s`);
+    const removeForCeiling = removalCursor(seeded.removals, half + 1, PLAN.removals);
+    const emailOfRemoval = (request: HttpRequestSpec) => decodeURIComponent(request.path.slice(request.path.lastIndexOf('/') + 1));
+    const ceilingSpecs: CeilingSpec[] = [
+      {
+        key: 'add',
+        label: 'db ceiling: POST /users SQL',
+        request: () => addRequest(seeded.adds),
+        email: { of: (r) => (JSON.parse(r.body!) as { user: { email: string } }).user.email, next: () => uniqueEmail(seeded.adds) },
+      },
+      { key: 'smallFirst', label: `db ceiling: GET /users page 1 of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, 1) },
+      { key: 'smallLast', label: `db ceiling: GET /users last page of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
+      { key: 'bigFirst', label: `db ceiling: GET /users page 1 of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, 1) },
+      { key: 'bigLast', label: `db ceiling: GET /users last page of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, bigLast) },
+      {
+        key: 'remove',
+        label: 'db ceiling: DELETE /users/{email} SQL',
+        request: () => removeRequest(seeded.removals, removeForCeiling()),
+        email: { of: emailOfRemoval, next: removeForCeiling },
+      },
     ];
-    const withTargets = rowsW1.map((row): ReportRow => {
-      const r = ratio(row) ?? 0;
-      if (row.scenario === one.products.scenario) return { ...row, target: target('≥ 0.6×', r >= 0.6) };
-      if (row.scenario === one.add.scenario || row.scenario === one.smallFirst.scenario) return { ...row, target: target('≥ 0.7×', r >= 0.7) };
-      if ([one.bigFirst, one.bigLast, one.bigMiddle, one.bigRandom].some((s) => s.scenario === row.scenario)) return { ...row, target: p99Target(row) };
-      if (row.scenario === one.mixed.scenario) return { ...row, target: target('RSS ≤ 200 MB', (row.server?.maxRssBytes ?? Infinity) <= 200 * 1024 * 1024) };
-      return row;
+    const ceilings = await measureDatabaseCeilings(
+      {
+        databaseUrl: url,
+        clients: CONNECTIONS,
+        warmupSeconds: PLAN.warmup,
+        seconds: PLAN.seconds,
+        around: async (work) => {
+          const usage = sampleUsage(database);
+          const result = await work();
+          return { result, extra: { database: usage.stop() } };
+        },
+      },
+      ceilingSpecs,
+    );
+    for (const [key, ceiling] of ceilings) {
+      log(`${ceiling.label}: ${ceiling.measured.perSecond.toFixed(0)}/s`);
+      if (args.sql) process.stderr.write(`-- ${key}\n${ceiling.sql.join(';\n')};\n\n`);
+    }
+    const ceilingRow = (key: string): ReportRow => {
+      const ceiling = ceilings.get(key)!;
+      return { scenario: ceiling.label, measured: ceiling.measured, ...ceiling.extra };
+    };
+    sections.push({ title: 'Baselines (same run)', rows: [framework, ...ceilingSpecs.map((s) => ceilingRow(s.key))] });
+    const base = (key: string) => ({ label: 'db ceiling', perSecond: ceilings.get(key)!.measured.perSecond });
+
+    // PostgreSQL, 1 worker.
+    const removeHttp = removalCursor(seeded.removals, 2, half);
+    const removeMixed = removalCursor(seeded.mixed, 2, seeded.mixed.users);
+    const s = {
+      products: { scenario: 'GET /products', next: () => productsRequest(seeded.small) },
+      add: { scenario: 'POST /users (unique emails)', next: () => addRequest(seeded.adds) },
+      smallFirst: { scenario: `GET /users page 1 of ${seeded.small.users}`, next: () => listRequest(seeded.small, 1) },
+      smallLast: { scenario: `GET /users last page of ${seeded.small.users}`, next: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
+      bigFirst: { scenario: `GET /users page 1 of ${seeded.big.users}`, next: () => listRequest(seeded.big, 1) },
+      bigLast: { scenario: `GET /users last page of ${seeded.big.users}`, next: () => listRequest(seeded.big, bigLast) },
+      bigMiddle: { scenario: `GET /users middle page of ${seeded.big.users}`, next: () => listRequest(seeded.big, Math.ceil(bigLast / 2)) },
+      bigRandom: {
+        scenario: `GET /users random page of ${seeded.big.users}`,
+        next: () => listRequest(seeded.big, 1 + Math.floor(Math.random() * bigLast)),
+      },
+      remove: { scenario: 'DELETE /users/{email}', next: () => removeRequest(seeded.removals, removeHttp()) },
+      mixed: {
+        scenario: 'mixed: 70% list, 20% add, 10% remove',
+        next: (): HttpRequestSpec => {
+          const dice = Math.random();
+          if (dice < 0.7) return listRequest(seeded.mixed, 1);
+          if (dice < 0.9) return addRequest(seeded.mixed);
+          return removeRequest(seeded.mixed, removeMixed());
+        },
+      },
+      oneTenant: { scenario: `GET /users page 1, always workspace 1 of ${seeded.tenants.length}`, next: () => listRequest(seeded.tenants[0]!, 1) },
+      anyTenant: {
+        scenario: `GET /users page 1, random workspace of ${seeded.tenants.length}`,
+        next: () => listRequest(seeded.tenants[Math.floor(Math.random() * seeded.tenants.length)]!, 1),
+      },
+    } satisfies Record<string, Scenario>;
+
+    const w1 = await runServer(SERVER_SCRIPT, serverEnv(url));
+    const r1 = await measureAll(w1, Object.values(s));
+    const lastOfBig = listRequest(seeded.big, bigLast);
+    const reported = ((await sendRequest(w1.port, 'GET', lastOfBig.path, { host: lastOfBig.headers.host!, headers: lastOfBig.headers })).json() as {
+      total_count: number;
+    }).total_count;
+    const counted = await withClient(url, async (client) =>
+      Number((await client.query<{ n: string }>("select count(*) as n from users where workspace_id = $1 and status = 'active'", [seeded.big.id])).rows[0]!.n),
+    );
+    await w1.stop();
+    const row1 = (scenario: Scenario) => r1.get(scenario)!;
+    const p99Target = (row: ReportRow) => ({ ...row, target: target('p99 ≤ 50 ms', row.measured!.p99Ms <= 50 && row.measured!.errors === 0) });
+    const withRatio = (row: ReportRow, baseline: ReportRow['baseline'], text: string, minimum: number): ReportRow => {
+      const withBase = { ...row, baseline };
+      return { ...withBase, target: target(text, (ratio(withBase) ?? 0) >= minimum && row.measured!.errors === 0) };
+    };
+    sections.push({
+      title: 'PostgreSQL, WORKERS=1',
+      rows: [
+        withRatio(row1(s.products), { label: 'framework', perSecond: framework.measured!.perSecond }, '≥ 0.6×', 0.6),
+        withRatio(row1(s.add), base('add'), '≥ 0.7×', 0.7),
+        withRatio(row1(s.smallFirst), base('smallFirst'), '≥ 0.7×', 0.7),
+        { ...row1(s.smallLast), baseline: base('smallLast') },
+        p99Target({ ...row1(s.bigFirst), baseline: base('bigFirst') }),
+        p99Target({ ...row1(s.bigLast), baseline: base('bigLast') }),
+        p99Target(row1(s.bigMiddle)),
+        p99Target(row1(s.bigRandom)),
+        { ...row1(s.remove), baseline: base('remove') },
+        { ...row1(s.mixed), target: target('RSS ≤ 200 MB', within200Mb(row1(s.mixed))) },
+        row1(s.oneTenant),
+        { ...row1(s.anyTenant), baseline: { label: 'one workspace', perSecond: row1(s.oneTenant).measured!.perSecond } },
+        { scenario: `total_count at ${seeded.big.users} users`, note: reported === counted ? `exact (${reported})` : `WRONG: ${reported}, count(*) ${counted}` },
+      ],
     });
-    sections.push({ title: 'PostgreSQL, WORKERS=1', rows: [...withTargets, { scenario: `exact total_count at ${seeded.big.users}`, note: exactTotal ? 'yes' : 'NO' }] });
+
+    // The read cache off: every request looks its key up, every GET /products reads the catalogue.
+    const uncached = await runServer(SERVER_SCRIPT, serverEnv(url, { CACHE_TTL_MS: '0' }));
+    const noCache = [
+      { scenario: 'GET /products, CACHE_TTL_MS=0', next: s.products.next },
+      { scenario: `GET /users page 1 of ${seeded.small.users}, CACHE_TTL_MS=0`, next: s.smallFirst.next },
+    ];
+    const rNoCache = await measureAll(uncached, noCache);
+    await uncached.stop();
+    sections.push({
+      title: 'PostgreSQL, WORKERS=1, read cache off',
+      rows: noCache.map((n, i) => ({
+        ...rNoCache.get(n)!,
+        baseline: { label: 'with cache', perSecond: row1([s.products, s.smallFirst][i]!).measured!.perSecond },
+      })),
+    });
 
     // PostgreSQL, 2 workers.
-    const w2 = await runServer(serverEnv(url, { WORKERS: '2' }));
-    const two = scenarios();
-    const r2 = await measureAll(w2, [two.products, two.add, two.smallFirst, two.mixed]);
+    const w2 = await runServer(SERVER_SCRIPT, serverEnv(url, { WORKERS: '2' }));
+    const twoWorkers = [s.products, s.add, s.smallFirst, s.mixed];
+    const r2 = await measureAll(w2, twoWorkers);
     await w2.stop();
     sections.push({
       title: 'PostgreSQL, WORKERS=2',
-      rows: [two.products, two.add, two.smallFirst, two.mixed].map((s) => {
-        const row = r2[s.scenario]!;
-        const single = r1[s.scenario]!.measured!.perSecond;
-        return {
-          ...row,
-          baseline: { label: 'WORKERS=1', perSecond: single },
-          ...(s === two.mixed ? { target: target('RSS ≤ 200 MB/worker', (row.server?.maxRssBytes ?? Infinity) <= 200 * 1024 * 1024) } : {}),
-        };
+      rows: twoWorkers.map((scenario) => {
+        const row = { ...r2.get(scenario)!, baseline: { label: 'WORKERS=1', perSecond: row1(scenario).measured!.perSecond } };
+        return scenario === s.mixed ? { ...row, target: target('RSS ≤ 200 MB per worker', within200Mb(row)) } : row;
       }),
     });
 
-    // Embedded PGlite.
+    // Embedded PGlite: start-up empty, then with a 1M-user workspace loaded by the same seed.
     const dataDir = join(scratch, 'pglite');
-    const empty = await runServer(serverEnv(undefined, { DATA_DIR: dataDir }));
-    const emptyStart = empty.startupMs;
+    const empty = await runServer(SERVER_SCRIPT, serverEnv(undefined, { DATA_DIR: dataDir }));
     await empty.stop();
+    // The same first start as `npm start` runs it: TypeScript through tsx.
+    const emptyTsx = await runServer('src/http/server.ts', serverEnv(undefined, { DATA_DIR: join(scratch, 'pglite-tsx') }), ['--import', 'tsx']);
+    await emptyTsx.stop();
     const pglite = await timed(`seed PGlite 1 × ${PLAN.big} users`, async () => {
       const db = await PGlite.create(dataDir);
       try {
         const run: RunSql = async (text, params) => (await db.query<Record<string, unknown>>(text, params)).rows;
-        const [ws] = await seedWorkspaces(run, ['big'], PLAN.big);
+        const [big] = await seedWorkspaces(run, ['big'], PLAN.big);
         const [adds] = await seedWorkspaces(run, ['adds'], 1);
         await vacuumAnalyze(run);
-        return { big: ws!, adds: adds! };
+        return { big: big!, adds: adds! };
       } finally {
         await db.close();
       }
     });
-    const loaded = await runServer(serverEnv(undefined, { DATA_DIR: dataDir }));
-    const pgliteRows = await measureAll(loaded, [
-      { scenario: 'PGlite GET /products', next: () => ({ method: 'GET', path: `${API}/products`, headers: headersOf(pglite.big) }) },
-      { scenario: `PGlite GET /users page 1 of ${PLAN.big}`, next: () => listRequest(pglite.big, 1) },
-      { scenario: `PGlite GET /users last page of ${PLAN.big}`, next: () => listRequest(pglite.big, bigLast) },
-      { scenario: 'PGlite POST /users (unique emails)', next: () => addRequest(pglite.adds) },
-    ]);
+    const loaded = await runServer(SERVER_SCRIPT, serverEnv(undefined, { DATA_DIR: dataDir }));
+    const pgliteScenarios = [
+      { scenario: 'PGlite GET /products', next: () => productsRequest(pglite.big), postgres: s.products },
+      { scenario: `PGlite GET /users page 1 of ${PLAN.big}`, next: () => listRequest(pglite.big, 1), postgres: s.bigFirst },
+      { scenario: `PGlite GET /users last page of ${PLAN.big}`, next: () => listRequest(pglite.big, bigLast), postgres: s.bigLast },
+      { scenario: 'PGlite POST /users (unique emails)', next: () => addRequest(pglite.adds), postgres: s.add },
+    ];
+    const rPglite = await measureAll(loaded, pgliteScenarios);
     await loaded.stop();
-    const pgEquivalent = [one.products, one.bigFirst, one.bigLast, one.add];
     sections.push({
-      title: 'Embedded PGlite (DATA_DIR)',
+      title: 'Embedded PGlite (DATA_DIR), WORKERS=1',
       rows: [
-        { scenario: 'start-up, empty data dir (migrate + demo seed)', note: `${emptyStart.toFixed(0)} ms` },
-        { scenario: `start-up, ${PLAN.big}-user data dir`, note: `${loaded.startupMs.toFixed(0)} ms` },
-        ...Object.values(pgliteRows).map((row, i) => ({
-          ...row,
-          baseline: { label: 'PostgreSQL', perSecond: r1[pgEquivalent[i]!.scenario]!.measured!.perSecond },
+        { scenario: 'start-up, empty data dir (create, migrate, demo seed)', note: `${empty.startupMs.toFixed(0)} ms` },
+        { scenario: 'the same through tsx (npm start)', note: `${emptyTsx.startupMs.toFixed(0)} ms` },
+        { scenario: `start-up, data dir with ${PLAN.big} users`, note: `${loaded.startupMs.toFixed(0)} ms` },
+        ...pgliteScenarios.map((p) => ({
+          ...rPglite.get(p)!,
+          baseline: { label: 'PostgreSQL', perSecond: row1(p.postgres).measured!.perSecond },
         })),
       ],
     });
 
-    const elapsed = (performance.now() - started) / 1000;
     const header = [
       `wum benchmark${args.quick ? ' (--quick: smaller data, 3 s scenarios; not for the record)' : ''}`,
-      `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB; Node ${machine.node}; PostgreSQL ${postgresVersion}; load average at start ${machine.loadAtStart}`,
-      `each scenario: ${CONNECTIONS} connections, ${PLAN.warmup} s warm-up, ${PLAN.seconds} s measured; LOG_LEVEL=${args['log-level']}; RATE_LIMIT_PER_KEY=0; DATABASE_POOL_SIZE=10 per worker`,
-      `run took ${(elapsed / 60).toFixed(1)} min`,
+      `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB; Node ${machine.node}; PostgreSQL ${postgresVersion}; load average at start ${machine.loadAtStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `each scenario: ${CONNECTIONS} connections (db ceilings: ${CONNECTIONS} clients), ${PLAN.warmup} s warm-up, ${PLAN.seconds} s measured; LOG_LEVEL=${args['log-level']}; RATE_LIMIT_PER_KEY=0; DATABASE_POOL_SIZE=10 per worker`,
+      `run took ${((performance.now() - started) / 60_000).toFixed(1)} min`,
     ].join('\n');
     process.stdout.write(`\n${header}\n\n${renderReport(sections)}\n`);
-    if (args.json) writeFileSync(args.json, JSON.stringify({ machine, postgresVersion, plan: PLAN, sections, sql: sqlOf }, null, 2));
+    if (args.json) {
+      const sql = Object.fromEntries([...ceilings].map(([key, c]) => [key, c.sql]));
+      writeFileSync(args.json, JSON.stringify({ machine, postgresVersion, plan: PLAN, sections, sql }, null, 2));
+    }
   } finally {
     for (const server of servers) await server.stop().catch(() => {});
     cluster.stop();

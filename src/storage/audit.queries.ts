@@ -1,8 +1,9 @@
-import { asc, count, eq } from 'drizzle-orm';
+import { asc, count, eq, sql } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { AuditEvent, AuditRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
+import { NamedStatement, ph } from './named-statement.ts';
 import { auditEvents } from './schema.ts';
 
 function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
@@ -19,27 +20,30 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
   };
 }
 
+/** Every change of the API writes one event: its statement is built and planned once. */
+const appendEvent = new NamedStatement(
+  'wum_audit_append',
+  () => sql`insert into audit_events
+      (workspace_id, actor_type, actor_id, request_id, action, target_type, target_id, before, after)
+    values (${ph('workspaceId')}, ${ph('actorType')}, ${ph('actorId')}, ${ph('requestId')}, ${ph('action')},
+      ${ph('targetType')}, ${ph('targetId')}, ${ph('before')}::jsonb, ${ph('after')}::jsonb)`,
+);
+
 /** The audit trail repository over Drizzle. */
 export function createAuditRepository(db: Database): AuditRepository {
   return {
     async append(entry) {
-      // A named prepared statement: every change of the API writes one (see named-statement.ts).
-      // `?? null` keeps its text fixed: an undefined column would be written as DEFAULT instead.
-      await db
-        .insert(auditEvents)
-        .values({
-          workspaceId: entry.workspaceId ?? null,
-          actorType: entry.actor.type,
-          actorId: entry.actor.id ?? null,
-          requestId: entry.actor.requestId ?? null,
-          action: entry.action,
-          targetType: entry.targetType,
-          targetId: entry.targetId,
-          before: entry.before ?? null,
-          after: entry.after ?? null,
-        })
-        .prepare('wum_audit_append')
-        .execute();
+      await appendEvent.run(db, {
+        workspaceId: entry.workspaceId ?? null,
+        actorType: entry.actor.type,
+        actorId: entry.actor.id ?? null,
+        requestId: entry.actor.requestId ?? null,
+        action: entry.action,
+        targetType: entry.targetType,
+        targetId: entry.targetId,
+        before: entry.before === null || entry.before === undefined ? null : JSON.stringify(entry.before),
+        after: entry.after === null || entry.after === undefined ? null : JSON.stringify(entry.after),
+      });
     },
 
     async findPage(workspaceId, page) {

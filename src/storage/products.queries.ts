@@ -1,7 +1,22 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Product, ProductRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
+import { NamedStatement, ph } from './named-statement.ts';
 import { products, userApps, users } from './schema.ts';
+
+/** A products row as the drivers return it from a NamedStatement (timestamps as text). */
+interface ProductRow {
+  name: string;
+  roles: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** Every add share-locks the products it names: one array parameter keeps one statement text. */
+const productsForShare = new NamedStatement(
+  'wum_products_for_share',
+  () => sql`select name, roles, created_at, updated_at from products where name = any(${ph('names')}::text[]) for share`,
+);
 
 /** The product catalogue repository over Drizzle (global, not per workspace). */
 export function createProductRepository(db: Database): ProductRepository {
@@ -12,14 +27,13 @@ export function createProductRepository(db: Database): ProductRepository {
     },
 
     async findByNamesForShare(names) {
-      // Every add runs this: one array parameter keeps the text, and so the named statement, the same.
-      return db
-        .select()
-        .from(products)
-        .where(sql`${products.name} = any(${sql.param([...names])}::text[])`)
-        .for('share')
-        .prepare('wum_products_for_share')
-        .execute();
+      const rows = await productsForShare.run<ProductRow>(db, { names: [...names] });
+      return rows.map((row) => ({
+        name: row.name,
+        roles: row.roles,
+        createdAt: new Date(row.created_at),
+        updatedAt: new Date(row.updated_at),
+      }));
     },
 
     async findByName(name, options) {

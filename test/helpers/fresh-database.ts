@@ -3,6 +3,9 @@ import pg from 'pg';
 import type { Store } from '../../src/core/ports.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createStore } from '../../src/storage/store.ts';
+import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
+import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
+import { putProduct } from '../../src/core/products/products-service.ts';
 import { BACKEND } from './test-context.ts';
 
 /** A new, empty database on the TEST_DATABASE_URL server, and how to drop it. */
@@ -66,4 +69,11 @@ export async function openFreshStore(poolSize = 30): Promise<FreshStore> {
       await created.drop();
     },
   };
+}
+
+/** {@link openFreshStore} with the demo catalogue (analytics, crm, helpdesk) already put. */
+export async function openFreshStoreWithProducts(): Promise<FreshStore> {
+  const fresh = await openFreshStore();
+  for (const product of DEMO_PRODUCTS) await putProduct(fresh.store, product.name, product.roles, SYSTEM_ACTOR);
+  return fresh;
 }

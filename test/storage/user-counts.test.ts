@@ -2,14 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
-import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { AppError } from '../../src/core/errors.ts';
 import type { Store } from '../../src/core/ports.ts';
-import { putProduct } from '../../src/core/products/products-service.ts';
 import { addUser, deactivateUser, listUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace, deleteWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
 import { USER_COUNT_BLOCK_IDS } from '../../src/storage/schema.ts';
-import { openFreshStore, type FreshStore } from '../helpers/fresh-database.ts';
+import { openFreshStoreWithProducts, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -25,9 +23,8 @@ describe(`exact user counts [${BACKEND}]`, () => {
   let store: Store;
 
   before(async () => {
-    fresh = await openFreshStore();
+    fresh = await openFreshStoreWithProducts();
     store = fresh.store;
-    for (const product of DEMO_PRODUCTS) await putProduct(store, product.name, product.roles, SYSTEM_ACTOR);
   });
   after(() => fresh.close());
 

@@ -2,14 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
-import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import type { Store } from '../../src/core/ports.ts';
-import { putProduct } from '../../src/core/products/products-service.ts';
 import type { StatusFilter, User } from '../../src/core/users/user.ts';
 import { addUser, deactivateUser, listUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
 import { USER_COUNT_BLOCK_IDS } from '../../src/storage/schema.ts';
-import { openFreshStore, type FreshStore } from '../helpers/fresh-database.ts';
+import { openFreshStoreWithProducts, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -31,16 +29,15 @@ const JUMPS = new Map([
   [33, 7],
 ]);
 
-describe(`pages read forwards and backwards [${BACKEND}]`, () => {
+describe(`pages of a listing [${BACKEND}]`, () => {
   let fresh: FreshStore;
   let store: Store;
   let workspaceId: number;
   let otherWorkspaceId: number;
 
   before(async () => {
-    fresh = await openFreshStore();
+    fresh = await openFreshStoreWithProducts();
     store = fresh.store;
-    for (const product of DEMO_PRODUCTS) await putProduct(store, product.name, product.roles, SYSTEM_ACTOR);
     workspaceId = (await createWorkspace(store, 'pages', undefined, SYSTEM_ACTOR)).workspace.id;
     otherWorkspaceId = (await createWorkspace(store, 'neighbour', undefined, SYSTEM_ACTOR)).workspace.id;
     for (let i = 0; i < USERS; i += 1) {

@@ -23,15 +23,22 @@ export function registerMetrics(app: FastifyInstance): Registry {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  app.addHook('onResponse', async (request, reply) => {
+  // The labelled series of each method, route and status, looked up by one string: prom-client
+  // would otherwise hash the label object twice per response (issue 5: ~9 µs a request).
+  const series = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof duration.labels> }>();
+  app.addHook('onResponse', (request, reply, done) => {
     // Template, never the raw URL: label values stay few however many emails are seen.
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status_code: String(reply.statusCode),
-    };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let labelled = series.get(key);
+    if (!labelled) {
+      const labels = { method: request.method, route, status_code: String(reply.statusCode) };
+      labelled = { count: requests.labels(labels), time: duration.labels(labels) };
+      series.set(key, labelled);
+    }
+    labelled.count.inc();
+    labelled.time.observe(reply.elapsedTime / 1000);
+    done();
   });
   return registry;
 }

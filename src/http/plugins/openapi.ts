@@ -97,7 +97,8 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   await app.register(scalar, {
     routePrefix: '/docs',
-    configuration: { url: OPENAPI_PATH, title: 'wum API reference' },
+    // System fonts: the page must not depend on a font CDN (and the CSP blocks one).
+    configuration: { url: OPENAPI_PATH, title: 'wum API reference', withDefaultFonts: false },
     logLevel: 'warn',
   });
 }

@@ -1,0 +1,98 @@
+/*
+ * The database ceilings of the benchmark: for each endpoint, the SQL the service runs for one
+ * request (recorded from the service itself, built in process over the same database, with
+ * warm caches), replayed through `pg` by as many clients as the HTTP scenarios have
+ * connections.
+ */
+import { loadConfig } from '../src/config/load-config.ts';
+import { buildApp } from '../src/http/app.ts';
+import { openDatabase } from '../src/storage/database.ts';
+import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
+import { createStore } from '../src/storage/store.ts';
+import type { HttpRequestSpec } from './http-load.ts';
+import type { Measurement } from './measurement.ts';
+import { recordQueries, replaySql, toTemplate } from './sql-replay.ts';
+
+/** One endpoint's ceiling to measure. */
+export interface CeilingSpec {
+  readonly key: string;
+  readonly label: string;
+  /** Builds the request whose SQL is recorded (called twice: warm-up, then the recording). */
+  readonly request: () => HttpRequestSpec;
+  /**
+   * For requests naming a user: the email of a request (to find it in the recorded
+   * parameters) and the email of the next replayed operation.
+   */
+  readonly email?: { readonly of: (request: HttpRequestSpec) => string; readonly next: () => string };
+}
+
+/** How to run the ceilings. */
+export interface CeilingRun {
+  readonly databaseUrl: string;
+  readonly clients: number;
+  readonly warmupSeconds: number;
+  readonly seconds: number;
+  /** Called around each replay, e.g. to sample the database's CPU. */
+  readonly around: <T>(work: () => Promise<T>) => Promise<{ result: T; extra: object }>;
+}
+
+/** A measured ceiling with the SQL it replayed. */
+export interface Ceiling {
+  readonly label: string;
+  readonly measured: Measurement;
+  readonly extra: object;
+  readonly sql: readonly string[];
+}
+
+/**
+ * Records each spec's SQL from an in-process app (rate limits off, logging off), then
+ * replays it. The app is closed before returning.
+ * @throws Error when a recorded request does not succeed, or a replay does not touch the
+ *   rows the recording did.
+ */
+export async function measureDatabaseCeilings(run: CeilingRun, specs: readonly CeilingSpec[]): Promise<Map<string, Ceiling>> {
+  const database = await openDatabase({ kind: 'postgres', url: run.databaseUrl, poolSize: 1 });
+  const app = await buildApp(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }), {
+    store: createStore(database.db),
+    idempotency: createIdempotencyStore(database.db),
+    ping: database.ping,
+    logger: false,
+  });
+  const send = async (spec: HttpRequestSpec) => {
+    const response = await app.inject({
+      method: spec.method,
+      url: spec.path,
+      headers: spec.headers,
+      ...(spec.body ? { payload: spec.body } : {}),
+    });
+    if (response.statusCode >= 300) throw new Error(`${spec.method} ${spec.path} → ${response.statusCode} ${response.body}`);
+  };
+  const ceilings = new Map<string, Ceiling>();
+  try {
+    for (const spec of specs) {
+      await send(spec.request());
+      // Let the first request's fire-and-forget write (the key's last use) finish unrecorded.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      let recordedRequest: HttpRequestSpec | undefined;
+      const queries = await recordQueries(async () => {
+        recordedRequest = spec.request();
+        await send(recordedRequest);
+      });
+      const template = toTemplate(queries, spec.email?.of(recordedRequest!));
+      const { result: measured, extra } = await run.around(() =>
+        replaySql(template, {
+          url: run.databaseUrl,
+          clients: run.clients,
+          warmupSeconds: run.warmupSeconds,
+          seconds: run.seconds,
+          ...(spec.email ? { nextEmail: spec.email.next } : {}),
+        }),
+      );
+      ceilings.set(spec.key, { label: spec.label, measured, extra, sql: queries.map((q) => q.text) });
+    }
+  } finally {
+    await app.close();
+    await database.close();
+  }
+  return ceilings;
+}
