@@ -35,10 +35,28 @@ const MARKDOWN_CHARS = {
   left: '|', 'left-mid': '', mid: '', 'mid-mid': '', right: '|', 'right-mid': '', middle: '|',
 };
 
-const HEAD = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU %', 'server RSS MB', 'DB CPU %', 'vs baseline', 'target'];
+const HEAD = [
+  'scenario',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'errors',
+  'server CPU % (µs/req)',
+  'server RSS MB',
+  'DB CPU % (µs/req)',
+  'vs baseline',
+  'target',
+];
 
 function mb(bytes: number | undefined): string {
   return bytes === undefined ? '' : (bytes / 1024 / 1024).toFixed(0);
+}
+
+/** CPU as a percentage of one core, and per operation: `101 (71)`. */
+function cpu(usage: Usage | undefined, measured: Measurement | undefined): string {
+  if (!usage) return '';
+  const perOperation = measured && measured.perSecond > 0 ? ` (${((usage.cpuPercent / 100 / measured.perSecond) * 1e6).toFixed(0)})` : '';
+  return `${usage.cpuPercent.toFixed(0)}${perOperation}`;
 }
 
 function ms(value: number): string {
@@ -60,9 +78,9 @@ function cells(row: ReportRow): string[] {
     m ? ms(m.p50Ms) : '',
     m ? ms(m.p99Ms) : '',
     m ? (m.errors === 0 ? '0' : `${m.errors} (${m.errorDetail})`) : '',
-    row.server ? row.server.cpuPercent.toFixed(0) : '',
+    cpu(row.server, m),
     rss,
-    row.database ? row.database.cpuPercent.toFixed(0) : '',
+    cpu(row.database, m),
     r === undefined ? (m && row.note ? row.note : '') : `${r.toFixed(2)}× ${row.baseline!.label}`,
     row.target ? `${row.target.text} ${row.target.met ? 'met' : 'NOT met'}` : '',
   ];

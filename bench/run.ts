@@ -47,6 +47,11 @@ const PLAN = args.quick
 /** Concurrent connections of every HTTP scenario, and clients of every database ceiling. */
 const CONNECTIONS = 10;
 const SERVER_SCRIPT = 'dist/http/server.js';
+/**
+ * Node flags of every server the benchmark starts, the service's and the bare Fastify one
+ * alike: those of `npm run start:prod` (a heap cap; see docs/operations.md).
+ */
+const NODE_FLAGS = ['--max-old-space-size=128'];
 const CEILING_DIR = join('node_modules', '.cache', 'wum-bench');
 const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.mjs');
 const MB = 1024 * 1024;
@@ -167,6 +172,8 @@ async function main(): Promise<void> {
     );
     const seeded = await timed('seed PostgreSQL', () => seedPostgres(url));
     const database = await postmasterPid(url);
+    /** After writes: vacuum now, rather than let autovacuum run into the next scenario's window. */
+    const settle = () => withClient(url, (client) => client.query('vacuum (analyze) users, user_apps, user_counts, audit_events'));
     const half = Math.floor(PLAN.removals / 2);
     const bigLast = lastPage(seeded.big.users);
 
@@ -178,7 +185,7 @@ async function main(): Promise<void> {
       const measured = await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.seconds, next });
       return { measured, server: serverUsage.stop(), ...(databaseUsage ? { database: databaseUsage.stop() } : {}) };
     };
-    const runServer = async (script: string, env: Record<string, string>, nodeArgs: readonly string[] = []) => {
+    const runServer = async (script: string, env: Record<string, string>, nodeArgs: readonly string[] = NODE_FLAGS) => {
       const server = await startServer(script, env, await freePort(), { nodeArgs });
       servers.push(server);
       return server;
@@ -205,16 +212,16 @@ async function main(): Promise<void> {
     const removeForCeiling = removalCursor(seeded.removals, half + 1, PLAN.removals);
     const emailOfRemoval = (request: HttpRequestSpec) => decodeURIComponent(request.path.slice(request.path.lastIndexOf('/') + 1));
     const ceilingSpecs: CeilingSpec[] = [
+      { key: 'smallFirst', label: `db ceiling: GET /users page 1 of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, 1) },
+      { key: 'smallLast', label: `db ceiling: GET /users last page of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
+      { key: 'bigFirst', label: `db ceiling: GET /users page 1 of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, 1) },
+      { key: 'bigLast', label: `db ceiling: GET /users last page of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, bigLast) },
       {
         key: 'add',
         label: 'db ceiling: POST /users SQL',
         request: () => addRequest(seeded.adds),
         email: { of: (r) => (JSON.parse(r.body!) as { user: { email: string } }).user.email, next: () => uniqueEmail(seeded.adds) },
       },
-      { key: 'smallFirst', label: `db ceiling: GET /users page 1 of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, 1) },
-      { key: 'smallLast', label: `db ceiling: GET /users last page of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
-      { key: 'bigFirst', label: `db ceiling: GET /users page 1 of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, 1) },
-      { key: 'bigLast', label: `db ceiling: GET /users last page of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, bigLast) },
       {
         key: 'remove',
         label: 'db ceiling: DELETE /users/{email} SQL',
@@ -236,6 +243,7 @@ async function main(): Promise<void> {
       },
       ceilingSpecs,
     );
+    await settle();
     for (const [key, ceiling] of ceilings) {
       log(`${ceiling.label}: ${ceiling.measured.perSecond.toFixed(0)}/s`);
       if (args.sql) process.stderr.write(`-- ${key}\n${ceiling.sql.join(';\n')};\n\n`);
@@ -280,7 +288,11 @@ async function main(): Promise<void> {
     } satisfies Record<string, Scenario>;
 
     const w1 = await runServer(SERVER_SCRIPT, serverEnv(url));
-    const r1 = await measureAll(w1, Object.values(s));
+    // Reads first, then the writes: vacuum runs between, not during, the scenarios.
+    const reads = [s.products, s.smallFirst, s.smallLast, s.bigFirst, s.bigLast, s.bigMiddle, s.bigRandom, s.oneTenant, s.anyTenant];
+    const r1 = await measureAll(w1, reads);
+    for (const [scenario, row] of await measureAll(w1, [s.add, s.remove, s.mixed])) r1.set(scenario, row);
+    await settle();
     const lastOfBig = listRequest(seeded.big, bigLast);
     const reported = ((await sendRequest(w1.port, 'GET', lastOfBig.path, { host: lastOfBig.headers.host!, headers: lastOfBig.headers })).json() as {
       total_count: number;
@@ -332,9 +344,10 @@ async function main(): Promise<void> {
 
     // PostgreSQL, 2 workers.
     const w2 = await runServer(SERVER_SCRIPT, serverEnv(url, { WORKERS: '2' }));
-    const twoWorkers = [s.products, s.add, s.smallFirst, s.mixed];
+    const twoWorkers = [s.products, s.smallFirst, s.add, s.mixed];
     const r2 = await measureAll(w2, twoWorkers);
     await w2.stop();
+    await settle();
     sections.push({
       title: 'PostgreSQL, WORKERS=2',
       rows: twoWorkers.map((scenario) => {
@@ -348,7 +361,11 @@ async function main(): Promise<void> {
     const empty = await runServer(SERVER_SCRIPT, serverEnv(undefined, { DATA_DIR: dataDir }));
     await empty.stop();
     // The same first start as `npm start` runs it: TypeScript through tsx.
-    const emptyTsx = await runServer('src/http/server.ts', serverEnv(undefined, { DATA_DIR: join(scratch, 'pglite-tsx') }), ['--import', 'tsx']);
+    const emptyTsx = await runServer('src/http/server.ts', serverEnv(undefined, { DATA_DIR: join(scratch, 'pglite-tsx') }), [
+      ...NODE_FLAGS,
+      '--import',
+      'tsx',
+    ]);
     await emptyTsx.stop();
     const pglite = await timed(`seed PGlite 1 × ${PLAN.big} users`, async () => {
       const db = await PGlite.create(dataDir);
@@ -387,7 +404,7 @@ async function main(): Promise<void> {
     const header = [
       `wum benchmark${args.quick ? ' (--quick: smaller data, 3 s scenarios; not for the record)' : ''}`,
       `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB; Node ${machine.node}; PostgreSQL ${postgresVersion}; load average at start ${machine.loadAtStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
-      `each scenario: ${CONNECTIONS} connections (db ceilings: ${CONNECTIONS} clients), ${PLAN.warmup} s warm-up, ${PLAN.seconds} s measured; LOG_LEVEL=${args['log-level']}; RATE_LIMIT_PER_KEY=0; DATABASE_POOL_SIZE=10 per worker`,
+      `each scenario: ${CONNECTIONS} connections (db ceilings: ${CONNECTIONS} clients), ${PLAN.warmup} s warm-up, ${PLAN.seconds} s measured; node ${NODE_FLAGS.join(' ')}; LOG_LEVEL=${args['log-level']}; RATE_LIMIT_PER_KEY=0; DATABASE_POOL_SIZE=10 per worker`,
       `run took ${((performance.now() - started) / 60_000).toFixed(1)} min`,
     ].join('\n');
     process.stdout.write(`\n${header}\n\n${renderReport(sections)}\n`);
