@@ -44,13 +44,20 @@ export interface Ceiling {
   readonly sql: readonly string[];
 }
 
+/** Measures ceilings one at a time (so each can run right before the scenario it is compared to). */
+export interface CeilingMeter {
+  measure(spec: CeilingSpec): Promise<Ceiling>;
+  close(): Promise<void>;
+}
+
 /**
- * Records each spec's SQL from an in-process app (rate limits off, logging off), then
- * replays it. The app is closed before returning.
- * @throws Error when a recorded request does not succeed, or a replay does not touch the
- *   rows the recording did.
+ * Builds the in-process app the SQL is recorded from (rate limits off, logging off) over its
+ * own one-connection pool. `measure` sends the spec's request once to warm caches, records
+ * the SQL of a second one, and replays it.
+ * @throws Error (from `measure`) when a recorded request does not succeed, or a replay does
+ *   not touch the rows the recording did.
  */
-export async function measureDatabaseCeilings(run: CeilingRun, specs: readonly CeilingSpec[]): Promise<Map<string, Ceiling>> {
+export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
   const database = await openDatabase({ kind: 'postgres', url: run.databaseUrl, poolSize: 1 });
   const app = await buildApp(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }), {
     store: createStore(database.db),
@@ -67,9 +74,8 @@ export async function measureDatabaseCeilings(run: CeilingRun, specs: readonly C
     });
     if (response.statusCode >= 300) throw new Error(`${spec.method} ${spec.path} → ${response.statusCode} ${response.body}`);
   };
-  const ceilings = new Map<string, Ceiling>();
-  try {
-    for (const spec of specs) {
+  return {
+    async measure(spec) {
       await send(spec.request());
       // Let the first request's fire-and-forget write (the key's last use) finish unrecorded.
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -88,11 +94,11 @@ export async function measureDatabaseCeilings(run: CeilingRun, specs: readonly C
           ...(spec.email ? { nextEmail: spec.email.next } : {}),
         }),
       );
-      ceilings.set(spec.key, { label: spec.label, measured, extra, sql: queries.map((q) => q.text) });
-    }
-  } finally {
-    await app.close();
-    await database.close();
-  }
-  return ceilings;
+      return { label: spec.label, measured, extra, sql: queries.map((q) => q.text) };
+    },
+    async close() {
+      await app.close();
+      await database.close();
+    },
+  };
 }

@@ -16,7 +16,7 @@ import ts from 'typescript';
 import { openDatabase } from '../src/storage/database.ts';
 import { freePort, startPostgresCluster, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { sendRequest } from '../test/helpers/server-process.ts';
-import { measureDatabaseCeilings, type CeilingSpec } from './db-ceilings.ts';
+import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
@@ -201,7 +201,9 @@ async function main(): Promise<void> {
       return rows;
     };
 
-    // Baselines.
+    // The framework ceiling, then each scenario with one worker, each right after the
+    // database ceiling it is compared to (so that the machine's drift over the run does not
+    // enter the ratio; the idle server costs nothing meanwhile).
     const bare = await runServer(CEILING_SCRIPT, serverEnv(undefined));
     const framework: ReportRow = {
       scenario: 'framework ceiling: bare Fastify, constant JSON',
@@ -211,66 +213,60 @@ async function main(): Promise<void> {
     log(`framework ceiling: ${framework.measured!.perSecond.toFixed(0)}/s`);
     const removeForCeiling = removalCursor(seeded.removals, half + 1, PLAN.removals);
     const emailOfRemoval = (request: HttpRequestSpec) => decodeURIComponent(request.path.slice(request.path.lastIndexOf('/') + 1));
-    const ceilingSpecs: CeilingSpec[] = [
-      { key: 'smallFirst', label: `db ceiling: GET /users page 1 of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, 1) },
-      { key: 'smallLast', label: `db ceiling: GET /users last page of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
-      { key: 'bigFirst', label: `db ceiling: GET /users page 1 of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, 1) },
-      { key: 'bigLast', label: `db ceiling: GET /users last page of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, bigLast) },
-      {
+    const ceilingSpecs = {
+      smallFirst: { key: 'smallFirst', label: `db ceiling: GET /users page 1 of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, 1) },
+      smallLast: {
+        key: 'smallLast',
+        label: `db ceiling: GET /users last page of ${seeded.small.users} SQL`,
+        request: () => listRequest(seeded.small, lastPage(seeded.small.users)),
+      },
+      bigFirst: { key: 'bigFirst', label: `db ceiling: GET /users page 1 of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, 1) },
+      bigLast: { key: 'bigLast', label: `db ceiling: GET /users last page of ${seeded.big.users} SQL`, request: () => listRequest(seeded.big, bigLast) },
+      add: {
         key: 'add',
         label: 'db ceiling: POST /users SQL',
         request: () => addRequest(seeded.adds),
         email: { of: (r) => (JSON.parse(r.body!) as { user: { email: string } }).user.email, next: () => uniqueEmail(seeded.adds) },
       },
-      {
+      remove: {
         key: 'remove',
         label: 'db ceiling: DELETE /users/{email} SQL',
         request: () => removeRequest(seeded.removals, removeForCeiling()),
         email: { of: emailOfRemoval, next: removeForCeiling },
       },
-    ];
-    const ceilings = await measureDatabaseCeilings(
-      {
-        databaseUrl: url,
-        clients: CONNECTIONS,
-        warmupSeconds: PLAN.warmup,
-        seconds: PLAN.seconds,
-        around: async (work) => {
-          const usage = sampleUsage(database);
-          const result = await work();
-          return { result, extra: { database: usage.stop() } };
-        },
+    } satisfies Record<string, CeilingSpec>;
+    const meter = await openCeilingMeter({
+      databaseUrl: url,
+      clients: CONNECTIONS,
+      warmupSeconds: PLAN.warmup,
+      seconds: PLAN.seconds,
+      around: async <T>(work: () => Promise<T>) => {
+        const usage = sampleUsage(database);
+        const result = await work();
+        return { result, extra: { database: usage.stop() } };
       },
-      ceilingSpecs,
-    );
-    await settle();
-    for (const [key, ceiling] of ceilings) {
-      log(`${ceiling.label}: ${ceiling.measured.perSecond.toFixed(0)}/s`);
-      if (args.sql) process.stderr.write(`-- ${key}\n${ceiling.sql.join(';\n')};\n\n`);
-    }
-    const ceilingRow = (key: string): ReportRow => {
-      const ceiling = ceilings.get(key)!;
-      return { scenario: ceiling.label, measured: ceiling.measured, ...ceiling.extra };
-    };
-    sections.push({ title: 'Baselines (same run)', rows: [framework, ...ceilingSpecs.map((s) => ceilingRow(s.key))] });
-    const base = (key: string) => ({ label: 'db ceiling', perSecond: ceilings.get(key)!.measured.perSecond });
+    });
+    const ceilings = new Map<string, Ceiling>();
 
-    // PostgreSQL, 1 worker.
     const removeHttp = removalCursor(seeded.removals, 2, half);
     const removeMixed = removalCursor(seeded.mixed, 2, seeded.mixed.users);
     const s = {
       products: { scenario: 'GET /products', next: () => productsRequest(seeded.small) },
-      add: { scenario: 'POST /users (unique emails)', next: () => addRequest(seeded.adds) },
-      smallFirst: { scenario: `GET /users page 1 of ${seeded.small.users}`, next: () => listRequest(seeded.small, 1) },
-      smallLast: { scenario: `GET /users last page of ${seeded.small.users}`, next: () => listRequest(seeded.small, lastPage(seeded.small.users)) },
-      bigFirst: { scenario: `GET /users page 1 of ${seeded.big.users}`, next: () => listRequest(seeded.big, 1) },
-      bigLast: { scenario: `GET /users last page of ${seeded.big.users}`, next: () => listRequest(seeded.big, bigLast) },
+      add: { scenario: 'POST /users (unique emails)', next: () => addRequest(seeded.adds), ceiling: ceilingSpecs.add },
+      smallFirst: { scenario: `GET /users page 1 of ${seeded.small.users}`, next: () => listRequest(seeded.small, 1), ceiling: ceilingSpecs.smallFirst },
+      smallLast: {
+        scenario: `GET /users last page of ${seeded.small.users}`,
+        next: () => listRequest(seeded.small, lastPage(seeded.small.users)),
+        ceiling: ceilingSpecs.smallLast,
+      },
+      bigFirst: { scenario: `GET /users page 1 of ${seeded.big.users}`, next: () => listRequest(seeded.big, 1), ceiling: ceilingSpecs.bigFirst },
+      bigLast: { scenario: `GET /users last page of ${seeded.big.users}`, next: () => listRequest(seeded.big, bigLast), ceiling: ceilingSpecs.bigLast },
       bigMiddle: { scenario: `GET /users middle page of ${seeded.big.users}`, next: () => listRequest(seeded.big, Math.ceil(bigLast / 2)) },
       bigRandom: {
         scenario: `GET /users random page of ${seeded.big.users}`,
         next: () => listRequest(seeded.big, 1 + Math.floor(Math.random() * bigLast)),
       },
-      remove: { scenario: 'DELETE /users/{email}', next: () => removeRequest(seeded.removals, removeHttp()) },
+      remove: { scenario: 'DELETE /users/{email}', next: () => removeRequest(seeded.removals, removeHttp()), ceiling: ceilingSpecs.remove },
       mixed: {
         scenario: 'mixed: 70% list, 20% add, 10% remove',
         next: (): HttpRequestSpec => {
@@ -285,14 +281,32 @@ async function main(): Promise<void> {
         scenario: `GET /users page 1, random workspace of ${seeded.tenants.length}`,
         next: () => listRequest(seeded.tenants[Math.floor(Math.random() * seeded.tenants.length)]!, 1),
       },
-    } satisfies Record<string, Scenario>;
+    } satisfies Record<string, Scenario & { readonly ceiling?: CeilingSpec }>;
 
     const w1 = await runServer(SERVER_SCRIPT, serverEnv(url));
     // Reads first, then the writes: vacuum runs between, not during, the scenarios.
-    const reads = [s.products, s.smallFirst, s.smallLast, s.bigFirst, s.bigLast, s.bigMiddle, s.bigRandom, s.oneTenant, s.anyTenant];
-    const r1 = await measureAll(w1, reads);
-    for (const [scenario, row] of await measureAll(w1, [s.add, s.remove, s.mixed])) r1.set(scenario, row);
+    const r1 = new Map<Scenario, ReportRow>();
+    for (const scenario of [
+      s.products, s.smallFirst, s.smallLast, s.bigFirst, s.bigLast, s.bigMiddle, s.bigRandom, s.oneTenant, s.anyTenant, s.add, s.remove, s.mixed,
+    ] as ReadonlyArray<Scenario & { readonly ceiling?: CeilingSpec }>) {
+      if (scenario.ceiling) {
+        const ceiling = await meter.measure(scenario.ceiling);
+        ceilings.set(scenario.ceiling.key, ceiling);
+        log(`${ceiling.label}: ${ceiling.measured.perSecond.toFixed(0)}/s`);
+        if (args.sql) process.stderr.write(`-- ${scenario.ceiling.key}\n${ceiling.sql.join(';\n')};\n\n`);
+        // The replay wrote tens of thousands of rows: vacuum now, not during the scenario.
+        if (scenario.ceiling.email) await settle();
+      }
+      for (const [measuredScenario, row] of await measureAll(w1, [scenario])) r1.set(measuredScenario, row);
+    }
+    await meter.close();
     await settle();
+    const ceilingRow = (key: string): ReportRow => {
+      const ceiling = ceilings.get(key)!;
+      return { scenario: ceiling.label, measured: ceiling.measured, ...ceiling.extra };
+    };
+    sections.push({ title: 'Baselines (same run)', rows: [framework, ...Object.values(ceilingSpecs).map((c) => ceilingRow(c.key))] });
+    const base = (key: string) => ({ label: 'db ceiling', perSecond: ceilings.get(key)!.measured.perSecond });
     const lastOfBig = listRequest(seeded.big, bigLast);
     const reported = ((await sendRequest(w1.port, 'GET', lastOfBig.path, { host: lastOfBig.headers.host!, headers: lastOfBig.headers })).json() as {
       total_count: number;

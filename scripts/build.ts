@@ -1,8 +1,9 @@
 /*
- * `npm run build`: compiles src/ to dist/ with tsc (tsconfig.build.json rewrites the `.ts`
- * import extensions to `.js`) and copies the SQL migrations next to the compiled storage
- * code, where `openDatabase` looks for them. dist/ is emptied first so that a file removed
- * from src/ cannot linger in the build.
+ * `npm run build`: compiles the server (src/ but the CLI, which runs through tsx like the SDK
+ * it imports) to dist/ with tsc (tsconfig.build.json rewrites the `.ts` import extensions to
+ * `.js`; nothing is written on a type error) and copies the SQL migrations next to the
+ * compiled storage code, where `openDatabase` looks for them. dist/ is emptied first so that
+ * a file removed from src/ cannot linger in the build.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, rmSync } from 'node:fs';

@@ -8,11 +8,13 @@ import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_BLOCK_IDS, userApps } from './schema.ts';
 
 /*
- * The hot paths (add, deactivate, list) are single SQL statements written out, so that each
- * costs one round trip: data-modifying CTEs insert the user, its apps and its count together,
- * and a listing reads its exact total and where its page starts from `user_counts`, in the
- * same snapshot as its rows. Each is a NamedStatement: its text is built once, and
- * PostgreSQL plans it once per connection. Every statement names `workspace_id`.
+ * The hot paths are written out in SQL so that each step costs one round trip: an add is one
+ * data-modifying statement that inserts the user, its apps and its count together (the
+ * existing user is read only when the email is taken); a status change moves the count in the
+ * statement that changes the status; a listing reads its exact total, and where its page
+ * starts, from `user_counts` in the same snapshot as its rows. Each is a NamedStatement: its
+ * text is built once, and PostgreSQL plans it once per connection. Every statement names
+ * `workspace_id`.
  */
 
 /**
