@@ -62,7 +62,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   app.removeContentTypeParser(['text/plain']);
   registerRequestIdHeader(app);
   // Cheap refusals first, each with the security headers: URL size, Host, overload, shutdown.
-  await registerSecurityHeaders(app);
+  registerSecurityHeaders(app);
   registerUrlLengthLimit(app, config.http.maxUrlLength);
   registerHostCheck(app);
   await registerLoadShedding(app, config.loadShedding);

@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import type { FieldError } from '../core/errors.ts';
+import { addRouteHook, syncHook } from './hooks.ts';
 
 /*
  * Two validators: bodies are checked strictly (no coercion, no silent removal of unknown
@@ -86,10 +87,11 @@ export function toFieldErrors(errors: readonly ErrorObject[]): FieldError[] {
  * authentication and routing, as SPEC.md Part B orders the checks.
  */
 export function requireJsonContentType(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.schema?.body && !request.headers['content-type']) {
-      throw new AppError('unsupported_media_type', 'Send the body as application/json.');
-    }
+  const check = syncHook((request) => {
+    if (!request.headers['content-type']) throw new AppError('unsupported_media_type', 'Send the body as application/json.');
+  });
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body) addRouteHook(route, 'onRequest', check);
   });
 }
 
@@ -116,18 +118,21 @@ function findNul(value: unknown, path: string): string | undefined {
  * never a 5xx for bad input). Parameters → `400 invalid_parameter`, body → `400 validation_failed`.
  */
 export function rejectNulCharacters(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
-    const parameter = findNul(request.params, '') ?? findNul(request.query, '');
-    if (parameter) {
-      throw new AppError('invalid_parameter', `Parameter ${parameter} contains a NUL character.`, [
-        { field: parameter, message: 'must not contain NUL characters' },
-      ]);
-    }
-    const field = findNul(request.body, '');
-    if (field) {
-      throw new AppError('validation_failed', 'The request body is invalid.', [
-        { field, message: 'must not contain NUL characters' },
-      ]);
-    }
-  });
+  app.addHook(
+    'preValidation',
+    syncHook((request) => {
+      const parameter = findNul(request.params, '') ?? findNul(request.query, '');
+      if (parameter) {
+        throw new AppError('invalid_parameter', `Parameter ${parameter} contains a NUL character.`, [
+          { field: parameter, message: 'must not contain NUL characters' },
+        ]);
+      }
+      const field = findNul(request.body, '');
+      if (field) {
+        throw new AppError('validation_failed', 'The request body is invalid.', [
+          { field, message: 'must not contain NUL characters' },
+        ]);
+      }
+    }),
+  );
 }

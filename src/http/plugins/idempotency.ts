@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import stringify from 'safe-stable-stringify';
 import { AppError } from '../../core/errors.ts';
 import type { IdempotencyStore } from '../../storage/idempotency.queries.ts';
+import { addRouteHook } from '../hooks.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -55,8 +56,8 @@ function headerKey(request: FastifyRequest): string | undefined {
 export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
   let lastPurge = 0;
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (!request.routeOptions.config.idempotent || !request.tenant) return;
+  const claim = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.tenant) return;
     const key = headerKey(request);
     if (key === undefined) return;
     const workspaceId = request.tenant.workspace.id;
@@ -79,9 +80,9 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
         reply.headers(outcome.response.headers).header('idempotent-replayed', 'true').code(outcome.response.status);
         return reply.send(outcome.response.body || undefined);
     }
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const key = request.idempotencyKey;
     if (key === undefined || !request.tenant) return payload;
     request.idempotencyKey = undefined;
@@ -107,5 +108,12 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       request.log.warn({ err }, 'could not record the idempotent response');
     }
     return payload;
+  };
+
+  // Only the routes that honour the header pay for these hooks.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return;
+    addRouteHook(route, 'preHandler', claim);
+    addRouteHook(route, 'onSend', record);
   });
 }

@@ -2,6 +2,7 @@ import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
 import type { LoadShedding } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
+import { syncHook } from '../hooks.ts';
 
 /**
  * Routes never shed: liveness (an orchestrator must not restart a process for being busy)
@@ -36,13 +37,16 @@ export async function registerLoadShedding(app: FastifyInstance, limits: LoadShe
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
-    reply.header('connection', 'close');
-    throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.', undefined, {
-      'retry-after': String(SHUTDOWN_RETRY_AFTER_SECONDS),
-    });
-  });
+  app.addHook(
+    'onRequest',
+    syncHook((_request, reply) => {
+      if (!closing) return;
+      reply.header('connection', 'close');
+      throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.', undefined, {
+        'retry-after': String(SHUTDOWN_RETRY_AFTER_SECONDS),
+      });
+    }),
+  );
 
   // The first samples cover start-up itself (compiling every route's schemas on `ready`
   // blocks the loop) and would otherwise shed the first requests of a healthy new process.

@@ -16,7 +16,8 @@ export function generateRequestId(req: IncomingMessage): string {
 
 /** Puts `X-Request-Id` on every response, errors and 404s included. */
 export function registerRequestIdHeader(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 }
