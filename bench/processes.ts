@@ -193,3 +193,22 @@ export function sampleUsage(root: number, intervalMs = 500): UsageSampler {
     },
   };
 }
+
+/** CPU of this process alone (the load generator: autocannon, or the SQL replay's clients). */
+export interface OwnCpuSampler {
+  /** CPU time since start over wall time, in percent of one core. */
+  stop(): { readonly cpuPercent: number };
+}
+
+/** Starts measuring this process's own CPU time (all its threads, none of its children). */
+export function sampleOwnCpu(): OwnCpuSampler {
+  const startedAt = performance.now();
+  const before = process.cpuUsage();
+  return {
+    stop() {
+      const used = process.cpuUsage(before);
+      const seconds = (performance.now() - startedAt) / 1000;
+      return { cpuPercent: ((used.user + used.system) / 1e6 / seconds) * 100 };
+    },
+  };
+}

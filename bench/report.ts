@@ -8,6 +8,9 @@ import Table from 'cli-table3';
 import type { Measurement } from './measurement.ts';
 import type { Usage } from './processes.ts';
 
+/** CPU in percent of one core. */
+type CpuUsage = { readonly cpuPercent: number };
+
 /** One row of the report. */
 export interface ReportRow {
   readonly scenario: string;
@@ -15,6 +18,8 @@ export interface ReportRow {
   readonly measured?: Measurement;
   readonly server?: Usage;
   readonly database?: Usage;
+  /** This process's CPU meanwhile: the load generator (autocannon, or the replay's pg clients). */
+  readonly client?: CpuUsage;
   /** The baseline this row is compared to: its label and rate (operations per second). */
   readonly baseline?: { readonly label: string; readonly perSecond: number };
   /** Target on the ratio to the baseline (e.g. 0.7), or on p99 in ms, with whether it was met. */
@@ -44,6 +49,8 @@ const HEAD = [
   'server CPU % (µs/req)',
   'server RSS MB',
   'DB CPU % (µs/req)',
+  'load generator CPU % (µs/req)',
+  'Σ CPU µs/req',
   'vs baseline',
   'target',
 ];
@@ -53,10 +60,25 @@ function mb(bytes: number | undefined): string {
 }
 
 /** CPU as a percentage of one core, and per operation: `101 (71)`. */
-function cpu(usage: Usage | undefined, measured: Measurement | undefined): string {
+function cpu(usage: CpuUsage | undefined, measured: Measurement | undefined): string {
   if (!usage) return '';
-  const perOperation = measured && measured.perSecond > 0 ? ` (${((usage.cpuPercent / 100 / measured.perSecond) * 1e6).toFixed(0)})` : '';
+  const perOperation = measured && measured.perSecond > 0 ? ` (${microsecondsPer(usage, measured).toFixed(0)})` : '';
   return `${usage.cpuPercent.toFixed(0)}${perOperation}`;
+}
+
+/** CPU microseconds per operation. */
+function microsecondsPer(usage: CpuUsage, measured: Measurement): number {
+  return (usage.cpuPercent / 100 / measured.perSecond) * 1e6;
+}
+
+/**
+ * CPU of every process involved (server, database, load generator) per operation: on a
+ * machine whose cores are all busy, the rate is at most cores × 10⁶ / this.
+ */
+function totalCpu(row: ReportRow): string {
+  const m = row.measured;
+  if (!m || m.perSecond <= 0 || !row.client) return '';
+  return [row.server, row.database, row.client].reduce((sum, u) => sum + (u ? microsecondsPer(u, m) : 0), 0).toFixed(0);
 }
 
 function ms(value: number): string {
@@ -81,6 +103,8 @@ function cells(row: ReportRow): string[] {
     cpu(row.server, m),
     rss,
     cpu(row.database, m),
+    cpu(row.client, m),
+    totalCpu(row),
     r === undefined ? (m && row.note ? row.note : '') : `${r.toFixed(2)}× ${row.baseline!.label}`,
     row.target ? `${row.target.text} ${row.target.met ? 'met' : 'NOT met'}` : '',
   ];

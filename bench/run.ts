@@ -18,7 +18,7 @@ import { freePort, startPostgresCluster, type PostgresCluster } from '../test/he
 import { sendRequest } from '../test/helpers/server-process.ts';
 import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
-import { sampleUsage, startServer, type ServerHandle } from './processes.ts';
+import { sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import {
   addRequest,
@@ -182,8 +182,9 @@ async function main(): Promise<void> {
       await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.warmup, next });
       const serverUsage = sampleUsage(server.pid);
       const databaseUsage = withDatabase ? sampleUsage(database) : undefined;
+      const client = sampleOwnCpu();
       const measured = await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: PLAN.seconds, next });
-      return { measured, server: serverUsage.stop(), ...(databaseUsage ? { database: databaseUsage.stop() } : {}) };
+      return { measured, server: serverUsage.stop(), client: client.stop(), ...(databaseUsage ? { database: databaseUsage.stop() } : {}) };
     };
     const runServer = async (script: string, env: Record<string, string>, nodeArgs: readonly string[] = NODE_FLAGS) => {
       const server = await startServer(script, env, await freePort(), { nodeArgs });
@@ -242,8 +243,9 @@ async function main(): Promise<void> {
       seconds: PLAN.seconds,
       around: async <T>(work: () => Promise<T>) => {
         const usage = sampleUsage(database);
+        const client = sampleOwnCpu();
         const result = await work();
-        return { result, extra: { database: usage.stop() } };
+        return { result, extra: { database: usage.stop(), client: client.stop() } };
       },
     });
     const ceilings = new Map<string, Ceiling>();

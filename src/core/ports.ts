@@ -58,11 +58,13 @@ export interface UserRepository {
    */
   findByEmail(workspaceId: number, email: string, options?: { lock?: boolean }): Promise<StoredUser | undefined>;
   /**
-   * Inserts a user with its apps, unless the workspace already has a user with that email (in
-   * any letter case, any status): then nothing is written and the result is undefined. A
-   * concurrent insert of the same email is waited for, so exactly one of them inserts.
+   * Inserts a user with its apps and appends `event` to the audit trail, atomically, unless
+   * the workspace already has a user with that email (in any letter case, any status) or the
+   * catalogue lacks one of the user's product roles: then nothing is written and the result
+   * is undefined. The products named are share-locked until commit. A concurrent insert of
+   * the same email is waited for, so exactly one of them inserts.
    */
-  insertIfAbsent(workspaceId: number, user: UserWrite): Promise<StoredUser | undefined>;
+  insertIfAbsent(workspaceId: number, user: UserWrite, event: AuditEntry): Promise<StoredUser | undefined>;
   /** Replaces every attribute and the apps of user `id`. */
   replace(workspaceId: number, id: number, user: UserWrite): Promise<StoredUser>;
   /** Sets the status of user `id`, keeping its apps. */

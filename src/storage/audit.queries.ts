@@ -1,7 +1,7 @@
-import { asc, count, eq, sql } from 'drizzle-orm';
+import { asc, count, eq, sql, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { AuditEvent, AuditRepository } from '../core/ports.ts';
+import type { AuditEntry, AuditEvent, AuditRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { auditEvents } from './schema.ts';
@@ -20,30 +20,41 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
   };
 }
 
-/** Every change of the API writes one event: its statement is built and planned once. */
-const appendEvent = new NamedStatement(
-  'wum_audit_append',
-  () => sql`insert into audit_events
+/**
+ * Inserts the audit event bound by {@link auditEventParams}: once, or (given `source`, a CTE
+ * name) once per row of `source`, so that a change and its event can be one statement.
+ */
+export function auditInsert(source?: string): SQL {
+  return sql`insert into audit_events
       (workspace_id, actor_type, actor_id, request_id, action, target_type, target_id, before, after)
-    values (${ph('workspaceId')}, ${ph('actorType')}, ${ph('actorId')}, ${ph('requestId')}, ${ph('action')},
-      ${ph('targetType')}, ${ph('targetId')}, ${ph('before')}::jsonb, ${ph('after')}::jsonb)`,
-);
+    select ${ph('workspaceId')}::int8, ${ph('actorType')}::text, ${ph('actorId')}::text, ${ph('requestId')}::text,
+      ${ph('action')}::text, ${ph('targetType')}::text, ${ph('targetId')}::text, ${ph('before')}::jsonb, ${ph('after')}::jsonb
+    ${source ? sql`from ${sql.identifier(source)}` : sql``}`;
+}
+
+/** The values of {@link auditInsert}'s placeholders for `entry`. */
+export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
+  return {
+    workspaceId: entry.workspaceId ?? null,
+    actorType: entry.actor.type,
+    actorId: entry.actor.id ?? null,
+    requestId: entry.actor.requestId ?? null,
+    action: entry.action,
+    targetType: entry.targetType,
+    targetId: entry.targetId,
+    before: entry.before === null || entry.before === undefined ? null : JSON.stringify(entry.before),
+    after: entry.after === null || entry.after === undefined ? null : JSON.stringify(entry.after),
+  };
+}
+
+/** Every change of the API writes one event: its statement is built and planned once. */
+const appendEvent = new NamedStatement('wum_audit_append', () => auditInsert());
 
 /** The audit trail repository over Drizzle. */
 export function createAuditRepository(db: Database): AuditRepository {
   return {
     async append(entry) {
-      await appendEvent.run(db, {
-        workspaceId: entry.workspaceId ?? null,
-        actorType: entry.actor.type,
-        actorId: entry.actor.id ?? null,
-        requestId: entry.actor.requestId ?? null,
-        action: entry.action,
-        targetType: entry.targetType,
-        targetId: entry.targetId,
-        before: entry.before === null || entry.before === undefined ? null : JSON.stringify(entry.before),
-        after: entry.after === null || entry.after === undefined ? null : JSON.stringify(entry.after),
-      });
+      await appendEvent.run(db, auditEventParams(entry));
     },
 
     async findPage(workspaceId, page) {

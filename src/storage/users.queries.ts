@@ -4,13 +4,15 @@ import { pageOffset } from '../core/pagination.ts';
 import type { Slice, UserRepository } from '../core/ports.ts';
 import type { AppRole, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import type { Database } from './database.ts';
+import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_BLOCK_IDS, userApps } from './schema.ts';
 
 /*
  * The hot paths are written out in SQL so that each step costs one round trip: an add is one
- * data-modifying statement that inserts the user, its apps and its count together (the
- * existing user is read only when the email is taken); a status change moves the count in the
+ * data-modifying statement that checks its apps against the catalogue and inserts the user,
+ * its apps, its count and its audit event together (the existing user is read only when the
+ * email is taken); a status change moves the count in the
  * statement that changes the status; a listing reads its exact total, and where its page
  * starts, from `user_counts` in the same snapshot as its rows. Each is a NamedStatement: its
  * text is built once, and PostgreSQL plans it once per connection. Every statement names
@@ -110,23 +112,39 @@ const findById = new NamedStatement(
     where users.workspace_id = ${workspaceParam} and users.id = ${ph('id')}`,
 );
 
-/** Inserts a user unless its email is taken, with its apps (if `withApps`) and its count. */
+/**
+ * Inserts a user unless its email is taken, with its apps (if `withApps`), its count and its
+ * audit event, in one statement. With apps, it share-locks the products they name and inserts
+ * nothing unless every product still has its role: the caller may have checked the apps
+ * against a cached catalogue, and the lock keeps them valid until commit.
+ */
 function insertStatement(name: string, withApps: boolean): NamedStatement {
   return new NamedStatement(name, () => {
+    const requested = sql`unnest(${ph('products')}::text[], ${ph('roles')}::text[])`;
+    const guard = sql`locked as (
+        select name, roles from products where name = any(${ph('products')}::text[]) for share
+      ),
+      known as (
+        select count(*) = cardinality(${ph('products')}::text[]) as ok
+        from ${requested} as a(product, role) join locked l on l.name = a.product and a.role = any(l.roles)
+      ),`;
     const apps = sql`apps as (
       insert into user_apps (workspace_id, user_id, product, role, position)
       select ${workspaceParam}, s.id, a.product, a.role, a.position - 1
-      from inserted s,
-        unnest(${ph('products')}::text[], ${ph('roles')}::text[]) with ordinality as a(product, role, position)
+      from inserted s, ${requested} with ordinality as a(product, role, position)
     ),`;
-    return sql`with inserted as (
+    return sql`with ${withApps ? guard : sql``}
+      inserted as (
         insert into users (workspace_id, email, role, first_name, last_name, status)
-        values (${workspaceParam}, ${ph('email')}, ${ph('role')}, ${ph('firstName')}, ${ph('lastName')}, ${ph('status')})
+        select ${workspaceParam}::int8, ${ph('email')}::text, ${ph('role')}::text, ${ph('firstName')}::text,
+          ${ph('lastName')}::text, ${ph('status')}::text
+        where ${withApps ? sql`(select ok from known)` : sql`true`}
         on conflict (workspace_id, lower(email)) do nothing
         returning ${userColumnsOf('users')}
       ),
       ${withApps ? apps : sql``}
-      counted as (${countChange('inserted', sql`values (s.status, 1)`)})
+      counted as (${countChange('inserted', sql`values (s.status, 1)`)}),
+      audited as (${auditInsert('inserted')})
       select * from inserted`;
   });
 }
@@ -233,8 +251,9 @@ export function createUserRepository(db: Database): UserRepository {
       return row ? toUser(row) : undefined;
     },
 
-    async insertIfAbsent(workspaceId, user: UserWrite) {
+    async insertIfAbsent(workspaceId, user: UserWrite, event) {
       const values = {
+        ...auditEventParams({ ...event, workspaceId }),
         workspaceId,
         email: user.email,
         role: user.role,

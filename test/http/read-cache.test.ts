@@ -111,6 +111,38 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     });
     assert.equal(added.statusCode, 201, added.body);
   });
+
+  test('a role removed through another process is refused here at once, though the cached catalogue still lists it; nothing is written', async () => {
+    const ws = await ctx.createWorkspace('stale-role');
+    const stale = await anotherProcess(600_000);
+    assert.equal((await ctx.admin('PUT', '/products/ledger', { roles: ['clerk', 'auditor'] })).statusCode, 201);
+    const cached = (await productsVia(stale, ws)).json().products.find((p: { name: string }) => p.name === 'ledger');
+    assert.deepEqual(cached?.roles, ['clerk', 'auditor'], 'the stale process has the catalogue cached');
+    assert.equal((await ctx.admin('PUT', '/products/ledger', { roles: ['clerk'] })).statusCode, 200);
+    const add = (email: string, role: string) =>
+      stale.inject({
+        method: 'POST',
+        url: `${API}/users`,
+        headers: { host: ws.host, 'x-api-key': ws.apiKey },
+        payload: userBody(email, { apps: [{ name: 'ledger', role }] }),
+      });
+
+    const refused = await add('auditor@example.com', 'auditor');
+    assert.equal(refused.statusCode, 422, refused.body);
+    assert.equal(refused.json().code, 'unknown_product_role');
+    assert.deepEqual(refused.json().errors.map((e: { field: string }) => e.field), ['user.apps[0].role']);
+    assert.equal((await ctx.api(ws, 'GET', '/users/auditor@example.com')).statusCode, 404);
+    const list = (await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json();
+    assert.equal(list.total_count, 0, 'no user and no count were written');
+    const events = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json();
+    assert.ok(
+      !JSON.stringify(events).includes('auditor@example.com'),
+      'no audit event was written for the refused add',
+    );
+
+    const kept = await add('clerk@example.com', 'clerk');
+    assert.equal(kept.statusCode, 201, kept.body);
+  });
 });
 
 describe('ReadCache', () => {

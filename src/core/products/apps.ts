@@ -17,6 +17,16 @@ export function dedupeApps(apps: readonly AppRole[]): AppRole[] {
 }
 
 /**
+ * Whether the catalogue `products.findAll()` returns (in the service, a cached read) has
+ * every app's product and role. Only a hint: the writer checks again under a lock.
+ */
+export async function appsInCatalogue(products: ProductRepository, apps: readonly AppRole[]): Promise<boolean> {
+  if (apps.length === 0) return true;
+  const catalogue = new Map((await products.findAll()).map((p) => [p.name, p.roles]));
+  return apps.every((app) => catalogue.get(app.name)?.includes(app.role) ?? false);
+}
+
+/**
  * Checks every app against the catalogue, share-locking the products it names so they
  * cannot be removed before the caller's transaction commits.
  *

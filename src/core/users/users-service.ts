@@ -1,9 +1,9 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import { paginate, type Page, type PageRequest } from '../pagination.ts';
-import type { Repositories, Store } from '../ports.ts';
-import { assertAppsExist, dedupeApps } from '../products/apps.ts';
-import type { AppRole, StatusFilter, StoredUser, User, WorkspaceRole } from './user.ts';
+import type { AuditEntry, Repositories, Store } from '../ports.ts';
+import { appsInCatalogue, assertAppsExist, dedupeApps } from '../products/apps.ts';
+import type { AppRole, StatusFilter, StoredUser, User, UserWrite, WorkspaceRole } from './user.ts';
 
 /** The default for an omitted first or last name (SPEC.md Part A). */
 export const NAME_PLACEHOLDER = '-';
@@ -30,7 +30,7 @@ function snapshot(user: StoredUser): User {
 }
 
 /** The user as audit events record it: the API's field names, without timestamps. */
-function auditRecord(user: StoredUser) {
+function auditRecord(user: UserWrite) {
   return {
     email: user.email,
     role: user.role,
@@ -41,6 +41,27 @@ function auditRecord(user: StoredUser) {
   };
 }
 
+/** The audit event of a change of user `email`. */
+function userEvent(
+  workspaceId: number,
+  actor: Actor,
+  action: string,
+  email: string,
+  before: UserWrite | undefined,
+  after: UserWrite,
+): AuditEntry {
+  return {
+    workspaceId,
+    actor,
+    action,
+    targetType: 'user',
+    targetId: email,
+    before: before ? auditRecord(before) : null,
+    after: auditRecord(after),
+  };
+}
+
+/** Appends the audit event of a change of user `email`. */
 async function audit(
   tx: Repositories,
   workspaceId: number,
@@ -50,15 +71,7 @@ async function audit(
   before: StoredUser | undefined,
   after: StoredUser,
 ): Promise<void> {
-  await tx.audit.append({
-    workspaceId,
-    actor,
-    action,
-    targetType: 'user',
-    targetId: email,
-    before: before ? auditRecord(before) : null,
-    after: auditRecord(after),
-  });
+  await tx.audit.append(userEvent(workspaceId, actor, action, email, before, after));
 }
 
 /**
@@ -77,36 +90,38 @@ export async function addUser(
   actor: Actor,
 ): Promise<AddUserResult> {
   const apps = dedupeApps(input.apps);
+  const user: UserWrite = {
+    email: input.email,
+    role: input.role,
+    firstName: input.firstName ?? NAME_PLACEHOLDER,
+    lastName: input.lastName ?? NAME_PLACEHOLDER,
+    apps,
+    status: 'active',
+  };
+  const created = userEvent(workspaceId, actor, 'user.created', user.email, undefined, user);
+  // Most adds are new users with roles the catalogue has: checked against the (cached)
+  // catalogue, one statement inserts the user, checking its roles again under a lock. Any other
+  // case (the email taken, a role unknown or just removed) takes the transaction below.
+  if (await appsInCatalogue(store.products, apps)) {
+    const inserted = await store.users.insertIfAbsent(workspaceId, user, created);
+    if (inserted) return { user: snapshot(inserted), reactivated: false };
+  }
   return store.transaction(async (tx) => {
     await assertAppsExist(tx.products, apps, 'user.apps');
-    // Most adds are new users: try the insert first, and look at the existing user only when
-    // the email is taken (one round trip fewer than reading first).
-    const created = await tx.users.insertIfAbsent(workspaceId, {
-      email: input.email,
-      role: input.role,
-      firstName: input.firstName ?? NAME_PLACEHOLDER,
-      lastName: input.lastName ?? NAME_PLACEHOLDER,
-      apps,
-      status: 'active',
-    });
-    if (created) {
-      await audit(tx, workspaceId, actor, 'user.created', created.email, undefined, created);
-      return { user: snapshot(created), reactivated: false };
-    }
+    const inserted = await tx.users.insertIfAbsent(workspaceId, user, created);
+    if (inserted) return { user: snapshot(inserted), reactivated: false };
     const existing = await tx.users.findByEmail(workspaceId, input.email, { lock: true });
     if (!existing || existing.status === 'active') {
       throw new AppError('user_already_exists', `An active user with email ${input.email} already exists.`);
     }
-    const user = await tx.users.replace(workspaceId, existing.id, {
+    const reactivated = await tx.users.replace(workspaceId, existing.id, {
+      ...user,
       email: existing.email,
-      role: input.role,
       firstName: input.firstName ?? existing.firstName,
       lastName: input.lastName ?? existing.lastName,
-      apps,
-      status: 'active',
     });
-    await audit(tx, workspaceId, actor, 'user.reactivated', user.email, existing, user);
-    return { user: snapshot(user), reactivated: true };
+    await audit(tx, workspaceId, actor, 'user.reactivated', reactivated.email, existing, reactivated);
+    return { user: snapshot(reactivated), reactivated: true };
   });
 }
 
