@@ -8,6 +8,8 @@ import { join } from 'node:path';
 export interface PostgresCluster {
   /** Superuser URL of the `postgres` database on 127.0.0.1. */
   readonly url: string;
+  /** The same database through the server's Unix-domain socket. */
+  readonly socketUrl: string;
   stop(): void;
 }
 
@@ -62,6 +64,7 @@ export async function startPostgresCluster(): Promise<PostgresCluster | undefine
   run('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    socketUrl: `postgres://postgres@/postgres?host=${encodeURIComponent(dir)}&port=${port}`,
     stop() {
       try {
         run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
