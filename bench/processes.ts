@@ -3,9 +3,18 @@
  * waited for on loopback, stopped with SIGTERM; and /proc sampling of a process tree's
  * resident memory and CPU time while a scenario runs (Linux only).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
+
+/**
+ * Compiles the service to `dist/` (`npm run build`): the benchmark measures the compiled
+ * server, never tsx. @throws Error when the build fails.
+ */
+export function buildService(): void {
+  const built = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
+}
 
 /** A started server process. */
 export interface ServerHandle {

@@ -5,20 +5,17 @@
  * through pg), then 2 workers and embedded PGlite, and prints one table. Everything runs on
  * 127.0.0.1; every load is bounded in time. See docs/performance.md.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
 import ts from 'typescript';
-import { openDatabase } from '../src/storage/database.ts';
-import { freePort, startPostgresCluster, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { sendRequest } from '../test/helpers/server-process.ts';
 import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
-import { sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
+import { buildService, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import {
   addRequest,
@@ -29,7 +26,7 @@ import {
   removeRequest,
   uniqueEmail,
 } from './requests.ts';
-import { seedProducts, seedWorkspaces, vacuumAnalyze, type RunSql, type SeededWorkspace } from './seed.ts';
+import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -71,8 +68,7 @@ async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
 
 /** Compiles the service (npm run build) and the framework-ceiling server to plain JavaScript. */
 function build(): void {
-  const built = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('npm run build failed');
+  buildService();
   const { outputText } = ts.transpileModule(readFileSync('bench/framework-ceiling.ts', 'utf8'), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
   });
@@ -87,16 +83,6 @@ function serverEnv(databaseUrl: string | undefined, extra: Record<string, string
     LOG_LEVEL: args['log-level']!,
     ...extra,
   };
-}
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
 }
 
 /** The pid of the cluster's postmaster: the parent of a backend (its descendants are the database's CPU). */
@@ -118,9 +104,7 @@ interface Seeded {
 }
 
 async function seedPostgres(url: string): Promise<Seeded> {
-  await (await openDatabase({ kind: 'postgres', url, poolSize: 1 })).close();
-  return withClient(url, async (client) => {
-    const run: RunSql = async (text, params) => (await client.query(text, params as unknown[])).rows;
+  return withSeedingClient(url, async (run) => {
     await seedProducts(run);
     const [small, mixed] = await timed(`seed 2 × ${PLAN.small} users`, () => seedWorkspaces(run, ['small', 'mixed'], PLAN.small));
     const [big] = await timed(`seed 1 × ${PLAN.big} users`, () => seedWorkspaces(run, ['big'], PLAN.big));

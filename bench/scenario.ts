@@ -6,15 +6,12 @@
  * a V8 CPU profile to `bench-profiles/` (open it in Chrome DevTools). Not a baseline
  * comparison: use `npm run bench` for the record. See docs/performance.md.
  */
-import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { openDatabase } from '../src/storage/database.ts';
 import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { runHttpLoad } from './http-load.ts';
-import { sampleOwnCpu, sampleUsage, startServer } from './processes.ts';
+import { buildService, sampleOwnCpu, sampleUsage, startServer } from './processes.ts';
 import { addRequest, listRequest, productsRequest } from './requests.ts';
-import { seedProducts, seedWorkspaces, vacuumAnalyze, type RunSql } from './seed.ts';
+import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from './seed.ts';
 
 const { values: options, positionals } = parseArgs({
   allowPositionals: true,
@@ -28,22 +25,16 @@ const { values: options, positionals } = parseArgs({
 const scenario = positionals[0] ?? 'list';
 if (!['products', 'list', 'add'].includes(scenario)) throw new Error(`unknown scenario ${scenario}: products, list or add`);
 
-// The compiled server, as `npm run bench` measures it.
-if (spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { stdio: 'inherit' }).status !== 0) {
-  throw new Error('npm run build failed');
-}
+buildService();
 const cluster = await startPostgresCluster();
 if (!cluster) throw new Error('npm run bench:scenario needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
 try {
-  await (await openDatabase({ kind: 'postgres', url: cluster.url, poolSize: 1 })).close();
-  const client = new pg.Client({ connectionString: cluster.url });
-  await client.connect();
-  const run: RunSql = async (text, params) => (await client.query(text, params as unknown[])).rows;
-  await seedProducts(run);
-  const [small] = await seedWorkspaces(run, ['small'], 10_000);
-  const [adds] = await seedWorkspaces(run, ['adds'], 1);
-  await vacuumAnalyze(run);
-  await client.end();
+  const [small, adds] = await withSeedingClient(cluster.url, async (run) => {
+    await seedProducts(run);
+    const seeded = [...(await seedWorkspaces(run, ['small'], 10_000)), ...(await seedWorkspaces(run, ['adds'], 1))];
+    await vacuumAnalyze(run);
+    return seeded;
+  });
 
   const server = await startServer(
     'dist/http/server.js',

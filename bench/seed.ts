@@ -5,7 +5,9 @@
  */
 import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { generateApiKey } from '../src/core/api-keys/api-key-secret.ts';
+import { openDatabase } from '../src/storage/database.ts';
 import { USER_COUNT_BLOCK_IDS } from '../src/storage/schema.ts';
+import { withClient } from '../test/helpers/postgres-cluster.ts';
 
 /** Runs one SQL statement with positional parameters and returns its rows. */
 export type RunSql = (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
@@ -17,6 +19,15 @@ export interface SeededWorkspace {
   readonly apiKey: string;
   /** Users seeded into it (all active), `u1@…` to `u<users>@…`. */
   readonly users: number;
+}
+
+/**
+ * Migrates the PostgreSQL database at `url` (as the service does at start, so that the seed
+ * finds its tables) and runs `work` with a {@link RunSql} over one `pg` client.
+ */
+export async function withSeedingClient<T>(url: string, work: (run: RunSql) => Promise<T>): Promise<T> {
+  await (await openDatabase({ kind: 'postgres', url, poolSize: 1 })).close();
+  return withClient(url, (client) => work(async (text, params) => (await client.query(text, params as unknown[])).rows));
 }
 
 /** The email of the `index`-th (1-based) seeded user of a workspace. */

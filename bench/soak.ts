@@ -21,8 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
-import { freePort, startPostgresCluster, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { sendRequest, spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
 
 const ADMIN_TOKEN = 'soak-admin-token-0123456789';
@@ -108,10 +107,7 @@ async function main(): Promise<number> {
     if (backend === 'postgres') {
       cluster = await startPostgresCluster();
       if (!cluster) throw new Error('PostgreSQL server binaries (initdb, pg_ctl) are not installed: use --backend pglite');
-      const client = new pg.Client({ connectionString: cluster.url });
-      await client.connect();
-      await client.query('create database wum_soak');
-      await client.end();
+      await withClient(cluster.url, (client) => client.query('create database wum_soak'));
       env.DATABASE_URL = cluster.url.replace(/\/postgres$/, '/wum_soak');
     } else if (backend === 'pglite') {
       dataDir = mkdtempSync(join(tmpdir(), 'wum-soak-'));

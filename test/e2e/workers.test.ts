@@ -3,8 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
-import { freePort } from '../helpers/postgres-cluster.ts';
+import { createPostgresDatabase, type PostgresDatabase, freePort } from '../helpers/postgres-cluster.ts';
 import { sendRequest, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 

@@ -1,8 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 
 /** A throw-away PostgreSQL server started for tests or benchmarks. */
 export interface PostgresCluster {
@@ -72,5 +74,45 @@ export async function startPostgresCluster(): Promise<PostgresCluster | undefine
         rmSync(dir, { recursive: true, force: true });
       }
     },
+  };
+}
+
+/** Runs `work` with one `pg` client connected to `url`, and closes the client after. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A new, empty database on the TEST_DATABASE_URL server, and how to drop it. */
+export interface PostgresDatabase {
+  /** Connection URL of the new database. */
+  readonly url: string;
+  /** Drops the database, closing any connection left open to it. */
+  drop(): Promise<void>;
+}
+
+function onServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (!serverUrl) throw new Error('WUM_TEST_BACKEND=postgres needs TEST_DATABASE_URL');
+  return withClient(serverUrl, work);
+}
+
+/**
+ * Creates an empty database (no tables, not migrated) on the server of TEST_DATABASE_URL, with
+ * a unique name starting with `prefix`.
+ */
+export async function createPostgresDatabase(prefix = 'wum_test'): Promise<PostgresDatabase> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await onServer((client) => client.query(`create database ${name}`));
+  const url = new URL(process.env.TEST_DATABASE_URL!);
+  url.pathname = `/${name}`;
+  return {
+    url: url.href,
+    drop: () => onServer((client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
   };
 }

@@ -1,6 +1,4 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config/load-config.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
@@ -8,6 +6,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { createStore } from '../../src/storage/store.ts';
+import { createPostgresDatabase } from './postgres-cluster.ts';
 
 /** The backend this test process runs on, chosen by `scripts/run-tests.ts`. */
 export const BACKEND = process.env.WUM_TEST_BACKEND === 'postgres' ? 'postgres' : 'pglite';
@@ -57,16 +56,8 @@ let workspaceCounter = 0;
 
 async function openTestDatabase(): Promise<OpenDatabase> {
   if (BACKEND === 'pglite') return openDatabase({ kind: 'memory' });
-  const serverUrl = process.env.TEST_DATABASE_URL;
-  if (!serverUrl) throw new Error('WUM_TEST_BACKEND=postgres needs TEST_DATABASE_URL');
-  const name = `wum_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  await client.query(`create database ${name}`);
-  await client.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return openDatabase({ kind: 'postgres', url: url.href, poolSize: 20 });
+  const { url } = await createPostgresDatabase();
+  return openDatabase({ kind: 'postgres', url, poolSize: 20 });
 }
 
 /** Test configuration: admin API on, logs off, limits as in production unless overridden. */

@@ -1,8 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPostgresDatabase, type PostgresDatabase } from './fresh-database.ts';
-import { freePort } from './postgres-cluster.ts';
+import { createPostgresDatabase, type PostgresDatabase, freePort } from './postgres-cluster.ts';
 import { sendRequest, spawnServer, type ServerProcess } from './server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from './test-context.ts';
 

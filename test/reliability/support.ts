@@ -5,9 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import { openDatabase } from '../../src/storage/database.ts';
-import { createPostgresDatabase } from '../helpers/fresh-database.ts';
+import { createPostgresDatabase, withClient } from '../helpers/postgres-cluster.ts';
 import { sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
@@ -167,15 +166,7 @@ export async function serverStorage(prefix: string): Promise<ServerStorage> {
     const database = await createPostgresDatabase(prefix);
     return {
       env: { DATABASE_URL: database.url },
-      async inspect(work) {
-        const client = new pg.Client({ connectionString: database.url });
-        await client.connect();
-        try {
-          return await work(async (text) => (await client.query(text)).rows);
-        } finally {
-          await client.end();
-        }
-      },
+      inspect: (work) => withClient(database.url, (client) => work(async (text) => (await client.query(text)).rows)),
       remove: () => database.drop(),
     };
   }

@@ -8,7 +8,7 @@ import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
 import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createStore } from '../../src/storage/store.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/fresh-database.ts';
+import { createPostgresDatabase, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /** Migrations shipped with the code (drizzle-kit's journal). */
