@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { addRouteHook } from '../hooks.ts';
 import { OPENAPI_PATH } from './openapi.ts';
 
 /** Where the API reference page and its script are served (`@scalar/fastify-api-reference`). */
@@ -103,12 +104,14 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
     reply.headers(isDocumentation(request.routeOptions.url ?? '') ? DOCUMENTATION_HEADERS : BASELINE_SECURITY_HEADERS);
     done();
   });
-  app.addHook('onSend', (request, reply: FastifyReply, payload, done) => {
-    if (typeof payload === 'string' && isDocsPage(request.routeOptions.url ?? '')) {
-      if (/^text\/html/i.test(String(reply.getHeader('content-type') ?? ''))) {
-        reply.header('content-security-policy', htmlPolicy(payload));
-      }
+  // The docs page's own policy: on the routes of the API reference only.
+  const pagePolicy = (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    if (typeof payload === 'string' && /^text\/html/i.test(String(reply.getHeader('content-type') ?? ''))) {
+      reply.header('content-security-policy', htmlPolicy(payload));
     }
     done(null, payload);
+  };
+  app.addHook('onRoute', (route) => {
+    if (isDocsPage(route.url)) addRouteHook(route, 'onSend', pagePolicy);
   });
 }
