@@ -3,6 +3,10 @@ import type { CreatedApiKey } from '../../core/api-keys/api-keys-service.ts';
 import type { ApiKeyRecord, AuditEvent, Workspace } from '../../core/ports.ts';
 import { NullableTimestamp, PageQuery, PaginationSchema, Timestamp } from './common.ts';
 import { PRODUCT_NAME_PATTERN } from './products.ts';
+import { USER_EXAMPLE } from './users.ts';
+
+/** The example user as a `user.created` event records it: without its timestamps. */
+const { created_at: _created, updated_at: _updated, ...USER_AUDIT_RECORD_EXAMPLE } = USER_EXAMPLE;
 
 /** A DNS label (letters, digits, inner hyphens, 1-63 characters). */
 export const SUBDOMAIN_PATTERN = '^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$';
@@ -134,14 +138,7 @@ export const ADMIN_EXAMPLES = {
     target_type: 'user',
     target_id: 'ada@example.com',
     before: null,
-    after: {
-      email: 'ada@example.com',
-      role: 'non_owner',
-      first_name: 'Ada',
-      last_name: 'Lovelace',
-      apps: [{ name: 'crm', role: 'member' }],
-      status: 'active',
-    },
+    after: USER_AUDIT_RECORD_EXAMPLE,
   },
   page: (total: number) => ({
     pagination: { total_records: total, current_page_number: 1, total_pages: total > 0 ? 1 : 0, page_size: 30 },
