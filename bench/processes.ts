@@ -6,6 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { withClient } from '../test/helpers/postgres-cluster.ts';
 
 /**
  * Compiles the service to `dist/` (`npm run build`): the benchmark measures the compiled
@@ -105,6 +106,15 @@ export async function startServer(
       }
     },
   };
+}
+
+/** The pid of the cluster's postmaster: the parent of a backend (its descendants are the database's CPU). */
+export function postmasterPid(url: string): Promise<number> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  });
 }
 
 const CLOCK_TICKS_PER_SECOND = 100;

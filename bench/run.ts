@@ -2,7 +2,9 @@
  * `npm run bench [-- --quick] [-- --json FILE] [-- --sql]`: builds the service, starts a
  * throw-away PostgreSQL cluster, seeds data at scale, measures every scenario against the
  * baselines measured in the same run (a bare Fastify route; the service's own SQL replayed
- * through pg), then 2 workers and embedded PGlite, and prints one table. Everything runs on
+ * through pg), then 2 workers, three replicas behind HAProxy, writes on a pg_auto_failover
+ * formation (synchronous standbys) against a single server, and embedded PGlite, and prints
+ * one table. Everything runs on
  * 127.0.0.1; every load is bounded in time. See docs/performance.md.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +17,9 @@ import { freePort, startPostgresCluster, withClient, type PostgresCluster } from
 import { sendRequest } from '../test/helpers/server-process.ts';
 import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
-import { buildService, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
+import { buildService, postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
+import { measureFailover } from './failover.ts';
+import { measureReplicas } from './replicas.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import {
   addRequest,
@@ -83,15 +87,6 @@ function serverEnv(databaseUrl: string | undefined, extra: Record<string, string
     LOG_LEVEL: args['log-level']!,
     ...extra,
   };
-}
-
-/** The pid of the cluster's postmaster: the parent of a backend (its descendants are the database's CPU). */
-function postmasterPid(url: string): Promise<number> {
-  return withClient(url, async (client) => {
-    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
-    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  });
 }
 
 interface Seeded {
@@ -355,6 +350,33 @@ async function main(): Promise<void> {
         return scenario === s.mixed ? { ...row, target: target('RSS ≤ 200 MB per worker', within200Mb(row)) } : row;
       }),
     });
+
+    // Three replicas behind HAProxy against one (bench/replicas.ts).
+    sections.push(
+      await measureReplicas({
+        env: serverEnv(url),
+        start: (env) => runServer(SERVER_SCRIPT, env),
+        databasePid: database,
+        connections: CONNECTIONS,
+        warmupSeconds: PLAN.warmup,
+        seconds: PLAN.seconds,
+        scenarios: [s.smallFirst, s.add],
+        log,
+      }),
+    );
+    await settle();
+
+    // Writes on the pg_auto_failover topology against a single server (bench/failover.ts).
+    sections.push(
+      await measureFailover({
+        env: serverEnv(undefined),
+        start: (env) => runServer(SERVER_SCRIPT, env),
+        connections: CONNECTIONS,
+        warmupSeconds: PLAN.warmup,
+        seconds: PLAN.seconds,
+        log,
+      }),
+    );
 
     // Embedded PGlite: start-up empty, then with a 1M-user workspace loaded by the same seed.
     const dataDir = join(scratch, 'pglite');

@@ -11,7 +11,7 @@ import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster
 import { runHttpLoad } from './http-load.ts';
 import { buildService, sampleOwnCpu, sampleUsage, startServer } from './processes.ts';
 import { addRequest, listRequest, productsRequest } from './requests.ts';
-import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from './seed.ts';
+import { seedSmallAndAdds } from './seed.ts';
 
 const { values: options, positionals } = parseArgs({
   allowPositionals: true,
@@ -29,12 +29,7 @@ buildService();
 const cluster = await startPostgresCluster();
 if (!cluster) throw new Error('npm run bench:scenario needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
 try {
-  const [small, adds] = await withSeedingClient(cluster.url, async (run) => {
-    await seedProducts(run);
-    const seeded = [...(await seedWorkspaces(run, ['small'], 10_000)), ...(await seedWorkspaces(run, ['adds'], 1))];
-    await vacuumAnalyze(run);
-    return seeded;
-  });
+  const { small, adds } = await seedSmallAndAdds(cluster.url);
 
   const server = await startServer(
     'dist/http/server.js',
@@ -48,7 +43,7 @@ try {
     { nodeArgs: ['--max-old-space-size=128', ...(options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir=bench-profiles'] : [])] },
   );
   try {
-    const next = { products: () => productsRequest(small!), list: () => listRequest(small!, 1), add: () => addRequest(adds!) }[scenario]!;
+    const next = { products: () => productsRequest(small), list: () => listRequest(small, 1), add: () => addRequest(adds) }[scenario]!;
     await runHttpLoad({ port: server.port, connections: 10, seconds: 2, next });
     const serverCpu = sampleUsage(server.pid);
     const ownCpu = sampleOwnCpu();

@@ -111,3 +111,17 @@ export async function seedWorkspaces(run: RunSql, subdomains: readonly string[],
 export async function vacuumAnalyze(run: RunSql): Promise<void> {
   await run('vacuum (analyze) workspaces, api_keys, products, users, user_apps, user_counts');
 }
+
+/**
+ * Seeds the catalogue, a workspace `small` of 10,000 users and an empty one `adds` on `url`,
+ * then vacuums: the data of the single-section runners (`bench:scenario`, `bench:replicas`).
+ */
+export async function seedSmallAndAdds(url: string): Promise<{ small: SeededWorkspace; adds: SeededWorkspace }> {
+  return withSeedingClient(url, async (run) => {
+    await seedProducts(run);
+    const [small] = await seedWorkspaces(run, ['small'], 10_000);
+    const [adds] = await seedWorkspaces(run, ['adds'], 1);
+    await vacuumAnalyze(run);
+    return { small: small!, adds: adds! };
+  });
+}

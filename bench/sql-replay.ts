@@ -5,6 +5,7 @@
  * one request runs in process, so the statements, their parameters, the driver options
  * (row mode, type parsers) and the transaction boundaries are the service's own.
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { FailureTally, LatencyRecorder, measurement, type Measurement } from './measurement.ts';
 
@@ -75,7 +76,10 @@ export async function recordQueries(work: () => Promise<void>): Promise<Recorded
 /** Where a replayed parameter comes from. */
 type ParameterSource =
   | { readonly kind: 'constant'; readonly value: unknown }
-  /** A string with the recorded email in it, rewritten with each operation's email. */
+  /**
+   * A string with the recorded email, or an id the service generated for the operation (a new
+   * user's UUID), in it: rewritten with each operation's email and a new UUID.
+   */
   | { readonly kind: 'email'; readonly template: string }
   /** A value an earlier statement of the same operation returned (e.g. a new user's id). */
   | { readonly kind: 'result'; readonly query: number; readonly column: number };
@@ -99,6 +103,28 @@ function firstRowCells(rows: unknown[] | undefined): unknown[] {
 }
 
 const EMAIL_MARK = '\u0000email\u0000';
+const UUID_MARK = '\u0000uuid\u0000';
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/gi;
+
+/**
+ * The UUIDs the service generated for the recorded operation: those first seen in a
+ * statement's parameters rather than in an earlier statement's results.
+ */
+function generatedUuids(recorded: readonly RecordedQuery[]): Set<string> {
+  const seenInResults = new Set<string>();
+  const generated = new Set<string>();
+  for (const query of recorded) {
+    for (const value of query.values) {
+      for (const uuid of typeof value === 'string' ? (value.match(UUID) ?? []) : []) {
+        if (!seenInResults.has(uuid.toLowerCase())) generated.add(uuid.toLowerCase());
+      }
+    }
+    for (const cell of firstRowCells(query.rows)) {
+      for (const uuid of String(cell).match(UUID) ?? []) seenInResults.add(uuid.toLowerCase());
+    }
+  }
+  return generated;
+}
 
 /**
  * Turns recorded statements into a template: parameters holding `email` (in any letter case,
@@ -109,6 +135,9 @@ const EMAIL_MARK = '\u0000email\u0000';
  */
 export function toTemplate(recorded: readonly RecordedQuery[], email?: string): SqlTemplate {
   const pattern = email ? new RegExp(email.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi') : undefined;
+  const generated = generatedUuids(recorded);
+  const withMarks = (value: string) =>
+    (pattern ? value.replace(pattern, EMAIL_MARK) : value).replace(UUID, (uuid) => (generated.has(uuid.toLowerCase()) ? UUID_MARK : uuid));
   return {
     statements: recorded.map((query, index) => ({
       name: query.name,
@@ -117,10 +146,7 @@ export function toTemplate(recorded: readonly RecordedQuery[], email?: string): 
       types: query.types,
       rowCount: query.rowCount,
       parameters: query.values.map((value): ParameterSource => {
-        if (pattern && typeof value === 'string' && pattern.test(value)) {
-          pattern.lastIndex = 0;
-          return { kind: 'email', template: value.replace(pattern, EMAIL_MARK) };
-        }
+        if (typeof value === 'string' && withMarks(value) !== value) return { kind: 'email', template: withMarks(value) };
         const fromApp = recorded.slice(0, index).some((q) => q.values.some((v) => String(v) === String(value)));
         if (!fromApp && (typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value)))) {
           for (let earlier = index - 1; earlier >= 0; earlier -= 1) {
@@ -137,11 +163,12 @@ export function toTemplate(recorded: readonly RecordedQuery[], email?: string): 
 /** Runs one operation of `template` on `client`; returns each statement's row count. */
 async function runOperation(client: pg.Client, template: SqlTemplate, email: string): Promise<Array<number | null>> {
   const results: Array<{ rows: unknown[]; rowCount: number | null }> = [];
+  const uuid = randomUUID();
   try {
     for (const statement of template.statements) {
       const values = statement.parameters.map((source) => {
         if (source.kind === 'constant') return source.value;
-        if (source.kind === 'email') return source.template.split(EMAIL_MARK).join(email);
+        if (source.kind === 'email') return source.template.split(EMAIL_MARK).join(email).split(UUID_MARK).join(uuid);
         return firstRowCells(results[source.query]?.rows)[source.column];
       });
       const config = {

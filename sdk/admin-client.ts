@@ -22,6 +22,8 @@ export type AuditEventPage = Json<'listAuditEvents', 200>;
 export type AuditEvent = AuditEventPage['audit_events'][number];
 /** Page query of admin listings: `page_number` (from 1) and `page_size` (1-100), both optional. */
 export type PageQuery = NonNullable<operations['listWorkspaces']['parameters']['query']>;
+/** Query of audit listings: page, and the filters `action`, `actor_type`, `target_id` (and `workspace` on the global list). */
+export type AuditQuery = NonNullable<operations['listAuditEvents']['parameters']['query']>;
 
 /** Path prefix of the admin API. */
 export const ADMIN_API_PREFIX = '/admin/v1';
@@ -88,8 +90,11 @@ export interface CatalogueApi {
 
 /** Audit trail. */
 export interface AuditApi {
-  /** One page of a workspace's audit events, or of every event when `subdomain` is undefined. */
-  list(subdomain?: string, query?: PageQuery): Promise<AuditEventPage>;
+  /**
+   * One page of a workspace's audit events, or of every event when `subdomain` is undefined,
+   * oldest first, narrowed by the filters of `query`.
+   */
+  list(subdomain?: string, query?: AuditQuery): Promise<AuditEventPage>;
 }
 
 /** A client of the operator API (`/admin/v1`). */
@@ -204,8 +209,9 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
         );
         return data!;
       }
+      const { workspace: _workspace, ...workspaceQuery } = query;
       const { data } = await call(`GET ${ws(subdomain)}/audit-events`, safe, (signal) =>
-        api.GET('/admin/v1/workspaces/{subdomain}/audit-events', { params: { path: { subdomain }, query }, signal }),
+        api.GET('/admin/v1/workspaces/{subdomain}/audit-events', { params: { path: { subdomain }, query: workspaceQuery }, signal }),
       );
       return data!;
     },

@@ -18,6 +18,14 @@ export type ListUsersQuery = NonNullable<operations['listUsers']['parameters']['
 export type UserPage = operations['listUsers']['responses'][200]['content']['application/json'];
 /** The pagination envelope of a page. */
 export type Pagination = UserPage['pagination'];
+/** The fields {@link UsersApi.update} changes: any of email, role, names, apps, status. */
+export type UserChanges = operations['updateUser']['requestBody']['content']['application/json']['user'];
+/** One audit event of a user's history. */
+export type UserAuditEvent = operations['listUserAuditEvents']['responses'][200]['content']['application/json']['audit_events'][number];
+/** Query of {@link UsersApi.history}: all optional (defaults page 1, 30 per page, oldest first). */
+export type UserHistoryQuery = NonNullable<operations['listUserAuditEvents']['parameters']['query']>;
+/** One page of a user's audit history with its pagination envelope. */
+export type UserHistoryPage = operations['listUserAuditEvents']['responses'][200]['content']['application/json'];
 
 /** Path prefix of the external API (SPEC.md Part A). */
 export const EXTERNAL_API_PREFIX = '/api/external/v2';
@@ -42,6 +50,28 @@ export interface AddUserOptions {
   readonly idempotencyKey?: string;
 }
 
+/** Options of {@link UsersApi.update}. */
+export interface UpdateUserOptions {
+  /**
+   * The user's `etag` as last read (`users.get` returns it); the change is refused with
+   * `WumApiError` `precondition_failed` (412) if the user changed since. Default: no check.
+   */
+  readonly ifMatch?: string;
+  /** The `Idempotency-Key` of this change. Default: a new random UUID per call, reused by its own retries. */
+  readonly idempotencyKey?: string;
+}
+
+/**
+ * A user with the entity tag of the version read, for {@link UpdateUserOptions.ifMatch}. The
+ * `etag` is not enumerable: the object still equals, and serialises as, the API's user.
+ */
+export type UserWithEtag = User & { readonly etag: string };
+
+/** `user` with its response's `ETag` attached as a non-enumerable `etag`. */
+function withEtag(user: User, response: Response): UserWithEtag {
+  return Object.defineProperty({ ...user }, 'etag', { value: response.headers.get('etag') ?? '', enumerable: false }) as UserWithEtag;
+}
+
 /** The users of the workspace. */
 export interface UsersApi {
   /**
@@ -60,19 +90,38 @@ export interface UsersApi {
    */
   remove(email: string): Promise<void>;
   /**
-   * The user with this email (matched case-insensitively), of any status.
+   * The user with this email (matched case-insensitively), of any status, with its `etag`.
    * @throws WumApiError `user_not_found` (404).
    */
-  get(email: string): Promise<User>;
+  get(email: string): Promise<UserWithEtag>;
   /**
-   * One page of users, oldest first; an empty `users` array means the end.
+   * Changes the given fields of a user and keeps the others (`apps` replaces the whole set;
+   * `first_name: null` resets to `-`; `email` renames; `status` deactivates or reactivates).
+   * Sends an `Idempotency-Key`, so it is retried after a network failure.
+   * @returns the user after the change, with its new `etag`.
+   * @throws WumApiError `user_not_found` (404); `precondition_failed` (412) with `ifMatch`;
+   *   `user_already_exists`/`last_owner` (409); `unknown_product`/`unknown_product_role` (422);
+   *   `validation_failed` (400).
+   */
+  update(email: string, changes: UserChanges, options?: UpdateUserOptions): Promise<UserWithEtag>;
+  /**
+   * One page of users, oldest first unless `sort` says otherwise, narrowed by `status`, `q`
+   * (prefix of email or names), `role` and `app` (`crm` or `crm:admin`); an empty `users`
+   * array means the end.
    * @throws WumApiError `invalid_parameter` (400).
    */
   list(query?: ListUsersQuery): Promise<UserPage>;
   /**
-   * Every user, page by page (`page_size`, default 100), until the empty page that marks the
-   * end. Users added meanwhile appear at the end; with `status: 'active'`, a user deactivated
-   * meanwhile can shift later pages, so use `status: 'all'` for a complete walk.
+   * One page of a user's audit history (its changes across renames), oldest first unless
+   * `sort: '-occurred_at'`.
+   * @throws WumApiError `user_not_found` (404).
+   */
+  history(email: string, query?: UserHistoryQuery): Promise<UserHistoryPage>;
+  /**
+   * Every user matching the filters, page by page (`page_size`, default 100), until the empty
+   * page that marks the end. Users added meanwhile appear at the end; with `status: 'active'`
+   * (or another filter), a user that stops matching meanwhile can shift later pages, so use
+   * `status: 'all'` for a complete walk.
    */
   iterate(query?: Omit<ListUsersQuery, 'page_number'>): AsyncGenerator<User, void, undefined>;
 }
@@ -125,8 +174,24 @@ export function createClient(options: ClientOptions): WumClient {
       );
     },
     async get(email) {
-      const { data } = await call(`GET ${userPath(email)}`, safe, (signal) =>
+      const { data, response } = await call(`GET ${userPath(email)}`, safe, (signal) =>
         api.GET('/api/external/v2/users/{email}', { params: { path: { email } }, signal }),
+      );
+      return withEtag(data!, response);
+    },
+    async update(email, changes, updateOptions = {}) {
+      const header = {
+        'Idempotency-Key': updateOptions.idempotencyKey ?? randomUUID(),
+        ...(updateOptions.ifMatch === undefined ? {} : { 'if-match': updateOptions.ifMatch }),
+      };
+      const { data, response } = await call(`PATCH ${userPath(email)}`, safe, (signal) =>
+        api.PATCH('/api/external/v2/users/{email}', { params: { path: { email }, header }, body: { user: changes }, signal }),
+      );
+      return withEtag(data!, response);
+    },
+    async history(email, query = {}) {
+      const { data } = await call(`GET ${userPath(email)}/audit-events`, safe, (signal) =>
+        api.GET('/api/external/v2/users/{email}/audit-events', { params: { path: { email }, query }, signal }),
       );
       return data!;
     },

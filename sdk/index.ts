@@ -9,7 +9,7 @@
  * - Retries: 429 and 503 always (answered before anything is applied), with exponential
  *   backoff and full jitter, never sooner than `Retry-After`, bounded in attempts and time;
  *   network failures and timeouts only for calls that are safe to repeat. `users.add` sends an
- *   `Idempotency-Key` it generates, so its retries cannot add twice.
+ *   `Idempotency-Key` it generates, so its retries cannot add twice; so does `users.update`.
  * - `localhost` and `*.localhost` resolve to loopback (RFC 6761), so
  *   `http://acme.localhost:3000` works without editing `/etc/hosts`.
  *
@@ -28,8 +28,14 @@ export {
   type ProductsApi,
   type StatusFilter,
   type User,
+  type UpdateUserOptions,
+  type UserAuditEvent,
+  type UserChanges,
+  type UserHistoryPage,
+  type UserHistoryQuery,
   type UserPage,
   type UsersApi,
+  type UserWithEtag,
   type WumClient,
 } from './client.ts';
 export {
@@ -41,6 +47,7 @@ export {
   type AuditApi,
   type AuditEvent,
   type AuditEventPage,
+  type AuditQuery,
   type CatalogueApi,
   type CatalogueProduct,
   type CreatedApiKey,

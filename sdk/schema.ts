@@ -13,8 +13,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List users, oldest first
-         * @description One page of the workspace's users in a stable order (by creation), active ones unless `status` says otherwise. A page past the end has an empty `users` array: an empty array means the end of the data.
+         * List and find users
+         * @description One page of the workspace's users in a stable order (by creation unless `sort` says otherwise), active ones unless `status` says otherwise, narrowed by the `q`, `role` and `app` filters (all combined by AND). Totals count the filtered users exactly. A page past the end has an empty `users` array: an empty array means the end of the data.
          */
         get: operations["listUsers"];
         put?: never;
@@ -48,6 +48,30 @@ export interface paths {
          * @description Deactivates the user: it keeps its data but loses access, and is no longer listed by default. Deactivating an already deactivated user succeeds again and changes nothing, so a retry is safe. The last active owner cannot be deactivated (`409 last_owner`).
          */
         delete: operations["removeUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a user in place
+         * @description Changes the fields given and keeps the others: `role`, `first_name`/`last_name` (null resets to `-`), `apps` (replaces the whole set), `email` (a rename; `409 user_already_exists` when another user of the workspace holds it), `status` (`deactivated` deactivates, `active` reactivates keeping role and apps). `{"user": {}}` changes nothing. Demoting or deactivating the last active owner → `409 last_owner`. Send the `ETag` of the user in `If-Match` to be sure nobody changed it meanwhile (`412 precondition_failed`), and an `Idempotency-Key` to make retries safe. Accepts `application/json` and `application/merge-patch+json`.
+         */
+        patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/api/external/v2/users/{email}/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's audit history
+         * @description Every recorded change of this user (across renames), with actor, request id, before and after; oldest first unless `sort=-occurred_at`, paginated like users.
+         */
+        get: operations["listUserAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -174,7 +198,7 @@ export interface paths {
         };
         /**
          * List a workspace's audit events, oldest first
-         * @description Every change made in the workspace (users, keys), with actor, request id, before and after.
+         * @description Every change made in the workspace (users, keys), with actor, request id, before and after; `action`, `actor_type` and `target_id` narrow it.
          */
         get: operations["listWorkspaceAuditEvents"];
         put?: never;
@@ -194,7 +218,7 @@ export interface paths {
         };
         /**
          * List every audit event, catalogue changes included, oldest first
-         * @description Every change of every workspace, and of the product catalogue.
+         * @description Every change of every workspace, and of the product catalogue; `workspace`, `action`, `actor_type` and `target_id` narrow it.
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -288,6 +312,7 @@ export interface components {
         /**
          * @description A user of the workspace.
          * @example {
+         *       "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
          *       "email": "ada@example.com",
          *       "role": "non_owner",
          *       "first_name": "Ada",
@@ -304,7 +329,12 @@ export interface components {
          *     }
          */
         User: {
-            /** @description The email as first given (trimmed). */
+            /**
+             * Format: uuid
+             * @description The user's id: given at creation, it never changes (not on rename, deactivation or reactivation).
+             */
+            id: string;
+            /** @description The email as given (trimmed); matched case-insensitively. */
             email: string;
             /**
              * @description Workspace role.
@@ -381,6 +411,26 @@ export interface operations {
                  * @example active
                  */
                 status?: "active" | "deactivated" | "all";
+                /**
+                 * @description Search: users whose email, first name or last name starts with this text, ignoring case. Empty means no search.
+                 * @example ada
+                 */
+                q?: string;
+                /**
+                 * @description Only users with this workspace role.
+                 * @example owner
+                 */
+                role?: "owner" | "non_owner";
+                /**
+                 * @description Only users holding a role in this product (`crm`), or this one role (`crm:admin`).
+                 * @example crm:admin
+                 */
+                app?: string;
+                /**
+                 * @description Order: by creation (`created_at`, the default, oldest first) or by email, ignoring case; `-` reverses.
+                 * @example email
+                 */
+                sort?: "created_at" | "-created_at" | "email" | "-email";
             };
             header?: never;
             path?: never;
@@ -399,6 +449,7 @@ export interface operations {
                     /** @example {
                      *       "users": [
                      *         {
+                     *           "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *           "email": "ada@example.com",
                      *           "role": "non_owner",
                      *           "first_name": "Ada",
@@ -492,7 +543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -575,10 +626,13 @@ export interface operations {
                 headers: {
                     /** @description Path of the user: `/api/external/v2/users/{email}`. */
                     Location?: string;
+                    /** @description The user's strong entity tag; send it in `If-Match` to change the user only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example {
+                     *       "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *       "email": "ada@example.com",
                      *       "role": "non_owner",
                      *       "first_name": "Ada",
@@ -685,7 +739,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -716,10 +770,13 @@ export interface operations {
             /** @description The user. */
             200: {
                 headers: {
+                    /** @description The user's strong entity tag; send it in `If-Match` to change the user only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example {
+                     *       "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *       "email": "ada@example.com",
                      *       "role": "non_owner",
                      *       "first_name": "Ada",
@@ -779,7 +836,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -796,6 +853,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Change the user only if its `ETag` is one of these (`*`: any existing user); else `412 precondition_failed`.
+                 * @example "3"
+                 */
+                "if-match"?: string;
                 /**
                  * @description Makes a retry safe: the first response is kept 24 h and replayed, with `Idempotent-Replayed: true`, to a retry with the same key and the same request (the same key on another request → `422 idempotency_key_reused`; while the first runs → `409 idempotency_key_in_use`). Use a fresh random value per operation.
                  * @example 5f0c6f1e-2d4b-4a8e-9b7a-3c1d2e4f6a8b
@@ -858,6 +920,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Problem details; `code` is `precondition_failed`. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `idempotency_key_reused`. */
             422: {
                 headers: {
@@ -891,7 +962,412 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Change the user only if its `ETag` is one of these (`*`: any existing user); else `412 precondition_failed`.
+                 * @example "3"
+                 */
+                "if-match"?: string;
+                /**
+                 * @description Makes a retry safe: the first response is kept 24 h and replayed, with `Idempotent-Replayed: true`, to a retry with the same key and the same request (the same key on another request → `422 idempotency_key_reused`; while the first runs → `409 idempotency_key_in_use`). Use a fresh random value per operation.
+                 * @example 5f0c6f1e-2d4b-4a8e-9b7a-3c1d2e4f6a8b
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The user's email, percent-encoded in the path, matched case-insensitively.
+                 * @example ada@example.com
+                 */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "user": {
+                 *         "role": "owner",
+                 *         "apps": [
+                 *           {
+                 *             "name": "crm",
+                 *             "role": "admin"
+                 *           }
+                 *         ]
+                 *       }
+                 *     } */
+                "application/json": {
+                    /** @description The fields to change; omitted fields stay as they are. */
+                    user: {
+                        /**
+                         * Format: email
+                         * @description A new email (rename); no other user of the workspace may hold it.
+                         */
+                        email?: string;
+                        /**
+                         * @description Workspace role.
+                         * @enum {string}
+                         */
+                        role?: "owner" | "non_owner";
+                        /** @description At most 255 characters; null resets it to "-". */
+                        first_name?: string | null;
+                        /** @description At most 255 characters; null resets it to "-". */
+                        last_name?: string | null;
+                        /** @description Replaces the whole set of product roles; may be empty. */
+                        apps?: {
+                            /**
+                             * @description A product name (`GET /products`).
+                             * @example crm
+                             */
+                            name: string;
+                            /**
+                             * @description One of that product's roles.
+                             * @example admin
+                             */
+                            role: string;
+                        }[];
+                        /**
+                         * @description `deactivated` deactivates; `active` reactivates, keeping role and apps.
+                         * @enum {string}
+                         */
+                        status?: "active" | "deactivated";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The user after the change, with its new `ETag`. */
+            200: {
+                headers: {
+                    /** @description The user's strong entity tag; send it in `If-Match` to change the user only if nobody else has. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *       "email": "ada@example.com",
+                     *       "role": "non_owner",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "apps": [
+                     *         {
+                     *           "name": "crm",
+                     *           "role": "member"
+                     *         }
+                     *       ],
+                     *       "status": "active",
+                     *       "created_at": "2025-01-15T09:30:00.000Z",
+                     *       "updated_at": "2025-01-15T09:30:00.000Z"
+                     *     } */
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `user_already_exists` or `last_owner` or `idempotency_key_in_use`. */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `precondition_failed`. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listUserAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
+                 * @example 1
+                 */
+                page_number?: number;
+                /**
+                 * @description Items per page, 1-100 (10-100 recommended).
+                 * @example 30
+                 */
+                page_size?: number;
+                /**
+                 * @description Oldest first (default) or newest first.
+                 * @example -occurred_at
+                 */
+                sort?: "occurred_at" | "-occurred_at";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user's email, percent-encoded in the path, matched case-insensitively.
+                 * @example ada@example.com
+                 */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the user's audit events with its pagination envelope. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_events": [
+                     *         {
+                     *           "id": 42,
+                     *           "occurred_at": "2025-01-15T09:30:00.000Z",
+                     *           "actor_type": "api_key",
+                     *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
+                     *           "action": "user.created",
+                     *           "target_type": "user",
+                     *           "target_id": "ada@example.com",
+                     *           "user_id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *           "before": null,
+                     *           "after": {
+                     *             "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *             "email": "ada@example.com",
+                     *             "role": "non_owner",
+                     *             "first_name": "Ada",
+                     *             "last_name": "Lovelace",
+                     *             "apps": [
+                     *               {
+                     *                 "name": "crm",
+                     *                 "role": "member"
+                     *               }
+                     *             ],
+                     *             "status": "active"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total_records": 1,
+                     *         "current_page_number": 1,
+                     *         "total_pages": 1,
+                     *         "page_size": 30
+                     *       },
+                     *       "total_count": 1
+                     *     } */
+                    "application/json": {
+                        /** @description This page, oldest first; empty past the end. */
+                        audit_events: {
+                            /** @description Increasing event id. */
+                            id: number;
+                            /** Format: date-time */
+                            occurred_at: string;
+                            /**
+                             * @description Who made the change.
+                             * @example api_key
+                             * @example admin
+                             * @example system
+                             */
+                            actor_type: string;
+                            /** @description The API key id for `api_key`, else null. */
+                            actor_id: string | null;
+                            /** @description X-Request-Id of the change. */
+                            request_id: string | null;
+                            /**
+                             * @description What happened.
+                             * @example user.created
+                             */
+                            action: string;
+                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            target_type: string;
+                            /** @description Its identity: email, key id, subdomain or product name. */
+                            target_id: string;
+                            /** @description For user events, the user's `id` (it survives renames); else null. */
+                            user_id: string | null;
+                            /** @description The thing before the change; null when created. */
+                            before: unknown;
+                            /** @description The thing after the change; null when removed. */
+                            after: unknown;
+                        }[];
+                        /** @description Where this page sits in the whole listing. */
+                        pagination: {
+                            /** @description Items across all pages. */
+                            total_records: number;
+                            /** @description The page returned, from 1. */
+                            current_page_number: number;
+                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
+                            total_pages: number;
+                            /** @description Items per page. */
+                            page_size: number;
+                        };
+                        /** @description Total number of items across all pages. */
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -992,7 +1468,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1102,7 +1578,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1222,7 +1698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1298,7 +1774,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1360,7 +1836,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1455,7 +1931,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1537,7 +2013,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1604,7 +2080,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1630,6 +2106,21 @@ export interface operations {
                  * @example 30
                  */
                 page_size?: number;
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "api_key" | "scim" | "admin" | "system";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
             };
             header?: never;
             path: {
@@ -1662,8 +2153,10 @@ export interface operations {
                      *           "action": "user.created",
                      *           "target_type": "user",
                      *           "target_id": "ada@example.com",
+                     *           "user_id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *           "before": null,
                      *           "after": {
+                     *             "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *             "email": "ada@example.com",
                      *             "role": "non_owner",
                      *             "first_name": "Ada",
@@ -1713,6 +2206,8 @@ export interface operations {
                             target_type: string;
                             /** @description Its identity: email, key id, subdomain or product name. */
                             target_id: string;
+                            /** @description For user events, the user's `id` (it survives renames); else null. */
+                            user_id: string | null;
                             /** @description The thing before the change; null when created. */
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
@@ -1770,7 +2265,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1796,6 +2291,26 @@ export interface operations {
                  * @example 30
                  */
                 page_size?: number;
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "api_key" | "scim" | "admin" | "system";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
+                /**
+                 * @description Only events of the workspace with this subdomain.
+                 * @example acme
+                 */
+                workspace?: string;
             };
             header?: never;
             path?: never;
@@ -1822,8 +2337,10 @@ export interface operations {
                      *           "action": "user.created",
                      *           "target_type": "user",
                      *           "target_id": "ada@example.com",
+                     *           "user_id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *           "before": null,
                      *           "after": {
+                     *             "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
                      *             "email": "ada@example.com",
                      *             "role": "non_owner",
                      *             "first_name": "Ada",
@@ -1873,6 +2390,8 @@ export interface operations {
                             target_type: string;
                             /** @description Its identity: email, key id, subdomain or product name. */
                             target_id: string;
+                            /** @description For user events, the user's `id` (it survives renames); else null. */
+                            user_id: string | null;
                             /** @description The thing before the change; null when created. */
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
@@ -1921,7 +2440,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -1995,7 +2514,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -2077,7 +2596,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -2209,7 +2728,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
@@ -2280,7 +2799,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `service_unavailable`. */
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */

@@ -1,5 +1,8 @@
 import Table from 'cli-table3';
 import type { User } from 'wum/sdk';
+import { formatApps } from './users-csv.ts';
+
+export { formatApps, wasReactivated } from './users-csv.ts';
 
 /** Writes `value` to stdout as indented JSON. */
 export function printJson(value: unknown): void {
@@ -30,11 +33,6 @@ export function details(record: Record<string, string>): string {
   return t.toString();
 }
 
-/** `crm:admin;analytics:viewer`: a user's apps as the CSV and the tables show them. */
-export function formatApps(apps: ReadonlyArray<{ name: string; role: string }>): string {
-  return apps.map((a) => `${a.name}:${a.role}`).join(';');
-}
-
 /** One user as a two-column table. */
 export function userDetails(user: User): string {
   return details({
@@ -55,9 +53,4 @@ export function usersTable(users: readonly User[]): string {
     ['email', 'role', 'first_name', 'last_name', 'apps', 'status'],
     users.map((u) => [u.email, u.role, u.first_name, u.last_name, formatApps(u.apps), u.status]),
   );
-}
-
-/** True when a 201 from `POST /users` was a reactivation: the user existed before this call. */
-export function wasReactivated(user: User): boolean {
-  return user.updated_at !== user.created_at;
 }

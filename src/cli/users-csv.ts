@@ -1,5 +1,13 @@
-import type { AppRole, NewUser, User } from 'wum/sdk';
-import { formatApps } from './output.ts';
+/*
+ * The users CSV format of `wum users import`/`export`, and of the web console's import and
+ * export: pure functions without Node APIs, so that the console (console/src) bundles this
+ * same file and both read and write one format the same way.
+ */
+import type { components, operations } from '../../sdk/schema.ts';
+
+type User = components['schemas']['User'];
+type NewUser = operations['addUser']['requestBody']['content']['application/json']['user'];
+type AppRole = NewUser['apps'][number];
 
 /** The columns of `wum users import` and `wum users export`, in export order. */
 export const CSV_COLUMNS = ['email', 'role', 'first_name', 'last_name', 'apps'] as const;
@@ -56,7 +64,79 @@ export function recordToUser(record: CsvRecord): NewUser {
   };
 }
 
+/** `crm:admin;analytics:viewer`: a user's apps as the CSV and the tables show them. */
+export function formatApps(apps: ReadonlyArray<{ name: string; role: string }>): string {
+  return apps.map((a) => `${a.name}:${a.role}`).join(';');
+}
+
+/** True when a 201 from `POST /users` was a reactivation: the user existed before this call. */
+export function wasReactivated(user: User): boolean {
+  return user.updated_at !== user.created_at;
+}
+
 /** A user as an export row, in {@link CSV_COLUMNS} order. */
 export function userToRecord(user: User): string[] {
   return [user.email, user.role, user.first_name, user.last_name, formatApps(user.apps)];
+}
+
+/** An import file that cannot be read as a whole: empty, or a header that is not {@link CSV_COLUMNS}. */
+export class ImportFileError extends Error {
+  override readonly name = 'ImportFileError';
+}
+
+/** One data row of an import file: the user to send, or why it cannot be sent. */
+export interface ParsedRow {
+  /** Line of the file the row ends on (the header is line 1). */
+  readonly line: number;
+  readonly email: string;
+  readonly user?: NewUser;
+  readonly error?: RowError;
+}
+
+/** One parsed CSV record and the line it ends on, as a CSV parser reports them. */
+export interface CsvLine {
+  readonly cells: readonly string[];
+  readonly line: number;
+}
+
+/**
+ * Checks the records of an import file: a header row naming the columns (any order; `email`
+ * and `role` required, `first_name`, `last_name`, `apps` optional, nothing else, each once),
+ * then one user per row. A row with the wrong number of cells, malformed apps, or the email of
+ * an earlier row (compared case-insensitively, as the API does) is rejected before anything is
+ * sent.
+ * @param source - the file's name, for messages.
+ * @throws ImportFileError when there is no header or it is wrong.
+ */
+export function parseImportRecords(records: readonly CsvLine[], source: string): ParsedRow[] {
+  const [header, ...data] = records;
+  if (!header) throw new ImportFileError(`${source} is empty: expected a header row ${CSV_COLUMNS.join(',')}`);
+  const columns = header.cells.map((c) => c.trim().toLowerCase());
+  const unknown = columns.filter((c) => !(CSV_COLUMNS as readonly string[]).includes(c));
+  const missing = REQUIRED_COLUMNS.filter((c) => !columns.includes(c));
+  if (unknown.length > 0 || missing.length > 0 || new Set(columns).size !== columns.length) {
+    throw new ImportFileError(
+      `${source}: the header must name the columns ${CSV_COLUMNS.join(',')} (email and role required, each once)` +
+        (unknown.length ? `; unknown: ${unknown.join(', ')}` : '') +
+        (missing.length ? `; missing: ${missing.join(', ')}` : ''),
+    );
+  }
+  const firstLine = new Map<string, number>();
+  return data.map(({ cells, line }) => {
+    const record = Object.fromEntries(columns.map((c, i) => [c, cells[i]])) as CsvRecord;
+    const email = (record.email ?? '').trim();
+    try {
+      if (cells.length !== columns.length) {
+        throw new RowError('invalid_row', `the row has ${cells.length} cells, the header ${columns.length}`);
+      }
+      const key = email.toLowerCase();
+      const earlier = firstLine.get(key);
+      if (earlier !== undefined) throw new RowError('duplicate_row', `the same email as line ${earlier}`);
+      firstLine.set(key, line);
+      return { line, email, user: recordToUser(record) };
+    } catch (error) {
+      if (error instanceof RowError) return { line, email, error };
+      throw error;
+    }
+  });
 }

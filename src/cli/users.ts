@@ -2,13 +2,35 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { stringify } from 'csv-stringify';
-import type { AppRole, StatusFilter, User } from 'wum/sdk';
+import type { AppRole, ListUsersQuery, StatusFilter, User, UserChanges } from 'wum/sdk';
 import { positiveInteger, withJson, workspaceClient } from './context.ts';
 import { printJson, say, table, userDetails, usersTable, wasReactivated } from './output.ts';
 import { CSV_COLUMNS, parseApps, RowError, userToRecord } from './users-csv.ts';
 import { importRows, progressBar, readImportFile, summarize } from './users-import.ts';
 
 const STATUSES: StatusFilter[] = ['active', 'deactivated', 'all'];
+const SORTS = ['created_at', '-created_at', 'email', '-email'];
+
+/** The filter options shared by `list` and `export` (SPEC.md Part B, Finding users). */
+function withFilters(command: Command): Command {
+  return command
+    .addOption(new Option('--status <status>', 'which users').choices(STATUSES).default('active'))
+    .option('--q <text>', 'users whose email, first or last name starts with this text (ignoring case)')
+    .addOption(new Option('--role <role>', 'only this workspace role').choices(['owner', 'non_owner']))
+    .option('--app <product[:role]>', 'only holders of a role in this product (crm) or of this role (crm:admin)')
+    .addOption(new Option('--sort <order>', 'order; - reverses').choices(SORTS).default('created_at'));
+}
+
+/** The query of the filter options. */
+function filtersOf(options: { status: StatusFilter; q?: string; role?: 'owner' | 'non_owner'; app?: string; sort: string }): ListUsersQuery {
+  return {
+    status: options.status,
+    sort: options.sort as ListUsersQuery['sort'],
+    ...(options.q === undefined ? {} : { q: options.q }),
+    ...(options.role === undefined ? {} : { role: options.role }),
+    ...(options.app === undefined ? {} : { app: options.app }),
+  };
+}
 
 /** `--app crm:admin`, repeatable: collects `{ name, role }`. */
 function collectApp(value: string, previous: AppRole[] = []): AppRole[] {
@@ -21,7 +43,7 @@ function collectApp(value: string, previous: AppRole[] = []): AppRole[] {
   }
 }
 
-/** `wum users …`: add, remove, get, list, import and export the users of a workspace. */
+/** `wum users …`: add, update, remove, get, list, history, import and export the users of a workspace. */
 export function usersCommand(): Command {
   const users = new Command('users').description("manage a workspace's users (--url, --api-key)");
 
@@ -46,6 +68,34 @@ export function usersCommand(): Command {
     say(userDetails(user));
   });
 
+  withJson(
+    users
+      .command('update <email>')
+      .description('change a user in place: only the options given change (--app replaces all product roles)')
+      .addOption(new Option('--role <role>', 'workspace role').choices(['owner', 'non_owner']))
+      .option('--app <product:role>', 'a product role, e.g. crm:admin (repeat for several); replaces the whole set', collectApp)
+      .addOption(new Option('--clear-apps', 'remove every product role').conflicts('app'))
+      .option('--first-name <name>', 'first name ("-" for none)')
+      .option('--last-name <name>', 'last name ("-" for none)')
+      .option('--email <email>', 'a new email (rename)')
+      .addOption(new Option('--status <status>', 'deactivate or reactivate').choices(['active', 'deactivated']))
+      .option('--if-match <etag>', 'change only if the user still has this ETag (from `users get --json`)'),
+  ).action(async (email: string, options, command: Command) => {
+    const changes: UserChanges = {
+      ...(options.role === undefined ? {} : { role: options.role }),
+      ...(options.app === undefined ? {} : { apps: options.app }),
+      ...(options.clearApps ? { apps: [] } : {}),
+      ...(options.firstName === undefined ? {} : { first_name: options.firstName }),
+      ...(options.lastName === undefined ? {} : { last_name: options.lastName }),
+      ...(options.email === undefined ? {} : { email: options.email }),
+      ...(options.status === undefined ? {} : { status: options.status }),
+    };
+    const user = await workspaceClient(command).users.update(email, changes, options.ifMatch ? { ifMatch: options.ifMatch } : {});
+    if (options.json) return printJson(user);
+    say(`Updated ${user.email}.`);
+    say(userDetails(user));
+  });
+
   withJson(users.command('remove <email>').description('deactivate a user (doing it again succeeds too)')).action(
     async (email: string, options, command: Command) => {
       await workspaceClient(command).users.remove(email);
@@ -57,36 +107,53 @@ export function usersCommand(): Command {
   withJson(users.command('get <email>').description('show one user, of any status')).action(
     async (email: string, options, command: Command) => {
       const user = await workspaceClient(command).users.get(email);
-      if (options.json) return printJson(user);
+      if (options.json) return printJson({ ...user, etag: user.etag });
       say(userDetails(user));
+      say(`ETag: ${user.etag} (for update --if-match)`);
     },
   );
 
   withJson(
-    users
-      .command('list')
-      .description('list users, oldest first (one page, or --all)')
-      .addOption(new Option('--status <status>', 'which users').choices(STATUSES).default('active'))
+    withFilters(users.command('list').description('list or find users, oldest first unless --sort (one page, or --all)'))
       .addOption(new Option('--page <n>', 'page number, from 1').argParser(positiveInteger).conflicts('all'))
       .addOption(new Option('--page-size <n>', 'users per page, 1-100 (default 30)').argParser(positiveInteger))
       .option('--all', 'every page'),
   ).action(async (options, command: Command) => {
     const client = workspaceClient(command);
+    const filters = filtersOf(options);
     if (options.all) {
       const all: User[] = [];
-      for await (const user of client.users.iterate({ status: options.status, page_size: options.pageSize ?? 100 })) {
+      for await (const user of client.users.iterate({ ...filters, page_size: options.pageSize ?? 100 })) {
         all.push(user);
       }
       if (options.json) return printJson(all);
       if (all.length > 0) say(usersTable(all));
       return say(`${all.length} ${options.status === 'all' ? '' : `${options.status} `}users.`);
     }
-    const page = await client.users.list({ status: options.status, page_number: options.page, page_size: options.pageSize });
+    const page = await client.users.list({ ...filters, page_number: options.page, page_size: options.pageSize });
     if (options.json) return printJson(page);
     const { current_page_number: current, total_pages: pages, total_records: total } = page.pagination;
     const what = `${options.status === 'all' ? '' : `${options.status} `}users`;
     if (page.users.length > 0) say(usersTable(page.users));
     say(total === 0 ? `No ${what}.` : `Page ${current} of ${pages}, ${total} ${what}.`);
+  });
+
+  withJson(
+    users
+      .command('history <email>')
+      .description("a user's audit history: its changes, who made them and when (newest first)")
+      .addOption(new Option('--page <n>', 'page number, from 1').argParser(positiveInteger))
+      .addOption(new Option('--page-size <n>', 'events per page, 1-100 (default 30)').argParser(positiveInteger)),
+  ).action(async (email: string, options, command: Command) => {
+    const page = await workspaceClient(command).users.history(email, {
+      sort: '-occurred_at',
+      ...(options.page === undefined ? {} : { page_number: options.page }),
+      ...(options.pageSize === undefined ? {} : { page_size: options.pageSize }),
+    });
+    if (options.json) return printJson(page);
+    const rows = page.audit_events.map((e) => [String(e.occurred_at), e.action, e.actor_type, e.request_id ?? '', changedFields(e.before, e.after)]);
+    if (rows.length > 0) say(table(['time', 'action', 'actor', 'request id', 'changed'], rows));
+    say(`Page ${page.pagination.current_page_number} of ${page.pagination.total_pages}, ${page.pagination.total_records} events.`);
   });
 
   withJson(
@@ -120,14 +187,11 @@ export function usersCommand(): Command {
     if (summary.rejected > 0 || summary.not_attempted > 0) process.exitCode = 1;
   });
 
-  users
-    .command('export')
-    .description('write the users as CSV (the columns import reads) or JSON, to stdout')
-    .addOption(new Option('--status <status>', 'which users').choices(STATUSES).default('active'))
+  withFilters(users.command('export').description('write the users (or those the filters find) as CSV (the columns import reads) or JSON, to stdout'))
     .addOption(new Option('--format <format>', 'output format').choices(['csv', 'json']).default('csv'))
     .option('--json', 'the same as --format json')
     .action(async (options, command: Command) => {
-      const found = workspaceClient(command).users.iterate({ status: options.status });
+      const found = workspaceClient(command).users.iterate(filtersOf(options));
       if (options.json || options.format === 'json') {
         await pipeline(Readable.from(jsonArray(found)), process.stdout);
       } else {
@@ -141,6 +205,16 @@ export function usersCommand(): Command {
     });
 
   return users;
+}
+
+/** The user fields an audit event can change, in the order the API shows them. */
+const USER_FIELDS = ['email', 'role', 'first_name', 'last_name', 'apps', 'status'];
+
+/** The fields an audit event changed, e.g. `role, apps` (all of them for a creation). */
+function changedFields(before: unknown, after: unknown): string {
+  const b = (before ?? {}) as Record<string, unknown>;
+  const a = (after ?? {}) as Record<string, unknown>;
+  return USER_FIELDS.filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k])).join(', ');
 }
 
 /** Streams users as one JSON array, one user per line. */

@@ -1,6 +1,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from '@sinclair/typebox';
+import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
@@ -19,6 +20,7 @@ const EnvSchema = Type.Object({
   CACHE_TTL_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 5000 }),
   DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 5000 }),
   DATABASE_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 5000 }),
+  DATABASE_QUERY_TIMEOUT_MS: Type.Optional(Type.Integer({ minimum: 0 })),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 60_000 }),
@@ -36,6 +38,8 @@ const EnvSchema = Type.Object({
   RATE_LIMIT_PER_KEY: Type.Number({ minimum: 0, default: 100 }),
   RATE_LIMIT_BURST: Type.Number({ minimum: 0, default: 200 }),
   AUTH_FAILURE_LIMIT: Type.Integer({ minimum: 0, default: 20 }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 250 }),
   LOG_LEVEL: Type.Unsafe<string>({
     type: 'string',
     enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -56,6 +60,12 @@ export type StorageConfig =
       readonly statementTimeoutMs?: number;
       /** Longest wait for a pooled connection (or a new one), in ms; 0 or absent: forever. */
       readonly connectTimeoutMs?: number;
+      /**
+       * Longest wait for the reply to any one statement, commit included, in ms (client side:
+       * the connection is then closed); 0 or absent: none. Covers what `statement_timeout`
+       * does not: a commit waiting for a synchronous standby, a server that vanished silently.
+       */
+      readonly queryTimeoutMs?: number;
     }
   | { readonly kind: 'pglite'; readonly dataDir: string };
 
@@ -130,6 +140,12 @@ export interface Config {
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
   /** Failed API key attempts allowed per client address and minute; 0 turns it off. */
   readonly authFailureLimit: number;
+  /**
+   * Redis shared by the replicas for the rate limits (SPEC.md Part B, "Running several
+   * replicas"); `undefined`: each process limits alone. `timeoutMs` bounds each Redis command
+   * (and a connection attempt): past it, or while Redis is unreachable, the limits fail open.
+   */
+  readonly redis: { readonly url: string; readonly timeoutMs: number } | undefined;
   /** Timeouts and size limits of the HTTP server. */
   readonly http: HttpLimits;
   /** Thresholds past which requests are refused with 503 instead of queued. */
@@ -146,6 +162,18 @@ export interface Config {
 function defaultHeapThreshold(): number {
   return Math.floor(getHeapStatistics().heap_size_limit * 0.9);
 }
+
+/**
+ * Default client-side reply limit: the statement timeout plus one second, so the server's own
+ * cancellation (a clean 57014) comes first and the client's only when the server is silent or a
+ * commit waits for a standby; none when the statement timeout is off.
+ */
+function defaultQueryTimeout(statementTimeoutMs: number): number {
+  return statementTimeoutMs > 0 ? statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS : 0;
+}
+
+/** How much longer than the statement timeout the client waits for a reply by default. */
+const QUERY_TIMEOUT_MARGIN_MS = 1000;
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `message` names each variable. */
 export class ConfigError extends Error {
@@ -175,6 +203,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: WORKERS=${parsed.WORKERS} needs DATABASE_URL; the embedded PGlite database (DATA_DIR) serves one process, so use WORKERS=1 with it`,
     );
   }
+  if (parsed.DATABASE_URL) {
+    try {
+      parseDatabaseUrl(parsed.DATABASE_URL);
+    } catch (error) {
+      if (error instanceof DatabaseUrlError) throw new ConfigError(`invalid configuration: ${error.message}`);
+      throw error;
+    }
+  }
   const storage: StorageConfig = parsed.DATABASE_URL
     ? {
         kind: 'postgres',
@@ -182,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         poolSize: parsed.DATABASE_POOL_SIZE,
         statementTimeoutMs: parsed.DATABASE_STATEMENT_TIMEOUT_MS,
         connectTimeoutMs: parsed.DATABASE_CONNECT_TIMEOUT_MS,
+        queryTimeoutMs: parsed.DATABASE_QUERY_TIMEOUT_MS ?? defaultQueryTimeout(parsed.DATABASE_STATEMENT_TIMEOUT_MS),
       }
     : { kind: 'pglite', dataDir: parsed.DATA_DIR };
   const mebibytes = (n: number) => n * 1024 * 1024;
@@ -196,6 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: parsed.ADMIN_TOKEN,
     rateLimit: Object.freeze({ perSecond: parsed.RATE_LIMIT_PER_KEY, burst: parsed.RATE_LIMIT_BURST }),
     authFailureLimit: parsed.AUTH_FAILURE_LIMIT,
+    redis: parsed.REDIS_URL ? Object.freeze({ url: parsed.REDIS_URL, timeoutMs: parsed.REDIS_TIMEOUT_MS }) : undefined,
     http: Object.freeze({
       requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS,
       headersTimeoutMs: parsed.HEADERS_TIMEOUT_MS,

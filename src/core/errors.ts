@@ -1,13 +1,26 @@
 /**
  * The stable error codes of the API with their HTTP status and title.
  * Source: SPEC.md Part B (every `code` it names), issue 4 (408, 414, 431 and 503 for the
- * server's own limits) and RFC 9457 §3.1 (title is per type).
+ * server's own limits), RFC 9457 §3.1 (title is per type), RFC 7644 §3.12 (the SCIM kinds
+ * of bad request, and SCIM groups, SPEC.md Part B "SCIM 2.0 provisioning") and SPEC.md Part B
+ * "A highly available database" (503 `database_unavailable`). Both 503 codes mean "retry after
+ * `Retry-After`": `service_unavailable` when this process or the database is busy (load
+ * shedding, shutdown, a statement timeout, a full pool, a lost race), `database_unavailable`
+ * when no database server could take the request (none reachable, none writable, a connection
+ * lost mid-request).
  */
 export const ERROR_CATALOGUE = {
   validation_failed: { status: 400, title: 'Validation failed' },
   invalid_parameter: { status: 400, title: 'Invalid parameter' },
   malformed_json: { status: 400, title: 'Malformed JSON' },
   bad_request: { status: 400, title: 'Bad request' },
+  // SCIM's kinds of bad request (RFC 7644 §3.12, Table 9), rendered there with their scimType.
+  invalid_filter: { status: 400, title: 'Invalid filter' },
+  invalid_path: { status: 400, title: 'Invalid path' },
+  invalid_value: { status: 400, title: 'Invalid value' },
+  invalid_syntax: { status: 400, title: 'Invalid syntax' },
+  mutability: { status: 400, title: 'Attribute is immutable' },
+  no_target: { status: 400, title: 'No target' },
   missing_api_key: { status: 401, title: 'Missing API key' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
   invalid_admin_token: { status: 401, title: 'Invalid admin token' },
@@ -16,13 +29,16 @@ export const ERROR_CATALOGUE = {
   user_not_found: { status: 404, title: 'User not found' },
   api_key_not_found: { status: 404, title: 'API key not found' },
   product_not_found: { status: 404, title: 'Product not found' },
+  group_not_found: { status: 404, title: 'Group not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   request_timeout: { status: 408, title: 'Request timeout' },
   user_already_exists: { status: 409, title: 'User already exists' },
   last_owner: { status: 409, title: 'Last owner' },
   workspace_exists: { status: 409, title: 'Workspace exists' },
   product_in_use: { status: 409, title: 'Product in use' },
+  group_exists: { status: 409, title: 'Group exists' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  precondition_failed: { status: 412, title: 'Precondition failed' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
@@ -33,6 +49,7 @@ export const ERROR_CATALOGUE = {
   request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   internal_error: { status: 500, title: 'Internal server error' },
   service_unavailable: { status: 503, title: 'Service unavailable' },
+  database_unavailable: { status: 503, title: 'Database unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 /** One of the stable snake_case error codes of {@link ERROR_CATALOGUE}. */

@@ -1,6 +1,8 @@
 import type { Actor } from './actor.ts';
+import type { Group } from './groups/group.ts';
 import type { PageRequest } from './pagination.ts';
-import type { StatusFilter, StoredUser, UserStatus, UserWrite } from './users/user.ts';
+import type { RowWindow, UserCondition, UserQuery } from './users/user-query.ts';
+import type { StatusFilter, StoredUser, UserChangeType, UserRef, UserWrite } from './users/user.ts';
 
 /** A product of the catalogue with its roles in the operator's order. */
 export interface Product {
@@ -36,12 +38,37 @@ export interface AuditEvent {
   readonly action: string;
   readonly targetType: string;
   readonly targetId: string;
+  /** The `id` of the user the event is about (user events only), kept across renames. */
+  readonly userId?: string | null;
   readonly before: unknown;
   readonly after: unknown;
 }
 
 /** What a change writes to the audit trail (the store adds id and time). */
 export type AuditEntry = Omit<AuditEvent, 'id' | 'occurredAt'>;
+
+/** Filters of an audit listing; each one given narrows it (AND). */
+export interface AuditFilter {
+  readonly action?: string;
+  readonly actorType?: string;
+  readonly targetId?: string;
+  /** Only the events of this user (its `id`). */
+  readonly userId?: string;
+  /** Newest first instead of oldest first. */
+  readonly newestFirst?: boolean;
+}
+
+/**
+ * What a user change writes besides the user, in the same statement or transaction: its
+ * audit entry and its outbox event, whose `data` is the user after the change (built by the
+ * store from the row it wrote) and `previous`, the changed fields before, in the API's names
+ * (SPEC.md Part B, Events and webhooks: "no change without its event").
+ */
+export interface UserChangeRecord {
+  readonly audit: AuditEntry;
+  readonly eventType: UserChangeType;
+  readonly previous: Readonly<Record<string, unknown>> | null;
+}
 
 /** Rows of one page plus the total over all pages. */
 export interface Slice<T> {
@@ -52,27 +79,32 @@ export interface Slice<T> {
 /** Users of a workspace. Every method takes the workspace id first: no query can omit it. */
 export interface UserRepository {
   /**
-   * Finds a user by email, case-insensitively; `lock` takes a row lock until commit, and the
-   * user returned (apps included) is then as it is once the lock is held — never a version
-   * from before a concurrent change the lock waited for.
+   * Finds a user by email (case-insensitively) or id; `lock` takes a row lock until commit,
+   * and the user returned (apps included) is then as it is once the lock is held — never a
+   * version from before a concurrent change the lock waited for.
    */
-  findByEmail(workspaceId: number, email: string, options?: { lock?: boolean }): Promise<StoredUser | undefined>;
+  find(workspaceId: number, ref: UserRef, options?: { lock?: boolean }): Promise<StoredUser | undefined>;
   /**
-   * Inserts a user with its apps and appends `event` to the audit trail, atomically, unless
+   * Inserts a user with id `id`, its apps, its audit entry and its event, atomically, unless
    * the workspace already has a user with that email (in any letter case, any status) or the
    * catalogue lacks one of the user's product roles: then nothing is written and the result
    * is undefined. The products named are share-locked until commit. A concurrent insert of
    * the same email is waited for, so exactly one of them inserts.
    */
-  insertIfAbsent(workspaceId: number, user: UserWrite, event: AuditEntry): Promise<StoredUser | undefined>;
-  /** Replaces every attribute and the apps of user `id`. */
-  replace(workspaceId: number, id: number, user: UserWrite): Promise<StoredUser>;
-  /** Sets the status of user `id`, keeping its apps. */
-  setStatus(workspaceId: number, id: number, status: UserStatus): Promise<StoredUser>;
+  insertIfAbsent(workspaceId: number, id: string, user: UserWrite, record: UserChangeRecord): Promise<StoredUser | undefined>;
+  /**
+   * Writes every attribute of `current` (locked by the caller) from `user`, its apps when
+   * they differ, one more version, the audit entry and the event, in one statement.
+   */
+  write(workspaceId: number, current: StoredUser, user: UserWrite, record: UserChangeRecord): Promise<StoredUser>;
   /** Counts active owners of the workspace. */
   countActiveOwners(workspaceId: number): Promise<number>;
-  /** One page of users, oldest first, with the total matching `status`. */
+  /** One page of users, oldest first, with the total matching `status` (the unfiltered listing). */
   findPage(workspaceId: number, status: StatusFilter, page: PageRequest): Promise<Slice<StoredUser>>;
+  /** A window of the users matching `query`, in its order, with the exact total matching it. */
+  findMatching(workspaceId: number, query: UserQuery, window: RowWindow): Promise<Slice<StoredUser>>;
+  /** Locks every user matching `condition` until commit, in creation order (so that bulk changes cannot deadlock), and returns them. */
+  lockMatching(workspaceId: number, condition: UserCondition): Promise<StoredUser[]>;
 }
 
 /** The global product catalogue. */
@@ -89,6 +121,8 @@ export interface ProductRepository {
   delete(name: string): Promise<void>;
   /** Of the given roles of a product, those an active user of any workspace holds. */
   findRolesHeldByActiveUsers(product: string, roles?: readonly string[]): Promise<string[]>;
+  /** Of the given roles of a product, those a workspace has linked as a SCIM group. */
+  findRolesLinkedAsGroups(product: string, roles?: readonly string[]): Promise<string[]>;
 }
 
 /** Workspaces, addressed by lower-cased subdomain. */
@@ -123,13 +157,28 @@ export interface ApiKeyRepository {
 /** The audit trail. */
 export interface AuditRepository {
   append(entry: AuditEntry): Promise<void>;
-  /** A page of events, oldest first; `workspaceId` null means every event. */
-  findPage(workspaceId: number | null, page: PageRequest): Promise<Slice<AuditEvent>>;
+  /** A page of events, oldest first unless `filter.newestFirst`; `workspaceId` null means every event. */
+  findPage(workspaceId: number | null, page: PageRequest, filter?: AuditFilter): Promise<Slice<AuditEvent>>;
+}
+
+/** SCIM groups linked in workspaces (product roles made assignable as groups). */
+export interface GroupRepository {
+  /** Links a product role; a role linked already → AppError `group_exists` (a unique constraint). */
+  insert(workspaceId: number, group: Pick<Group, 'id' | 'product' | 'role' | 'externalId'>): Promise<Group>;
+  /** A group by id; `lock` holds its row until commit. */
+  find(workspaceId: number, id: string, options?: { lock?: boolean }): Promise<Group | undefined>;
+  /** Every group of the workspace, in linking order. */
+  findAll(workspaceId: number): Promise<Group[]>;
+  /** Changes a group's `externalId` (and its update time). */
+  update(workspaceId: number, id: string, changes: { externalId: string | null }): Promise<Group>;
+  /** Removes a group's link. */
+  delete(workspaceId: number, id: string): Promise<void>;
 }
 
 /** Every repository, bound to one transaction (or to the pool outside one). */
 export interface Repositories {
   readonly users: UserRepository;
+  readonly groups: GroupRepository;
   readonly products: ProductRepository;
   readonly workspaces: WorkspaceRepository;
   readonly apiKeys: ApiKeyRepository;

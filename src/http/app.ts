@@ -8,6 +8,8 @@ import { generateRequestId, registerRequestIdHeader } from './plugins/request-id
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
 import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
+import { scimRoutes } from './routes/scim/scim-routes.ts';
+import { canonicalScimTarget, SCIM_PREFIX } from '../scim/constants.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
 import { adminRoutes } from './routes/admin/admin-routes.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -18,9 +20,14 @@ import {
   withUrlLengthLimit,
 } from './plugins/http-limits.ts';
 import { registerLoadShedding } from './plugins/load-shedding.ts';
+import { registerConsole } from './plugins/console.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
 import type { IdempotencyStore } from '../storage/idempotency.queries.ts';
+import type { RequestTransaction } from '../storage/request-transaction.ts';
+import type { Registry } from 'prom-client';
+import { createRateLimits } from './rate-limit/rate-limits.ts';
+import { connectSharedRedis } from './rate-limit/shared-redis.ts';
 
 /** Largest accepted request body: 64 KiB (SPEC.md Part B, Errors). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -31,8 +38,20 @@ export interface AppDependencies {
   readonly idempotency: IdempotencyStore;
   /** Resolves when the database answers (for `/readyz`). */
   readonly ping: () => Promise<void>;
+  /**
+   * Opens one transaction for a whole request (PostgreSQL: `OpenDatabase.beginRequestTransaction`);
+   * requests with an `Idempotency-Key` then claim the key, change and store their answer in it.
+   */
+  readonly beginTransaction?: () => Promise<RequestTransaction>;
   /** Pino options or `false`; defaults to JSON logs at the configured level. */
   readonly logger?: boolean | object;
+  /**
+   * The registry `/metrics` serves, for metrics of what runs beside the app (the cache
+   * listener, Redis); absent: a registry of this app's own.
+   */
+  readonly registry?: Registry;
+  /** Directory of the built web console; default `console/dist` (see `registerConsole`). */
+  readonly consoleDistDir?: string;
 }
 
 /**
@@ -54,6 +73,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     return503OnClosing: false,
     // Path parameters carry emails of up to 254 characters, percent-encoded up to 3x longer.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 1024 },
+    // SCIM clients spell the endpoints loosely (`/scim/v2/users`, `/Users/?filter=`): read them canonically.
+    rewriteUrl: (raw) => canonicalScimTarget(raw.url ?? '/'),
     // URLs the router rejects (bad percent-encoding, over-long parameter) as problem+json too.
     frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
   });
@@ -68,18 +89,25 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await registerLoadShedding(app, config.loadShedding);
   registerErrorHandling(app);
   await registerOpenApi(app, config);
-  const metrics = registerMetrics(app);
-  registerTenantAuthentication(app, deps.store, config);
+  const metrics = registerMetrics(app, deps.registry);
+  // With REDIS_URL the rate limits are shared by the replicas; the connection closes with the app.
+  const redis = config.redis
+    ? connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
+    : undefined;
+  if (redis) app.addHook('onClose', () => redis.close());
+  registerTenantAuthentication(app, deps.store, config, createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) }));
   requireJsonContentType(app);
   rejectNulCharacters(app);
-  registerIdempotency(app, deps.idempotency);
+  registerIdempotency(app, deps.idempotency, deps.beginTransaction);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
+  await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
   if (config.adminToken) {
     await app.register(adminRoutes, { prefix: '/admin/v1', store: deps.store, adminToken: config.adminToken });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics });
+  await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
   await registerApiReference(app);
   return app;
 }

@@ -26,7 +26,7 @@ export function syncHook(check: (request: FastifyRequest, reply: FastifyReply) =
  */
 export function addRouteHook(
   route: RouteOptions,
-  name: 'onRequest' | 'preHandler' | 'onSend',
+  name: 'onRequest' | 'preHandler' | 'onSend' | 'onResponse',
   hook: (request: FastifyRequest, reply: FastifyReply, ...rest: never[]) => unknown,
 ): void {
   const hooks = route as unknown as Record<string, unknown>;

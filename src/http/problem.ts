@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
+import { isScimPath, SCIM_CONTENT_TYPE } from '../scim/constants.ts';
+import { toScimError } from '../scim/errors.ts';
 
 /** Media type of every error response (RFC 9457 §3). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
@@ -36,8 +38,17 @@ export function toProblem(error: AppError, requestId: string): ProblemDetails {
   };
 }
 
-/** Sends an AppError as an RFC 9457 response, with the error's extra headers. */
+/**
+ * Sends an AppError as an RFC 9457 response, with the error's extra headers; on the SCIM
+ * service's paths as a SCIM error instead (SPEC.md Part B, SCIM 2.0 provisioning), with
+ * `WWW-Authenticate: Bearer` on 401 (RFC 6750 §3).
+ */
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
   if (error.headers) reply.headers(error.headers);
+  if (isScimPath(request.url.split('?', 1)[0] ?? '')) {
+    const { status, body } = toScimError(error);
+    if (status === 401) reply.header('www-authenticate', 'Bearer realm="wum"');
+    return reply.code(status).type(SCIM_CONTENT_TYPE).send(JSON.stringify(body));
+  }
   return reply.code(error.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(toProblem(error, request.id)));
 }

@@ -2,11 +2,8 @@ import cluster from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
 import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
-import { openDatabase } from '../storage/database.ts';
-import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
-import { createStore } from '../storage/store.ts';
-import { buildApp } from './app.ts';
 import { EXTERNAL_PREFIX } from './plugins/tenant.ts';
+import { startService } from './service.ts';
 import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.ts';
 
 function demoBanner(config: Config, apiKey: string): string {
@@ -23,10 +20,11 @@ function demoBanner(config: Config, apiKey: string): string {
 }
 
 /**
- * Starts wum: loads the configuration, opens and migrates storage, seeds the demo workspace
- * on a new embedded database, listens, and shuts down gracefully on SIGTERM/SIGINT (stop
- * accepting, finish in-flight requests, close the database). With WORKERS > 1 this process
- * becomes the primary of that many workers, each of which runs the rest of this function.
+ * Starts wum: loads the configuration, opens and migrates storage, starts the cache listener
+ * (PostgreSQL only; `service.ts`), seeds the demo workspace on a new embedded database,
+ * listens, and shuts down gracefully on SIGTERM/SIGINT in order: stop accepting and finish
+ * in-flight requests (and close Redis), stop the listener, close the database. With WORKERS > 1 this process becomes the primary of that
+ * many workers, each of which runs the rest of this function.
  */
 async function main(): Promise<void> {
   let config: Config;
@@ -43,21 +41,16 @@ async function main(): Promise<void> {
     runPrimary(config);
     return;
   }
-  const database = await openDatabase(config.storage);
-  // With WORKERS, a key revoked or a product changed through one worker is forgotten by all.
-  const cacheChanges = shareCacheChanges(() => store.forgetCached());
-  const store = createStore(database.db, { cacheTtlMs: config.cacheTtlMs, onChange: () => cacheChanges.announce() });
-  const app = await buildApp(config, {
-    store,
-    idempotency: createIdempotencyStore(database.db),
-    ping: database.ping,
-  });
+  // With WORKERS, a key revoked or a product changed through one worker is forgotten by all
+  // at once (IPC through the primary); every other replica learns it through PostgreSQL.
+  const cacheChanges = shareCacheChanges(() => service.store.forgetCached());
+  const service = await startService(config, { onChange: () => cacheChanges.announce() });
+  const { app, store, database } = service;
   // In-flight requests get SHUTDOWN_TIMEOUT_MS to finish; then the process exits anyway.
   closeWithGrace({ delay: config.http.shutdownTimeoutMs, skip: leaveSignalsToPrimary() }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');
     else app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await database.close();
+    await service.close();
   });
   const seeded = database.created && config.seedDemo ? await seedDemoWorkspace(store) : undefined;
   await app.listen({ port: config.port, host: config.host });

@@ -1,7 +1,7 @@
-import { asc, count, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { AuditEntry, AuditEvent, AuditRepository } from '../core/ports.ts';
+import type { AuditEntry, AuditEvent, AuditFilter, AuditRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { auditEvents } from './schema.ts';
@@ -15,6 +15,7 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
     action: row.action,
     targetType: row.targetType,
     targetId: row.targetId,
+    userId: row.userId,
     before: row.before,
     after: row.after,
   };
@@ -26,9 +27,10 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
  */
 export function auditInsert(source?: string): SQL {
   return sql`insert into audit_events
-      (workspace_id, actor_type, actor_id, request_id, action, target_type, target_id, before, after)
+      (workspace_id, actor_type, actor_id, request_id, action, target_type, target_id, user_id, before, after)
     select ${ph('workspaceId')}::int8, ${ph('actorType')}::text, ${ph('actorId')}::text, ${ph('requestId')}::text,
-      ${ph('action')}::text, ${ph('targetType')}::text, ${ph('targetId')}::text, ${ph('before')}::jsonb, ${ph('after')}::jsonb
+      ${ph('action')}::text, ${ph('targetType')}::text, ${ph('targetId')}::text, ${ph('userId')}::uuid,
+      ${ph('before')}::jsonb, ${ph('after')}::jsonb
     ${source ? sql`from ${sql.identifier(source)}` : sql``}`;
 }
 
@@ -42,6 +44,7 @@ export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
     action: entry.action,
     targetType: entry.targetType,
     targetId: entry.targetId,
+    userId: entry.userId ?? null,
     before: entry.before === null || entry.before === undefined ? null : JSON.stringify(entry.before),
     after: entry.after === null || entry.after === undefined ? null : JSON.stringify(entry.after),
   };
@@ -57,14 +60,20 @@ export function createAuditRepository(db: Database): AuditRepository {
       await appendEvent.run(db, auditEventParams(entry));
     },
 
-    async findPage(workspaceId, page) {
-      const where = workspaceId === null ? undefined : eq(auditEvents.workspaceId, workspaceId);
+    async findPage(workspaceId, page, filter: AuditFilter = {}) {
+      const where = and(
+        workspaceId === null ? undefined : eq(auditEvents.workspaceId, workspaceId),
+        filter.action === undefined ? undefined : eq(auditEvents.action, filter.action),
+        filter.actorType === undefined ? undefined : eq(auditEvents.actorType, filter.actorType),
+        filter.targetId === undefined ? undefined : eq(auditEvents.targetId, filter.targetId),
+        filter.userId === undefined ? undefined : eq(auditEvents.userId, filter.userId),
+      );
       const [totalRow] = await db.select({ n: count() }).from(auditEvents).where(where);
       const rows = await db
         .select()
         .from(auditEvents)
         .where(where)
-        .orderBy(asc(auditEvents.id))
+        .orderBy(filter.newestFirst ? desc(auditEvents.id) : asc(auditEvents.id))
         .limit(page.pageSize)
         .offset(pageOffset(page));
       return { rows: rows.map(toEvent), total: totalRow?.n ?? 0 };

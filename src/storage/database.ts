@@ -7,6 +7,8 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { StorageConfig } from '../config/load-config.ts';
+import { createConnector, type ClientOptions } from './postgres-connector.ts';
+import { beginRequestTransaction, scopedDatabase, type RequestTransaction } from './request-transaction.ts';
 import * as schema from './schema.ts';
 
 /** Drizzle over either backend; query code is typed against this and never knows which. */
@@ -18,44 +20,80 @@ export interface OpenDatabase {
   readonly kind: 'postgres' | 'pglite';
   /** True when this open created a new embedded database (first start on an empty DATA_DIR). */
   readonly created: boolean;
+  /**
+   * Opens a new connection outside the pool, for the cache listener's `LISTEN`
+   * (`storage/notify.ts`). PostgreSQL only: PGlite serves one process, which needs no
+   * notification from others. The one place that decides where that connection goes.
+   */
+  readonly connectListener?: () => Promise<pg.Client>;
+  /**
+   * Opens a new connection outside the pool, on the primary (PostgreSQL only), for a
+   * long-lived client such as a background worker; the caller ends it. Made by the same
+   * connector as the pool's, so it follows a failover the same way.
+   */
+  readonly connect?: (options?: ClientOptions) => Promise<pg.Client>;
+  /**
+   * Opens one transaction for a whole request (PostgreSQL only): see request-transaction.ts.
+   * PGlite has none: it serves one process, and its one connection cannot be held by a request.
+   */
+  readonly beginRequestTransaction?: () => Promise<RequestTransaction>;
+  /** `host:port` of the server the pool currently connects to (PostgreSQL only), when known. */
+  readonly currentPrimary?: () => string | undefined;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url));
+/** `application_name` of the cache listener's session, so operators can tell it in `pg_stat_activity`. */
+export const LISTENER_APPLICATION_NAME = 'wum-cache-listener';
+/** `application_name` of the session that takes the migration lock and migrates. */
+const MIGRATION_APPLICATION_NAME = 'wum-migrate';
 /** Arbitrary constant shared by every replica: only one migrates at a time. */
 const MIGRATION_LOCK_ID = 746_574_001;
 
 async function openPostgres(config: StorageConfig & { kind: 'postgres' }): Promise<OpenDatabase> {
-  const pool = new pg.Pool({
-    connectionString: config.url,
-    max: config.poolSize,
+  // Every connection, pooled or not, is made by the connector: to the primary of a
+  // multi-host DATABASE_URL, with the connect, statement and reply limits (postgres-connector.ts).
+  const connector = createConnector({
+    url: config.url,
+    ...(config.connectTimeoutMs ? { connectTimeoutMs: config.connectTimeoutMs } : {}),
     // A runaway query is cancelled by the server (SQLSTATE 57014, answered 503 by pg-errors.ts).
-    ...(config.statementTimeoutMs ? { statement_timeout: config.statementTimeoutMs } : {}),
-    // Waiting for a free connection (or a new one) is bounded too, so a stalled database turns
-    // into quick 503s rather than a queue of requests that grows without limit.
-    ...(config.connectTimeoutMs ? { connectionTimeoutMillis: config.connectTimeoutMs } : {}),
+    ...(config.statementTimeoutMs ? { statementTimeoutMs: config.statementTimeoutMs } : {}),
+    ...(config.queryTimeoutMs ? { queryTimeoutMs: config.queryTimeoutMs } : {}),
   });
+  // Waiting for a free connection (or a new one) is bounded too (connectionTimeoutMillis, the
+  // connect timeout), so a stalled database turns into quick 503s rather than a growing queue.
+  const pool = new pg.Pool(connector.poolConfig(config.poolSize));
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const db = drizzlePg({ client: pool, schema }) as unknown as Database;
-  const lockClient = await pool.connect();
+  const raw = drizzlePg({ client: pool, schema }) as unknown as Database;
+  // Waiting while another replica migrates, and migrating, may take longer than a request may.
+  const lockClient = await connector.connect({ applicationName: MIGRATION_APPLICATION_NAME, statementTimeoutMs: 0, queryTimeoutMs: 0 });
   try {
-    // Waiting while another replica migrates, and migrating, may take longer than a request may.
-    await lockClient.query('set statement_timeout = 0');
     await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
     await migratePg(drizzlePg({ client: lockClient, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw error;
   } finally {
-    await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
-    await lockClient.query('reset statement_timeout').catch(() => {});
-    lockClient.release();
+    // Ending the session releases its advisory lock too.
+    await lockClient.end().catch(() => {});
   }
+  const writable = connector.targetSessionAttrs !== 'any';
   return {
-    db,
+    db: scopedDatabase(raw),
     kind: 'postgres',
     created: false,
-    ping: async () => void (await pool.query('select 1')),
+    connect: (options) => connector.connect(options),
+    connectListener: () => connector.connect({ applicationName: LISTENER_APPLICATION_NAME }),
+    beginRequestTransaction: () => beginRequestTransaction(pool),
+    currentPrimary: () => connector.current(),
+    async ping() {
+      const { rows } = await pool.query<{ standby: boolean }>('select pg_catalog.pg_is_in_recovery() as standby');
+      // With target_session_attrs, ready means a session that can write.
+      if (writable && rows[0]?.standby) throw new Error('the database server is a standby');
+    },
     close: () => pool.end(),
   };
 }

@@ -1,4 +1,4 @@
-import { and, eq, lt, sql } from 'drizzle-orm';
+import { and, eq, lt, sql, type SQL } from 'drizzle-orm';
 import type { Database } from './database.ts';
 import { idempotencyKeys } from './schema.ts';
 
@@ -28,13 +28,26 @@ export interface IdempotencyStore {
    * same request, is taken over.
    */
   begin(workspaceId: number, key: string, fingerprint: string, lockSeconds: number): Promise<IdempotencyOutcome>;
+  /**
+   * Inside a request transaction (request-transaction.ts): takes the key's lock for the rest
+   * of that transaction, or returns false when another request holds it (it is in flight).
+   * A transaction-scoped advisory lock: released by commit, by rollback, and by a connection
+   * or server that dies, so a request lost in a failover never leaves its key locked.
+   * Source: PostgreSQL "Advisory Locks" (`pg_try_advisory_xact_lock`).
+   */
+  tryLock(workspaceId: number, key: string): Promise<boolean>;
   /** Stores the first response for replay. */
   complete(workspaceId: number, key: string, response: StoredResponse): Promise<void>;
+  /** The statement {@link complete} runs, for a caller that sends it along with its commit. */
+  completion(workspaceId: number, key: string, response: StoredResponse): SQL;
   /** Forgets a claim whose request failed on our side, so a retry runs again. */
   release(workspaceId: number, key: string): Promise<void>;
   /** Deletes records past their 24 hours; returns how many. */
   purgeExpired(): Promise<number>;
 }
+
+/** Prefix of the advisory-lock key of an idempotency key (workspace id and key follow). */
+const IDEMPOTENCY_LOCK_PREFIX = 'wum-idempotency:';
 
 const expired = sql`${idempotencyKeys.createdAt} < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`;
 
@@ -74,8 +87,20 @@ export function createIdempotencyStore(db: Database): IdempotencyStore {
       };
     },
 
+    async tryLock(workspaceId, key) {
+      const lockKey = `${IDEMPOTENCY_LOCK_PREFIX}${workspaceId}:${key}`;
+      const result = (await db.execute(
+        sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as locked`,
+      )) as unknown as { rows: Array<{ locked: boolean }> };
+      return result.rows[0]?.locked === true;
+    },
+
     async complete(workspaceId, key, response) {
-      await db
+      await db.execute(this.completion(workspaceId, key, response));
+    },
+
+    completion(workspaceId, key, response) {
+      return db
         .update(idempotencyKeys)
         .set({
           responseStatus: response.status,
@@ -83,7 +108,8 @@ export function createIdempotencyStore(db: Database): IdempotencyStore {
           responseBody: response.body,
           lockedUntil: null,
         })
-        .where(byKey(workspaceId, key));
+        .where(byKey(workspaceId, key))
+        .getSQL();
     },
 
     async release(workspaceId, key) {

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Product, ProductRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { products, userApps, users } from './schema.ts';
+import { products, scimGroups, userApps, users } from './schema.ts';
 
 /** A products row as the drivers return it from a NamedStatement (timestamps as text). */
 interface ProductRow {
@@ -76,6 +76,15 @@ export function createProductRepository(db: Database): ProductRepository {
           ),
         )
         .orderBy(asc(userApps.role));
+      return rows.map((r) => r.role);
+    },
+
+    async findRolesLinkedAsGroups(product, roles) {
+      const rows = await db
+        .selectDistinct({ role: scimGroups.role })
+        .from(scimGroups)
+        .where(and(eq(scimGroups.product, product), roles ? inArray(scimGroups.role, [...roles]) : undefined))
+        .orderBy(asc(scimGroups.role));
       return rows.map((r) => r.role);
     },
   };

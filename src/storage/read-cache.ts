@@ -15,13 +15,17 @@ const MAX_CREDENTIALS = 10_000;
  * after the transaction that revoked a key, deleted a workspace or changed the catalogue
  * commits. A read that started before an invalidation is not kept (a generation counter),
  * so a concurrent revocation cannot be undone by a late answer. Changes made by another
- * process reach this one after at most `ttlMs`, or at once when that process announces them
- * (WORKERS: see `http/workers.ts`). Source: issue 5, "per-request auth look-up".
+ * process reach this one through {@link clear}: at once from a sibling worker (`http/workers.ts`),
+ * within milliseconds from any replica on the same PostgreSQL (`storage/notify.ts`), and after
+ * at most `ttlMs` while neither can tell. Source: issue 5, "per-request auth look-up"; SPEC.md
+ * Part B, "Running several replicas".
  */
 export class ReadCache {
   private readonly credentials: LRUCache<string, Credentials> | undefined;
   private catalogue: { readonly products: Product[]; readonly until: number } | undefined;
   private generation = 0;
+  /** False while changes made elsewhere may go unannounced (see {@link trust}). */
+  private trusted = true;
 
   /**
    * @param ttlMs - how long an entry may be served, in ms; 0 turns the cache off.
@@ -36,6 +40,7 @@ export class ReadCache {
 
   /** Cached credentials, else `load()`'s, kept when they name a live key and nothing changed meanwhile. */
   async resolve(subdomain: string, keyHash: string, load: () => Promise<Credentials>): Promise<Credentials> {
+    if (!this.trusted) return load();
     const key = `${subdomain}\u0000${keyHash}`;
     const cached = this.credentials?.get(key);
     if (cached) return cached;
@@ -49,12 +54,24 @@ export class ReadCache {
 
   /** The cached catalogue, else `load()`'s, kept as for {@link resolve}. */
   async products(load: () => Promise<Product[]>): Promise<Product[]> {
+    if (!this.trusted) return load();
     const now = performance.now();
     if (this.catalogue && this.catalogue.until > now) return this.catalogue.products;
     const generation = this.generation;
     const products = await load();
     if (this.ttlMs > 0 && generation === this.generation) this.catalogue = { products, until: now + this.ttlMs };
     return products;
+  }
+
+  /**
+   * While `trusted` is false, every read goes to the database and nothing is kept: the
+   * channel that announces other processes' changes is down (the cache listener lost its
+   * connection, e.g. during a database failover), so only reading afresh stays exact.
+   * Turning it off forgets everything; turning it back on starts from empty.
+   */
+  trust(trusted: boolean): void {
+    this.trusted = trusted;
+    this.clear();
   }
 
   /** Forgets everything (another process announced a change). */

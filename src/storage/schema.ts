@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import {
   bigint,
+  boolean,
   bigserial,
   check,
   foreignKey,
@@ -33,6 +34,11 @@ export const workspaces = pgTable(
     subdomain: text('subdomain').notNull(),
     name: text('name').notNull(),
     createdAt: createdAt(),
+    /**
+     * The last event sequence given out in this workspace (`events.sequence`). Bumped by the
+     * statement that writes an event, so its row lock orders a workspace's events by commit.
+     */
+    eventSequence: bigint('event_sequence', { mode: 'number' }).notNull().default(0),
   },
   (t) => [unique('workspaces__subdomain').on(t.subdomain)],
 );
@@ -65,7 +71,10 @@ export const products = pgTable('products', {
   updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
 });
 
-/** Users of a workspace; `id` orders them by creation. */
+/**
+ * Users of a workspace. `id` orders them by creation and stays inside the database;
+ * `public_id` is the user's `id` on the wire (a UUID that never changes).
+ */
 export const users = pgTable(
   'users',
   {
@@ -73,18 +82,30 @@ export const users = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     id: bigserial('id', { mode: 'number' }).notNull(),
+    publicId: uuid('public_id').notNull().defaultRandom(),
     email: text('email').notNull(),
     role: text('role').notNull(),
     firstName: text('first_name').notNull(),
     lastName: text('last_name').notNull(),
     status: text('status').notNull(),
+    externalId: text('external_id'),
+    scimAttributes: jsonb('scim_attributes'),
+    scimDeleted: boolean('scim_deleted').notNull().default(false),
+    version: integer('version').notNull().default(1),
     createdAt: createdAt(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
   },
   (t) => [
     primaryKey({ name: 'users__pk', columns: [t.workspaceId, t.id] }),
+    uniqueIndex('users__workspace_public_id').on(t.workspaceId, t.publicId),
     uniqueIndex('users__workspace_email').on(t.workspaceId, sql`lower(${t.email})`),
     index('users__workspace_status_id').on(t.workspaceId, t.status, t.id),
+    // Prefix searches (`q`, SCIM `sw`) and the email order: byte order ("C") lets a btree
+    // serve `LIKE 'prefix%'` whatever the server's locale.
+    index('users__workspace_email_c').on(t.workspaceId, sql`(lower(${t.email}) collate "C")`),
+    index('users__workspace_first_name_c').on(t.workspaceId, sql`(lower(${t.firstName}) collate "C")`),
+    index('users__workspace_last_name_c').on(t.workspaceId, sql`(lower(${t.lastName}) collate "C")`),
+    index('users__workspace_external_id').on(t.workspaceId, t.externalId),
     // The last-owner check counts these few rows, not a workspace's million users.
     index('users__active_owners').on(t.workspaceId).where(sql`${t.status} = 'active' and ${t.role} = 'owner'`),
     check('users__role', sql`${t.role} in ('owner', 'non_owner')`),
@@ -142,6 +163,32 @@ export const userApps = pgTable(
       foreignColumns: [users.workspaceId, users.id],
     }).onDelete('cascade'),
     index('user_apps__product_role').on(t.product, t.role),
+    // The `app` filter and SCIM group members: holders of a role within one workspace.
+    index('user_apps__workspace_product_role').on(t.workspaceId, t.product, t.role, t.userId),
+  ],
+);
+
+/**
+ * SCIM groups: the product roles a workspace linked as groups (SPEC.md Part B, SCIM 2.0
+ * provisioning). Members are not stored here: they are the users holding the role
+ * (`user_apps`). `id` is the group's SCIM id.
+ */
+export const scimGroups = pgTable(
+  'scim_groups',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: uuid('id').notNull(),
+    product: text('product').notNull(),
+    role: text('role').notNull(),
+    externalId: text('external_id'),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'scim_groups__pk', columns: [t.workspaceId, t.id] }),
+    unique('scim_groups__workspace_role').on(t.workspaceId, t.product, t.role),
   ],
 );
 
@@ -160,10 +207,39 @@ export const auditEvents = pgTable(
     action: text('action').notNull(),
     targetType: text('target_type').notNull(),
     targetId: text('target_id').notNull(),
+    /** The `id` of the user a user event is about, so a user's history survives renames. */
+    userId: uuid('user_id'),
     before: jsonb('before'),
     after: jsonb('after'),
   },
-  (t) => [index('audit_events__workspace_id').on(t.workspaceId, t.id)],
+  (t) => [
+    index('audit_events__workspace_id').on(t.workspaceId, t.id),
+    index('audit_events__workspace_user_id').on(t.workspaceId, t.userId, t.id).where(sql`${t.userId} is not null`),
+  ],
+);
+
+/**
+ * The outbox of user events (SPEC.md Part B, Events and webhooks): written by the statement or
+ * transaction that changes the user, so there is no change without its event and no event
+ * without its change. `sequence` increases strictly within a workspace, in commit order.
+ * `data` is `{"user": <the user after the change>, "previous"?: <changed fields before>}`.
+ */
+export const events = pgTable(
+  'events',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    sequence: bigint('sequence', { mode: 'number' }).notNull(),
+    id: text('id').notNull(),
+    type: text('type').notNull(),
+    createdAt: createdAt(),
+    data: jsonb('data').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'events__pk', columns: [t.workspaceId, t.sequence] }),
+    index('events__created_at').on(t.createdAt),
+  ],
 );
 
 /** Stored first responses of requests sent with an `Idempotency-Key` (SPEC.md Part B, Retries). */

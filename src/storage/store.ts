@@ -1,7 +1,9 @@
 import type { Repositories, Store } from '../core/ports.ts';
 import { createApiKeyRepository } from './api-keys.queries.ts';
 import { createAuditRepository } from './audit.queries.ts';
+import { createGroupRepository } from './groups.queries.ts';
 import type { Database } from './database.ts';
+import { announceCacheChange } from './notify.ts';
 import { mapDatabaseError } from './pg-errors.ts';
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
@@ -11,6 +13,7 @@ import { createWorkspaceRepository } from './workspaces.queries.ts';
 function repositories(db: Database): Repositories {
   return {
     users: createUserRepository(db),
+    groups: createGroupRepository(db),
     products: createProductRepository(db),
     workspaces: createWorkspaceRepository(db),
     apiKeys: createApiKeyRepository(db),
@@ -33,15 +36,17 @@ export interface StoreOptions {
 export interface CachingStore extends Store {
   /** Forgets every cached read (another process announced a change of keys, workspaces or products). */
   forgetCached(): void;
+  /** Serves cached reads only while `trusted` (see `ReadCache.trust`). */
+  trustCache(trusted: boolean): void;
 }
 
-/** The repositories, with `changed` called after each method that alters what the cache holds. */
-function watchChanges(repos: Repositories, changed: () => void): Repositories {
+/** The repositories, with `changed` awaited after each method that alters what the cache holds. */
+function watchChanges(repos: Repositories, changed: () => void | Promise<void>): Repositories {
   const then =
     <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       const result = await method(...args);
-      changed();
+      await changed();
       return result;
     };
   return {
@@ -57,12 +62,18 @@ function watchChanges(repos: Repositories, changed: () => void): Repositories {
  * and `transaction`, which binds fresh repositories to one transaction and maps constraint
  * violations to AppErrors (e.g. `users__workspace_email` → `user_already_exists`).
  * Outside transactions, key look-ups and the catalogue are read through a {@link ReadCache};
- * a transaction that revoked a key, deleted a workspace or changed the catalogue empties it
- * once it has committed (and calls `options.onChange`).
+ * a transaction that revoked a key, deleted a workspace or changed the catalogue sends
+ * `NOTIFY` in itself (so every replica's listener forgets its cache when it commits, see
+ * `notify.ts`) and empties this process's cache once it has committed (and calls
+ * `options.onChange`). Source: SPEC.md Part B, "Running several replicas".
  */
 export function createStore(db: Database, options: StoreOptions = {}): CachingStore {
   const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);
-  const base = watchChanges(repositories(db), () => cache.invalidate());
+  const base = watchChanges(repositories(db), async () => {
+    cache.invalidate();
+    // Outside a transaction the change has committed already: tell the others right after.
+    await announceCacheChange(db);
+  });
   return {
     ...base,
     apiKeys: {
@@ -71,13 +82,17 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
     },
     products: { ...base.products, findAll: () => cache.products(() => base.products.findAll()) },
     forgetCached: () => cache.clear(),
+    trustCache: (trusted) => cache.trust(trusted),
     async transaction(work) {
       let changed = false;
       let result;
       try {
-        result = await db.transaction(async (tx) =>
-          work(watchChanges(repositories(tx as unknown as Database), () => (changed = true))),
-        );
+        result = await db.transaction(async (tx) => {
+          const value = await work(watchChanges(repositories(tx as unknown as Database), () => void (changed = true)));
+          // Delivered to every listener when this transaction commits, and never if it rolls back.
+          if (changed) await announceCacheChange(tx as unknown as Database);
+          return value;
+        });
       } catch (error) {
         throw mapDatabaseError(error);
       }

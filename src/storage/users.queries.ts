@@ -1,19 +1,20 @@
-import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { PageRequest } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { Slice, UserRepository } from '../core/ports.ts';
-import type { AppRole, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
+import type { Slice, UserChangeRecord, UserRepository } from '../core/ports.ts';
+import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { USER_COUNT_BLOCK_IDS, userApps } from './schema.ts';
+import { USER_COUNT_BLOCK_IDS } from './schema.ts';
+import { conditionSql, orderSql } from './user-conditions.ts';
 
 /*
  * The hot paths are written out in SQL so that each step costs one round trip: an add is one
  * data-modifying statement that checks its apps against the catalogue and inserts the user,
- * its apps, its count and its audit event together (the existing user is read only when the
- * email is taken); a status change moves the count in the
- * statement that changes the status; a listing reads its exact total, and where its page
+ * its apps, its count, its audit event and its outbox event together (the existing user is
+ * read only when the email is taken); any other change of a user is one statement that writes
+ * the user, the difference in its apps, its count, its audit event and its outbox event; a listing reads its exact total, and where its page
  * starts, from `user_counts` in the same snapshot as its rows. Each is a NamedStatement: its
  * text is built once, and PostgreSQL plans it once per connection. Every statement names
  * `workspace_id`.
@@ -30,29 +31,34 @@ const COUNT_SLOTS = 16;
 const workspaceParam = ph('workspaceId');
 
 /** The apps of the user row of `table` as a JSON array, in the order they were given. */
-function appsOf(table: string): SQL {
+function appsOf(table: string, workspace: SQL = sql`${workspaceParam}`): SQL {
   return sql`coalesce((
     select json_agg(json_build_object('name', ua.product, 'role', ua.role) order by ua.position)
     from user_apps ua
-    where ua.workspace_id = ${workspaceParam} and ua.user_id = ${sql.identifier(table)}.id
+    where ua.workspace_id = ${workspace} and ua.user_id = ${sql.identifier(table)}.id
   ), '[]'::json)`;
 }
 
 /** The columns of a user row, of `table`, in the shape {@link toUser} reads. */
 function userColumnsOf(table: string): SQL {
   const row = sql.identifier(table);
-  return sql`${row}.id, ${row}.email, ${row}.role, ${row}.first_name, ${row}.last_name, ${row}.status,
-    ${row}.created_at, ${row}.updated_at`;
+  return sql`${row}.id, ${row}.public_id, ${row}.email, ${row}.role, ${row}.first_name, ${row}.last_name, ${row}.status,
+    ${row}.external_id, ${row}.scim_attributes, ${row}.scim_deleted, ${row}.version, ${row}.created_at, ${row}.updated_at`;
 }
 
 /** A user row as either driver returns it: int8 as number or string, timestamps as text. */
 interface UserRow {
   id: number | string;
+  public_id: string;
   email: string;
   role: string;
   first_name: string;
   last_name: string;
   status: string;
+  external_id: string | null;
+  scim_attributes: ScimAttributes | string | null;
+  scim_deleted: boolean;
+  version: number | string;
   created_at: string | Date;
   updated_at: string | Date;
   apps?: AppRole[];
@@ -64,15 +70,77 @@ function toDate(value: string | Date): Date {
 
 function toUser(row: UserRow, apps: readonly AppRole[] = row.apps ?? []): StoredUser {
   return {
-    id: Number(row.id),
+    rowId: Number(row.id),
+    id: row.public_id,
     email: row.email,
     role: row.role as WorkspaceRole,
     firstName: row.first_name,
     lastName: row.last_name,
     apps,
     status: row.status as UserStatus,
+    externalId: row.external_id,
+    scimAttributes: typeof row.scim_attributes === 'string' ? JSON.parse(row.scim_attributes) : row.scim_attributes,
+    scimDeleted: row.scim_deleted,
+    version: Number(row.version),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
+  };
+}
+
+/** An instant as the API writes it: RFC 3339 in UTC with milliseconds, as `Date.toISOString()`. */
+function isoTimestamp(column: SQL): SQL {
+  return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
+/** The apps bound as `products[]`/`roles[]`, as the JSON array `[{name, role}]`, in order. */
+const appsParamJson = sql`(select coalesce(jsonb_agg(jsonb_build_object('name', a.product, 'role', a.role) order by a.position), '[]'::jsonb)
+  from unnest(${ph('products')}::text[], ${ph('roles')}::text[]) with ordinality as a(product, role, position))`;
+
+/** The user row `s` as the API shows it (the wire user), with `apps` given. */
+function wireUserJson(apps: SQL): SQL {
+  return sql`jsonb_build_object('id', s.public_id, 'email', s.email, 'role', s.role, 'first_name', s.first_name,
+    'last_name', s.last_name, 'apps', ${apps}, 'status', s.status,
+    'created_at', ${isoTimestamp(sql`s.created_at`)}, 'updated_at', ${isoTimestamp(sql`s.updated_at`)})`;
+}
+
+/**
+ * Appends the outbox event of the change of the user row `s` of CTE `source` (if it wrote
+ * one): the workspace's next sequence — taken by bumping `workspaces.event_sequence`, whose
+ * row lock then orders the workspace's events by commit — and `{user, previous?}` as data.
+ * Two CTEs, to follow others in a WITH list.
+ */
+function eventInsert(source: string): SQL {
+  return sql`sequenced as (
+      update workspaces set event_sequence = event_sequence + 1
+      where id = ${workspaceParam} and exists (select 1 from ${sql.identifier(source)})
+      returning event_sequence
+    ),
+    evented as (
+      insert into events (workspace_id, sequence, id, type, data)
+      select ${workspaceParam}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${ph('eventType')}::text,
+        jsonb_build_object('user', ${wireUserJson(appsParamJson)})
+          || case when ${ph('previous')}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${ph('previous')}::jsonb) end
+      from ${sql.identifier(source)} s, sequenced q
+    )`;
+}
+
+/** The values of every statement that writes `user` with its change record. */
+function writeParams(workspaceId: number, user: UserWrite, record: UserChangeRecord): Record<string, unknown> {
+  return {
+    ...auditEventParams({ ...record.audit, workspaceId }),
+    workspaceId,
+    email: user.email,
+    role: user.role,
+    firstName: user.firstName,
+    lastName: user.lastName,
+    status: user.status,
+    externalId: user.externalId,
+    scimAttributes: user.scimAttributes === null ? null : JSON.stringify(user.scimAttributes),
+    scimDeleted: user.scimDeleted,
+    products: user.apps.map((a) => a.name),
+    roles: user.apps.map((a) => a.role),
+    eventType: record.eventType,
+    previous: record.previous === null ? null : JSON.stringify(record.previous),
   };
 }
 
@@ -91,26 +159,38 @@ function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
     on conflict (workspace_id, status, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
-/** The user of an email (any letter case), with its apps. */
-const findByEmail = new NamedStatement(
-  'wum_user_by_email',
-  () => sql`select ${userColumnsOf('users')}, ${appsOf('users')} as apps from users
-    where users.workspace_id = ${workspaceParam} and lower(users.email) = lower(${ph('email')})`,
-);
+/** How a reference names a user: by email (any letter case), by public id, or by row id. */
+const USER_KEYS = {
+  email: sql`lower(users.email) = lower(${ph('key')})`,
+  id: sql`users.public_id = ${ph('key')}::uuid`,
+  row: sql`users.id = ${ph('key')}`,
+} as const;
 
-/** Locks the user row of an email until commit; its id. */
-const lockByEmail = new NamedStatement(
-  'wum_user_lock_by_email',
-  () => sql`select users.id from users
-    where users.workspace_id = ${workspaceParam} and lower(users.email) = lower(${ph('email')}) for update`,
-);
+/** The user a key names, with its apps; one statement per kind of key. */
+const findUser = Object.fromEntries(
+  Object.entries(USER_KEYS).map(([kind, where]) => [
+    kind,
+    new NamedStatement(
+      `wum_user_by_${kind}`,
+      () => sql`select ${userColumnsOf('users')}, ${appsOf('users')} as apps from users
+        where users.workspace_id = ${workspaceParam} and ${where}`,
+    ),
+  ]),
+) as Record<keyof typeof USER_KEYS, NamedStatement>;
 
-/** The user of an id, with its apps. */
-const findById = new NamedStatement(
-  'wum_user_by_id',
-  () => sql`select ${userColumnsOf('users')}, ${appsOf('users')} as apps from users
-    where users.workspace_id = ${workspaceParam} and users.id = ${ph('id')}`,
-);
+/** Locks the user row a key names until commit; its row id. */
+const lockUser = Object.fromEntries(
+  (['email', 'id'] as const).map((kind) => [
+    kind,
+    new NamedStatement(
+      `wum_user_lock_by_${kind}`,
+      () => sql`select users.id from users where users.workspace_id = ${workspaceParam} and ${USER_KEYS[kind]} for update`,
+    ),
+  ]),
+) as Record<'email' | 'id', NamedStatement>;
+
+/** A canonical UUID: anything else names no user (and must not reach a `::uuid` cast). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Inserts a user unless its email is taken, with its apps (if `withApps`), its count and its
@@ -135,43 +215,61 @@ function insertStatement(name: string, withApps: boolean): NamedStatement {
     ),`;
     return sql`with ${withApps ? guard : sql``}
       inserted as (
-        insert into users (workspace_id, email, role, first_name, last_name, status)
-        select ${workspaceParam}::int8, ${ph('email')}::text, ${ph('role')}::text, ${ph('firstName')}::text,
-          ${ph('lastName')}::text, ${ph('status')}::text
+        insert into users (workspace_id, public_id, email, role, first_name, last_name, status, external_id,
+          scim_attributes, scim_deleted)
+        select ${workspaceParam}::int8, ${ph('publicId')}::uuid, ${ph('email')}::text, ${ph('role')}::text,
+          ${ph('firstName')}::text, ${ph('lastName')}::text, ${ph('status')}::text, ${ph('externalId')}::text,
+          ${ph('scimAttributes')}::jsonb, ${ph('scimDeleted')}::boolean
         where ${withApps ? sql`(select ok from known)` : sql`true`}
         on conflict (workspace_id, lower(email)) do nothing
         returning ${userColumnsOf('users')}
       ),
       ${withApps ? apps : sql``}
       counted as (${countChange('inserted', sql`values (s.status, 1)`)}),
-      audited as (${auditInsert('inserted')})
+      audited as (${auditInsert('inserted')}),
+      ${eventInsert('inserted')}
       select * from inserted`;
   });
 }
 const insertWithApps = insertStatement('wum_user_insert', true);
 const insertWithoutApps = insertStatement('wum_user_insert_without_apps', false);
 
-/** Updates user `id` with `set` and moves its count if its status changed; the new row with its apps. */
-function updateStatement(name: string, set: SQL): NamedStatement {
-  return new NamedStatement(
-    name,
-    () => sql`with old as (
-        select status from users where workspace_id = ${workspaceParam} and id = ${ph('id')}
-      ),
-      updated as (
-        update users set ${set}, updated_at = now()
-        from old where users.workspace_id = ${workspaceParam} and users.id = ${ph('id')}
-        returning ${userColumnsOf('users')}, old.status as old_status
-      ),
-      moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)})
-      select ${userColumnsOf('updated')}, ${appsOf('updated')} as apps from updated`,
-  );
-}
-const replaceUser = updateStatement(
-  'wum_user_replace',
-  sql`role = ${ph('role')}, first_name = ${ph('firstName')}, last_name = ${ph('lastName')}, status = ${ph('status')}`,
+/**
+ * Writes every attribute of user row `rowId`, one more version, its count if its status
+ * changed, its apps if `replaceApps` (deleting the roles it no longer holds, upserting the
+ * others with their new positions: two disjoint sets of rows, so one statement can do both),
+ * its audit event and its outbox event. Returns the row as written.
+ */
+const writeUser = new NamedStatement(
+  'wum_user_write',
+  () => sql`with old as (
+      select status from users where workspace_id = ${workspaceParam} and id = ${ph('rowId')}
+    ),
+    updated as (
+      update users set email = ${ph('email')}, role = ${ph('role')}, first_name = ${ph('firstName')},
+        last_name = ${ph('lastName')}, status = ${ph('status')}, external_id = ${ph('externalId')},
+        scim_attributes = ${ph('scimAttributes')}::jsonb, scim_deleted = ${ph('scimDeleted')},
+        version = users.version + 1, updated_at = now()
+      from old where users.workspace_id = ${workspaceParam} and users.id = ${ph('rowId')}
+      returning ${userColumnsOf('users')}, old.status as old_status
+    ),
+    moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)}),
+    dropped as (
+      delete from user_apps ua where ${ph('replaceApps')}::boolean
+        and ua.workspace_id = ${workspaceParam} and ua.user_id = ${ph('rowId')}
+        and (ua.product, ua.role) not in (select * from unnest(${ph('products')}::text[], ${ph('roles')}::text[]))
+    ),
+    placed as (
+      insert into user_apps (workspace_id, user_id, product, role, position)
+      select ${workspaceParam}, ${ph('rowId')}, a.product, a.role, a.position - 1
+      from unnest(${ph('products')}::text[], ${ph('roles')}::text[]) with ordinality as a(product, role, position)
+      where ${ph('replaceApps')}::boolean
+      on conflict (workspace_id, user_id, product, role) do update set position = excluded.position
+    ),
+    audited as (${auditInsert('updated')}),
+    ${eventInsert('updated')}
+    select ${userColumnsOf('updated')} from updated`,
 );
-const setUserStatus = updateStatement('wum_user_set_status', sql`status = ${ph('status')}`);
 
 /** Active owners of a workspace (the partial index `users__active_owners`). */
 const countActiveOwners = new NamedStatement(
@@ -222,68 +320,68 @@ function pageStatement(name: string, ofStatus: (alias: string) => SQL): NamedSta
 const pageOfAll = pageStatement('wum_users_page', () => sql``);
 const pageOfStatus = pageStatement('wum_users_page_of_status', (alias) => sql` and ${sql.identifier(alias)}.status = ${ph('status')}`);
 
+/** Same apps in the same order. */
+function sameApps(a: readonly AppRole[], b: readonly AppRole[]): boolean {
+  return a.length === b.length && a.every((app, i) => app.name === b[i]!.name && app.role === b[i]!.role);
+}
+
+/** The filtered listing: exact total and one window of rows in one statement (one snapshot). */
+function matchingSql(workspaceId: number, where: SQL, total: SQL, order: SQL, outerOrder: SQL, limit: number, offset: number): SQL {
+  return sql`select ${total}::int8 as total, p.*
+    from (select 1) as one
+    left join lateral (
+      select ${userColumnsOf('u')}, ${appsOf('u', sql`${workspaceId}`)} as apps
+      from users u where ${where}
+      order by ${order} limit ${limit} offset ${offset}
+    ) p on true
+    order by ${outerOrder}`;
+}
+
 /**
  * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
- * `(workspace_id, lower(email))` unique index; every change of a user's existence or status
- * changes `user_counts` in the same statement.
+ * `(workspace_id, lower(email))` unique index, by id the `(workspace_id, public_id)` one; every
+ * change of a user's existence or status changes `user_counts` in the same statement.
  */
 export function createUserRepository(db: Database): UserRepository {
-  async function writeApps(workspaceId: number, userId: number, apps: readonly AppRole[]): Promise<void> {
-    if (apps.length === 0) return;
-    await db.insert(userApps).values(
-      apps.map((app, position) => ({ workspaceId, userId, product: app.name, role: app.role, position })),
-    );
-  }
+  const rows = async (query: SQL) => (await db.execute(query)) as unknown as { rows: UserRow[] } | UserRow[];
+  const list = async (query: SQL): Promise<UserRow[]> => {
+    const result = await rows(query);
+    return Array.isArray(result) ? result : result.rows;
+  };
 
   return {
-    async findByEmail(workspaceId, email, options) {
+    async find(workspaceId, ref, options) {
+      const kind = 'email' in ref ? 'email' : 'id';
+      const key = 'email' in ref ? ref.email : ref.id;
+      if (kind === 'id' && !UUID.test(key)) return undefined;
       if (!options?.lock) {
-        const [row] = await findByEmail.run<UserRow>(db, { workspaceId, email });
+        const [row] = await findUser[kind].run<UserRow>(db, { workspaceId, key });
         return row ? toUser(row) : undefined;
       }
       // Lock, then read in a second statement. Under READ COMMITTED a statement that waited
       // for the row lock sees the newest version of the locked row but user_apps as of its
       // own start: read together, the apps could predate the change it waited for (found by
       // test/reliability/races.test.ts on PostgreSQL).
-      const [locked] = await lockByEmail.run<{ id: number | string }>(db, { workspaceId, email });
+      const [locked] = await lockUser[kind].run<{ id: number | string }>(db, { workspaceId, key });
       if (!locked) return undefined;
-      const [row] = await findById.run<UserRow>(db, { workspaceId, id: locked.id });
+      const [row] = await findUser.row.run<UserRow>(db, { workspaceId, key: locked.id });
       return row ? toUser(row) : undefined;
     },
 
-    async insertIfAbsent(workspaceId, user: UserWrite, event) {
-      const values = {
-        ...auditEventParams({ ...event, workspaceId }),
-        workspaceId,
-        email: user.email,
-        role: user.role,
-        firstName: user.firstName,
-        lastName: user.lastName,
-        status: user.status,
-        products: user.apps.map((a) => a.name),
-        roles: user.apps.map((a) => a.role),
-      };
+    async insertIfAbsent(workspaceId, id, user, record) {
+      const values = { ...writeParams(workspaceId, user, record), publicId: id };
       const [row] = await (user.apps.length > 0 ? insertWithApps : insertWithoutApps).run<UserRow>(db, values);
       return row ? toUser(row, user.apps) : undefined;
     },
 
-    async replace(workspaceId, id, user) {
-      const [row] = await replaceUser.run<UserRow>(db, {
-        workspaceId,
-        id,
-        role: user.role,
-        firstName: user.firstName,
-        lastName: user.lastName,
-        status: user.status,
+    async write(workspaceId, current, user, record) {
+      const replaceApps = !sameApps(current.apps, user.apps);
+      const [row] = await writeUser.run<UserRow>(db, {
+        ...writeParams(workspaceId, user, record),
+        rowId: current.rowId,
+        replaceApps,
       });
-      await db.delete(userApps).where(and(eq(userApps.workspaceId, workspaceId), eq(userApps.userId, id)));
-      await writeApps(workspaceId, id, user.apps);
       return toUser(row!, user.apps);
-    },
-
-    async setStatus(workspaceId, id, status) {
-      const [row] = await setUserStatus.run<UserRow>(db, { workspaceId, id, status });
-      return toUser(row!);
     },
 
     async countActiveOwners(workspaceId) {
@@ -293,9 +391,41 @@ export function createUserRepository(db: Database): UserRepository {
 
     async findPage(workspaceId, status, page: PageRequest): Promise<Slice<StoredUser>> {
       const values = { workspaceId, status, offset: pageOffset(page), pageSize: page.pageSize };
-      const rows = await (status === 'all' ? pageOfAll : pageOfStatus).run<UserRow & { total: number | string }>(db, values);
-      const total = Number(rows[0]?.total ?? 0);
-      return { rows: rows.filter((r) => r.id !== null).map((r) => toUser(r)), total };
+      const found = await (status === 'all' ? pageOfAll : pageOfStatus).run<UserRow & { total: number | string }>(db, values);
+      const total = Number(found[0]?.total ?? 0);
+      return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };
+    },
+
+    async findMatching(workspaceId, query, window) {
+      const conditions = [sql`u.workspace_id = ${workspaceId}`];
+      if (query.status !== 'all') conditions.push(sql`u.status = ${query.status}`);
+      if (query.excludeScimDeleted) conditions.push(sql`not u.scim_deleted`);
+      if (query.where) conditions.push(sql`(${conditionSql(query.where)})`);
+      const sort = query.sort ?? 'created_at';
+      const where = sql.join(conditions, sql` and `);
+      // Only an order, no filter: the exact total is the sum of the kept counts, not a count(*).
+      const totalSql =
+        query.where || query.excludeScimDeleted
+          ? sql`(select count(*) from users u where ${where})`
+          : sql`(select coalesce(sum(c.user_count), 0) from user_counts c
+              where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`})`;
+      const found = (await list(
+        matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
+      )) as Array<UserRow & { total: number | string }>;
+      const total = Number(found[0]?.total ?? 0);
+      return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };
+    },
+
+    async lockMatching(workspaceId, condition) {
+      const locked = await list(sql`select u.id from users u
+        where u.workspace_id = ${workspaceId} and (${conditionSql(condition)})
+        order by u.id for update`);
+      if (locked.length === 0) return [];
+      // Read after locking, in a second statement, for the reason given in `find`.
+      const rows = await list(sql`select ${userColumnsOf('u')}, ${appsOf('u', sql`${workspaceId}`)} as apps from users u
+        where u.workspace_id = ${workspaceId} and u.id = any(${sql.param(locked.map((r) => Number(r.id)))}::int8[])
+        order by u.id`);
+      return rows.map((row) => toUser(row));
     },
   };
 }

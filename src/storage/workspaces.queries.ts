@@ -5,7 +5,7 @@ import type { Database } from './database.ts';
 import { workspaces } from './schema.ts';
 
 function toWorkspace(row: typeof workspaces.$inferSelect): Workspace {
-  return { ...row, id: Number(row.id) };
+  return { id: Number(row.id), subdomain: row.subdomain, name: row.name, createdAt: row.createdAt };
 }
 
 /** The workspaces repository over Drizzle. */
@@ -37,7 +37,9 @@ export function createWorkspaceRepository(db: Database): WorkspaceRepository {
     },
 
     async lock(id) {
-      await db.execute(sql`select 1 from ${workspaces} where ${workspaces.id} = ${id} for update`);
+      // NO KEY UPDATE: it serialises owner checks (and conflicts with the event sequence bump)
+      // but not the key-share locks of the foreign keys of users being added meanwhile.
+      await db.execute(sql`select 1 from ${workspaces} where ${workspaces.id} = ${id} for no key update`);
     },
   };
 }

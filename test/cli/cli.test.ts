@@ -199,6 +199,44 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(missing.stderr, /^error: user_not_found: No user with email nobody@example\.com/m);
   });
 
+  test('users update (only the options given change), list with --q/--role/--app/--sort, history', TIMEOUT, async () => {
+    const created = await runWum(['admin', 'workspaces', 'create', 'finder', '--json'], adminEnv);
+    assert.equal(created.code, 0, created.stderr);
+    keys.finder = created.json().api_key.key;
+    assert.equal((await runWum(['users', 'add', 'cy@example.com', '--role', 'non_owner', '--app', 'crm:member'], env('finder'))).code, 0);
+    assert.equal((await runWum(['users', 'add', 'al@example.com', '--role', 'owner', '--first-name', 'Cyd'], env('finder'))).code, 0);
+    const etag = (await runWum(['users', 'get', 'cy@example.com', '--json'], env('finder'))).json().etag;
+    const updated = await runWum(
+      ['users', 'update', 'cy@example.com', '--role', 'owner', '--app', 'analytics:viewer', '--first-name', 'Cy', '--if-match', etag, '--json'],
+      env('finder'),
+    );
+    assert.equal(updated.code, 0, updated.stderr);
+    assert.equal(updated.json().role, 'owner');
+    assert.deepEqual(updated.json().apps, [{ name: 'analytics', role: 'viewer' }]);
+    assert.equal(updated.json().last_name, '-', 'not given: kept');
+    const stale = await runWum(['users', 'update', 'cy@example.com', '--last-name', 'X', '--if-match', etag], env('finder'));
+    assert.equal(stale.code, 1);
+    assert.match(stale.stderr, /^error: precondition_failed: /m);
+    const renamed = await runWum(['users', 'update', 'cy@example.com', '--email', 'cyrus@example.com', '--clear-apps'], env('finder'));
+    assert.equal(renamed.code, 0, renamed.stderr);
+    assert.match(renamed.stdout, /^Updated cyrus@example\.com\./);
+
+    const found = await runWum(['users', 'list', '--q', 'cy', '--role', 'owner', '--sort', '-email', '--json'], env('finder'));
+    assert.deepEqual(found.json().users.map((u: User) => u.email), ['cyrus@example.com', 'al@example.com'], 'email or first name');
+    const byApp = await runWum(['users', 'list', '--app', 'crm', '--all', '--json'], env('finder'));
+    assert.deepEqual(byApp.json(), []);
+    const exported = await runWum(['users', 'export', '--q', 'al'], env('finder'));
+    assert.deepEqual((parse(exported.stdout, { columns: true }) as Array<{ email: string }>).map((r) => r.email), ['al@example.com']);
+    const bad = await runWum(['users', 'list', '--sort', 'name'], env('finder'));
+    assert.equal(bad.code, 2);
+
+    const history = await runWum(['users', 'history', 'cyrus@example.com', '--json'], env('finder'));
+    assert.equal(history.code, 0, history.stderr);
+    assert.deepEqual(history.json().audit_events.map((e: { action: string }) => e.action), ['user.updated', 'user.updated', 'user.created']);
+    const table = await runWum(['users', 'history', 'cyrus@example.com'], env('finder'));
+    assert.match(table.stdout, /user\.updated .*│ email, apps /);
+  });
+
   test('users list --all and export walk every page', TIMEOUT, async () => {
     const wum = createClient({ baseUrl: server.workspaceUrl('source'), apiKey: keys.source! });
     const awkward = [

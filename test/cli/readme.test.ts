@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { createClient } from 'wum/sdk';
 import { freePort } from '../helpers/postgres-cluster.ts';
 import { REPO_ROOT, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
@@ -96,6 +97,21 @@ if (BACKEND === 'pglite') {
       const again = await run(process.execPath, ['--import', tsx, 'example.mts'], { cwd: project, env });
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, /^409 user_already_exists: .* \(request \S+\)$/m);
+    });
+
+    test('### The external API: the curl block runs as written, and leaves what it says', TIMEOUT, async () => {
+      const [block] = blocks(readme, '### The external API (per workspace, `X-Api-Key`)', 'sh');
+      assert.ok(block);
+      const result = await run('sh', ['-e', '-c', onPort(block)], { cwd: dir, env });
+      assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+      const wum = createClient({ baseUrl: `http://demo.localhost:${port}`, apiKey: env.WUM_API_KEY! });
+      const ada = await wum.users.get('ada@example.com').finally(() => wum.close());
+      assert.equal(ada.first_name, 'Augusta Ada', 'the If-Match PATCH applied');
+      assert.equal(ada.last_name, 'King');
+      assert.equal(ada.status, 'active', 'reactivated at the end');
+      assert.match(result.stdout, /"users":\[\{"id":"[^"]+","email":"ada@example\.com"/, 'the search found Ada');
+      assert.match(result.stdout, /"audit_events":\[\{/, 'the history was listed');
+      assert.doesNotMatch(result.stdout, /precondition_failed/);
     });
   });
 }

@@ -20,6 +20,7 @@ function csv(text: string): string {
 
 function user(add: NewUser, reactivated = false): User {
   return {
+    id: '0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e',
     email: add.email,
     role: add.role,
     first_name: add.first_name ?? '-',

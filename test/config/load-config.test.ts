@@ -77,6 +77,7 @@ describe(`loadConfig [${BACKEND}]`, () => {
       poolSize: 10,
       statementTimeoutMs: 5000,
       connectTimeoutMs: 5000,
+      queryTimeoutMs: 6000,
     });
     assert.deepEqual(
       loadConfig({
@@ -85,8 +86,23 @@ describe(`loadConfig [${BACKEND}]`, () => {
         DATABASE_STATEMENT_TIMEOUT_MS: '0',
         DATABASE_CONNECT_TIMEOUT_MS: '250',
       }).storage,
-      { kind: 'postgres', url: 'postgresql://db/wum', poolSize: 25, statementTimeoutMs: 0, connectTimeoutMs: 250 },
+      { kind: 'postgres', url: 'postgresql://db/wum', poolSize: 25, statementTimeoutMs: 0, connectTimeoutMs: 250, queryTimeoutMs: 0 },
     );
+  });
+
+  test('REDIS_URL shares the rate limits (redis:// and rediss://), with its timeout; unset: none', () => {
+    assert.equal(loadConfig({}).redis, undefined);
+    assert.deepEqual(loadConfig({ REDIS_URL: 'redis://cache.internal:6379/0' }).redis, {
+      url: 'redis://cache.internal:6379/0',
+      timeoutMs: 250,
+    });
+    assert.deepEqual(loadConfig({ REDIS_URL: 'rediss://:pw@cache.internal', REDIS_TIMEOUT_MS: '50' }).redis, {
+      url: 'rediss://:pw@cache.internal',
+      timeoutMs: 50,
+    });
+    assert.equal(loadConfig({ REDIS_TIMEOUT_MS: '50' }).redis, undefined, 'a timeout alone changes nothing');
+    assertRejected({ REDIS_URL: 'http://cache.internal' }, ['REDIS_URL']);
+    assertRejected({ REDIS_URL: 'redis://x', REDIS_TIMEOUT_MS: '5' }, ['REDIS_TIMEOUT_MS']);
   });
 
   test('resource bounds: safe defaults for timeouts, sizes and load shedding', () => {
@@ -202,8 +218,8 @@ describe(`loadConfig [${BACKEND}]`, () => {
     ]);
   });
 
-  test('the error message does not echo the rejected ADMIN_TOKEN or DATABASE_URL', () => {
-    for (const env of [{ ADMIN_TOKEN: 'sekrit-x' }, { DATABASE_URL: 'mysql://root:hunter2@db/x' }]) {
+  test('the error message does not echo the rejected ADMIN_TOKEN, DATABASE_URL or REDIS_URL', () => {
+    for (const env of [{ ADMIN_TOKEN: 'sekrit-x' }, { DATABASE_URL: 'mysql://root:hunter2@db/x' }, { REDIS_URL: 'tcp://:hunter2@cache' }]) {
       assert.throws(
         () => loadConfig(env),
         (error: unknown) => error instanceof ConfigError && !/sekrit-x|hunter2/.test(error.message),

@@ -78,6 +78,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
       store,
       idempotency: createIdempotencyStore(database.db),
       ping: database.ping,
+      ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
       logger: false,
     });
     await app.ready();

@@ -146,8 +146,9 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
     const cases: [InjectOptions['method'], string, string[]][] = [
       ['PUT', '/users', ['GET', 'POST']],
       ['DELETE', '/users', ['GET', 'POST']],
-      ['PATCH', '/users/resident@example.com', ['GET', 'DELETE']],
-      ['POST', '/users/resident@example.com', ['GET', 'DELETE']],
+      ['PATCH', '/users', ['GET', 'POST']],
+      ['PUT', '/users/resident@example.com', ['GET', 'PATCH', 'DELETE']],
+      ['POST', '/users/resident@example.com', ['GET', 'PATCH', 'DELETE']],
       ['POST', '/products', ['GET']],
       ['DELETE', '/products', ['GET']],
     ];
@@ -159,7 +160,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
       assert.ok(!allow.includes(method as string), `${method} ${path}: Allow does not list ${method}`);
       assertProblem(await ctx.api(ws, method, path, { noKey: true }), 401, 'missing_api_key');
     }
-    assert.equal((await ctx.api(ws, 'GET', '/users/resident@example.com')).json().status, 'active', 'PATCH/POST changed nothing');
+    assert.equal((await ctx.api(ws, 'GET', '/users/resident@example.com')).json().status, 'active', 'PUT/POST changed nothing');
   });
 
   test('order of checks on POST /users: key → method → media type → JSON syntax → validation → domain rules', async () => {

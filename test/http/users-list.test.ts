@@ -59,7 +59,7 @@ describe(`GET /users [${BACKEND}]`, () => {
     assert.deepEqual(emails(res), activeEmails);
   });
 
-  test('each item is a full user: email, role, names, apps, status, RFC 3339 UTC timestamps', async () => {
+  test('each item is a full user: id, email, role, names, apps, status, RFC 3339 UTC timestamps', async () => {
     const ws = await ctx.createWorkspace();
     await ctx.api(ws, 'POST', '/users', {
       body: userBody('Item@Example.com', {
@@ -70,7 +70,8 @@ describe(`GET /users [${BACKEND}]`, () => {
     });
     const res = await ctx.api(ws, 'GET', '/users');
     const [item] = res.json().users;
-    assert.deepEqual(Object.keys(item).sort(), ['apps', 'created_at', 'email', 'first_name', 'last_name', 'role', 'status', 'updated_at']);
+    assert.deepEqual(Object.keys(item).sort(), ['apps', 'created_at', 'email', 'first_name', 'id', 'last_name', 'role', 'status', 'updated_at']);
+    assert.match(item.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a UUID');
     assert.equal(item.email, 'Item@Example.com');
     assert.equal(item.role, 'owner');
     assert.equal(item.first_name, 'Ida');

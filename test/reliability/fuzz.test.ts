@@ -73,11 +73,13 @@ describe(`fuzzing [${BACKEND}]`, () => {
     const result = (await ctx.database.db.execute(sql`
       select
         (select count(*) from audit_events)::text as audit,
-        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, email, role, first_name, last_name, status, updated_at), ',' order by workspace_id, id), '')) from users) as users,
+        (select count(*) from events)::text as events,
+        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, public_id, email, role, first_name, last_name, status, external_id, scim_attributes, scim_deleted, version, updated_at), ',' order by workspace_id, id), '')) from users) as users,
         (select md5(coalesce(string_agg(concat_ws('|', workspace_id, user_id, product, role, position), ',' order by workspace_id, user_id, product, role), '')) from user_apps) as apps,
         (select md5(coalesce(string_agg(concat_ws('|', id, subdomain, name), ',' order by id), '')) from workspaces) as workspaces,
         (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, key_hash, revoked_at), ',' order by workspace_id, id), '')) from api_keys) as keys,
-        (select md5(coalesce(string_agg(concat_ws('|', name, array_to_string(roles, ','), updated_at), ',' order by name), '')) from products) as products
+        (select md5(coalesce(string_agg(concat_ws('|', name, array_to_string(roles, ','), updated_at), ',' order by name), '')) from products) as products,
+        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, product, role, external_id, updated_at), ',' order by workspace_id, id), '')) from scim_groups) as groups
     `)) as unknown as { rows: unknown[] };
     return JSON.stringify(result.rows[0]);
   }
@@ -86,6 +88,26 @@ describe(`fuzzing [${BACKEND}]`, () => {
     const what = `${request.method} ${String(request.url).slice(0, 200)} → ${res.statusCode} ${res.body.slice(0, 300)}`;
     assert.ok(res.statusCode < 500, `never a 5xx: ${what}`);
     if (res.statusCode < 400) return;
+    // The path as the server resolves it (`/scim/v2/..` is `/scim/`, not a SCIM path).
+    const resolved = (() => {
+      try {
+        return new URL(String(request.url), 'http://x').pathname;
+      } catch {
+        return String(request.url);
+      }
+    })();
+    if (/^\/scim\/v2(\/|$)/i.test(resolved)) {
+      // SCIM errors are SCIM error bodies (RFC 7644 §3.12), not problem details.
+      assert.match(String(res.headers['content-type']), /^application\/scim\+json/, `scim+json: ${what}`);
+      assert.ok(res.headers['x-request-id'], `X-Request-Id: ${what}`);
+      if (request.method === 'HEAD') return;
+      const error = JSON.parse(res.body);
+      assert.deepEqual(error.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], what);
+      assert.equal(error.status, String(res.statusCode), what);
+      assert.equal(typeof error.detail, 'string', what);
+      if (res.statusCode === 400) assert.match(error.scimType, /^[a-zA-Z]+$/, `a 400 has its scimType: ${what}`);
+      return;
+    }
     assert.match(String(res.headers['content-type']), /^application\/problem\+json/, `problem+json: ${what}`);
     assert.ok(res.headers['x-request-id'], `X-Request-Id: ${what}`);
     if (request.method === 'HEAD') return;
@@ -159,6 +181,54 @@ describe(`fuzzing [${BACKEND}]`, () => {
     );
   });
 
+  test('bodies: PATCH /users/{email} with any JSON, any If-Match and either JSON media type', async () => {
+    const patchBodies = fc.oneof(
+      fc.record(
+        {
+          user: fc.record(
+            {
+              email: fc.oneof(fc.emailAddress(), fc.constant('owner@example.com'), anyText, fc.integer(), fc.constant(null)),
+              role: fc.oneof(fc.constantFrom('owner', 'non_owner'), anyText, fc.constant(null)),
+              first_name: fc.oneof(anyText, fc.constant(null), fc.integer()),
+              last_name: fc.oneof(anyText, fc.constant(null)),
+              status: fc.oneof(fc.constantFrom('active', 'deactivated'), anyText, fc.boolean()),
+              apps: fc.oneof(
+                fc.array(fc.record({ name: productNames, role: roleNames }, { requiredKeys: [] }), { maxLength: 4 }),
+                fc.jsonValue({ maxDepth: 2 }),
+              ),
+              extra: fc.jsonValue({ maxDepth: 2 }),
+            },
+            { requiredKeys: [] },
+          ),
+        },
+        { requiredKeys: [] },
+      ).map((body) => JSON.stringify(body)),
+      anyText,
+      fc.constantFrom('{', '[]', 'null', '{"user": null}', '{"user": []}'),
+    );
+    const ifMatch = fc.oneof(fc.constantFrom('*', '"1"', 'W/"1"', '"999"', '"1", "2"', '', ','), printable);
+    // Not the owner: a valid rename would take away the address the last test reads.
+    const targets = fc.constantFrom('member@example.com', 'MEMBER@example.com', 'nobody@example.com', '%zz', '..');
+    const mediaTypes = fc.constantFrom('application/json', 'application/merge-patch+json', 'application/merge-patch+json; charset=utf-8');
+    await fc.assert(
+      fc.asyncProperty(targets, patchBodies, fc.option(ifMatch, { nil: undefined }), mediaTypes, remoteAddress, async (target, payload, match, type, address) => {
+        await exchange({
+          method: 'PATCH',
+          url: `${API}/users/${target}`,
+          headers: {
+            host: ws.host,
+            'x-api-key': ws.apiKey,
+            'content-type': type,
+            ...(match === undefined || /[\r\n\0]/.test(match) ? {} : { 'if-match': match }),
+          },
+          payload,
+          remoteAddress: address,
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   test('bodies: admin PUT /products/{name} and POST /workspaces with any JSON', async () => {
     const targets = fc.oneof(
       fc.record({ method: fc.constant('PUT' as const), url: productNames.map((n) => `/admin/v1/products/${encodeURIComponent(n)}`) }),
@@ -189,9 +259,13 @@ describe(`fuzzing [${BACKEND}]`, () => {
       { url: '/admin/v1/audit-events', external: false },
       { url: `/admin/v1/workspaces/${'{ws}'}/audit-events`, external: false },
     );
-    const names = fc.oneof(fc.constantFrom('status', 'page_number', 'page_size', 'status[]', 'page_size[0]', '__proto__', 'constructor'), anyText);
+    const names = fc.oneof(
+      fc.constantFrom('status', 'page_number', 'page_size', 'q', 'role', 'app', 'sort', 'action', 'actor_type', 'target_id', 'workspace', 'status[]', 'page_size[0]', '__proto__', 'constructor'),
+      anyText,
+    );
     const values = fc.oneof(
       fc.constantFrom('active', 'deactivated', 'all', '1', '100', '101', '0', '-1', '2147483647', '2147483648', '1.5', '1e2', '0x10', ' 7', ''),
+      fc.constantFrom('owner', 'non_owner', 'crm', 'crm:admin', 'crm:', ':admin', 'email', '-email', '-created_at', '%', '_', '\\', "o'brien", 'user.updated', 'api_key'),
       anyText,
     );
     const encoded = fc.array(fc.tuple(names, values), { maxLength: 5 }).map((pairs) => new URLSearchParams(pairs).toString());
@@ -249,7 +323,7 @@ describe(`fuzzing [${BACKEND}]`, () => {
   });
 
   test('paths and methods: any method on any path under every prefix, with valid credentials', async () => {
-    const prefixes = fc.constantFrom('', '/', API, `${API}/`, `${API}/users/`, `${API}/products/`, '/admin/v1/', '/admin/v1/workspaces/', '/admin/v1/products/', '/docs/', '/healthz/', '/metrics');
+    const prefixes = fc.constantFrom('', '/', API, `${API}/`, `${API}/users/`, `${API}/products/`, '/admin/v1/', '/admin/v1/workspaces/', '/admin/v1/products/', '/docs/', '/healthz/', '/metrics', '/scim/v2/', '/scim/v2/Users/', '/scim/v2/groups/');
     const segment = fc.oneof(
       fc.webSegment(),
       anyText.map((s) => encodeURIComponent(s)),
@@ -260,6 +334,8 @@ describe(`fuzzing [${BACKEND}]`, () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...METHODS), paths, fc.option(userBodies, { nil: undefined }), remoteAddress, async (method, path, body, address) => {
         const url = path.startsWith('/') ? path : `/${path}`;
+        // Deleting the fuzzed workspace itself is a valid request that would end the run.
+        fc.pre(!(method === 'DELETE' && /^\/admin\/v1\/workspaces\/[^/]+\/?$/.test(url) && url.includes(ws.subdomain)));
         const withBody = body !== undefined && !['GET', 'HEAD'].includes(method);
         await exchange({
           method,
@@ -276,6 +352,130 @@ describe(`fuzzing [${BACKEND}]`, () => {
       }),
       { numRuns: RUNS * 2 },
     );
+  });
+
+  describe('SCIM /scim/v2', () => {
+    let userId: string;
+    let groupId: string;
+    const scimHeaders = () => ({ host: ws.host, authorization: `Bearer ${ws.apiKey}`, 'content-type': 'application/scim+json' });
+
+    before(async () => {
+      const listed = await app.inject({ url: '/scim/v2/Users?filter=userName%20eq%20%22member@example.com%22', headers: scimHeaders() });
+      userId = listed.json().Resources[0].id;
+      // A product of its own: the admin fuzzing above may have changed the demo catalogue's roles.
+      assert.ok((await ctx.admin('PUT', '/products/scim-fuzz', { roles: ['viewer'] })).statusCode < 300);
+      const group = await app.inject({ method: 'POST', url: '/scim/v2/Groups', headers: scimHeaders(), payload: JSON.stringify({ displayName: 'scim-fuzz:viewer' }) });
+      assert.equal(group.statusCode, 201, group.body);
+      groupId = group.json().id;
+    });
+
+    const attributes = fc.oneof(
+      fc.constantFrom('userName', 'USERNAME', 'name.givenName', 'name.familyName', 'emails', 'emails.value', 'emails.type', 'active', 'id', 'externalId', 'meta.created', 'meta.lastModified', 'roles.value', 'title', 'addresses.country', 'displayName', 'members', 'members.value', 'password', 'groups', 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department', 'urn:ietf:params:scim:schemas:extension:wum:2.0:User:workspaceRole', 'bogus', 'name', 'meta'),
+      printable.map((s) => s.replace(/\s/g, '')),
+    );
+    const operators = fc.oneof(fc.constantFrom('eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr', 'EQ', 'Pr', 'xx', ''), printable);
+    const values = fc.oneof(
+      fc.constantFrom('"member@example.com"', '"x"', 'true', 'false', 'null', '1', '-1.5e3', '"2015-10-10T14:38:21.8617979-07:00"', '2015-10-10T14:38:21Z', 'Employee', '"\\"', '"%"', '"_"', '"\u0000"', '""'),
+      anyText.map((t) => JSON.stringify(t)),
+      printable,
+    );
+    const comparison = fc.tuple(attributes, operators, values).map(([a, o, v]) => (o.toLowerCase() === 'pr' ? `${a} pr` : `${a} ${o} ${v}`));
+    const filters: fc.Arbitrary<string> = fc.letrec<{ filter: string }>((tie) => ({
+      filter: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        comparison,
+        fc.tuple(tie('filter'), fc.constantFrom('and', 'or', 'AND', 'Or', 'nor'), tie('filter')).map(([a, op, b]) => `${a} ${op} ${b}`),
+        tie('filter').map((f) => `not (${f})`),
+        tie('filter').map((f) => `(${f})`),
+        fc.tuple(fc.constantFrom('emails', 'addresses', 'roles', 'members', 'name', 'title'), tie('filter')).map(([a, f]) => `${a}[${f}]`),
+        printable,
+      ),
+    })).filter;
+
+    test('filters: grammar-shaped and broken filters on Users and Groups are 200 or 400 invalidFilter, never 5xx', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom('Users', 'Groups'), filters, fc.option(printable, { nil: undefined }), async (endpoint, filter, projection) => {
+          const query = new URLSearchParams({ filter, ...(projection === undefined ? {} : { attributes: projection }) });
+          const res = await exchange({ method: 'GET', url: `/scim/v2/${endpoint}?${query}`, headers: scimHeaders() });
+          assert.ok([200, 400, 414].includes(res.statusCode), `${filter} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        }),
+        { numRuns: RUNS * 2 },
+      );
+    });
+
+    const paths = fc.oneof(
+      fc.constantFrom('active', 'userName', 'name.givenName', 'emails[type eq "work"].value', 'emails[type eq "work"', 'members', 'members[value eq "x"]', 'members[display eq "x"]', 'roles', 'roles[primary eq "True"].value', 'displayName', 'externalId', 'id', 'meta.created', 'urn:ietf:params:scim:schemas:extension:wum:2.0:User:workspaceRole', 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager', 'phoneNumbers[type eq "mobile"]', '', ']', '[[', 'a.b.c.d'),
+      filters,
+      printable,
+    );
+    const patchValues = fc.oneof(
+      fc.constantFrom(true, false, 'True', 'False', 'non_owner', 'owner', 'crm:admin', 'not-an-email', 'member@example.com', 'owner@example.com'),
+      fc.constant([{ value: 'crm:member' }]),
+      fc.jsonValue({ maxDepth: 3 }),
+    );
+    const operations = fc.array(
+      fc.record(
+        { op: fc.oneof(fc.constantFrom('add', 'remove', 'replace', 'Add', 'Replace', 'REMOVE', 'move', ''), anyText, fc.integer()), path: paths, value: patchValues },
+        { requiredKeys: [] },
+      ),
+      { maxLength: 4 },
+    );
+    const patchBodies = fc.oneof(
+      fc.record(
+        { schemas: fc.oneof(fc.constant(['urn:ietf:params:scim:api:messages:2.0:PatchOp']), fc.jsonValue({ maxDepth: 1 })), Operations: fc.oneof(operations, fc.jsonValue({ maxDepth: 2 })) },
+        { requiredKeys: ['Operations'] },
+      ).map((b) => JSON.stringify(b)),
+      anyText,
+      fc.constantFrom('{', '[]', 'null', '{"Operations": null}'),
+    );
+
+    test('PATCH paths and bodies on a user and a group: 2xx, 400 with a scimType, 404 or 409; a refusal changes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom('Users', 'Groups'), patchBodies, fc.option(fc.constantFrom('"1"', '*', 'W/"1"', 'x'), { nil: undefined }), async (endpoint, payload, ifMatch) => {
+          const id = endpoint === 'Users' ? userId : groupId;
+          const res = await exchange({
+            method: 'PATCH',
+            url: `/scim/v2/${endpoint}/${id}`,
+            headers: { ...scimHeaders(), ...(ifMatch ? { 'if-match': ifMatch } : {}) },
+            payload,
+          });
+          assert.ok([200, 204, 400, 409, 412].includes(res.statusCode), `${payload.slice(0, 200)} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        }),
+        { numRuns: RUNS * 2 },
+      );
+    });
+
+    // Built when the test runs, so that members can name the seeded user.
+    const resourceBodies = () => fc.oneof(
+      fc.record(
+        {
+          schemas: fc.oneof(fc.constant(['urn:ietf:params:scim:schemas:core:2.0:User']), fc.jsonValue({ maxDepth: 1 })),
+          userName: fc.oneof(fc.emailAddress(), fc.constant('member@example.com'), anyText, fc.integer(), fc.constant(null)),
+          displayName: fc.oneof(fc.constantFrom('crm:admin', 'scim-fuzz:viewer', 'crm:nope', 'free text'), anyText, fc.integer()),
+          active: fc.oneof(fc.boolean(), fc.constantFrom('True', 'False', 'yes'), fc.jsonValue({ maxDepth: 1 })),
+          name: fc.oneof(fc.record({ givenName: fc.oneof(anyText, fc.integer()), familyName: anyText }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 1 })),
+          emails: fc.oneof(fc.array(fc.record({ value: anyText, type: anyText, Primary: fc.oneof(fc.boolean(), anyText) }, { requiredKeys: [] }), { maxLength: 3 }), fc.jsonValue({ maxDepth: 2 })),
+          roles: fc.oneof(fc.array(fc.record({ value: fc.oneof(fc.constantFrom('crm:admin', 'crm:', ':x', 'nope:x'), anyText) }, { requiredKeys: [] }), { maxLength: 3 }), fc.jsonValue({ maxDepth: 2 })),
+          members: fc.oneof(fc.array(fc.oneof(fc.record({ value: fc.oneof(anyText, fc.constant(userId)) }, { requiredKeys: [] }), anyText), { maxLength: 3 }), fc.jsonValue({ maxDepth: 2 })),
+          'urn:ietf:params:scim:schemas:extension:wum:2.0:User': fc.oneof(fc.record({ workspaceRole: fc.oneof(fc.constantFrom('owner', 'non_owner'), anyText) }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 1 })),
+          extra: fc.jsonValue({ maxDepth: 2 }),
+        },
+        { requiredKeys: [] },
+      ).map((b) => JSON.stringify(b)),
+      anyText,
+    );
+
+    test('POST and PUT bodies on Users and Groups: 2xx, 400 with a scimType, or 409; a refusal changes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom('POST /Users', 'PUT /Users/{id}', 'POST /Groups', 'PUT /Groups/{id}'), resourceBodies(), async (target, payload) => {
+          const [method, path] = target.split(' ') as ['POST' | 'PUT', string];
+          const url = `/scim/v2${path.replace('{id}', path.startsWith('/Users') ? userId : groupId)}`;
+          const res = await exchange({ method, url, headers: scimHeaders(), payload });
+          assert.ok([200, 201, 400, 409].includes(res.statusCode), `${target} ${payload.slice(0, 200)} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        }),
+        { numRuns: RUNS },
+      );
+    });
   });
 
   test('after all of it the seeded users are intact and the service answers normally', async () => {

@@ -279,23 +279,29 @@ describe(`resource bounds [${BACKEND}]`, () => {
   });
 
   describe('database errors that mean "not now" are 503 with Retry-After, never 500', () => {
-    test('statement timeout (57014), full pool, lost connection, deadlock → service_unavailable', () => {
+    test('statement timeout (57014), full pool, deadlock → service_unavailable; lost or refused connection, shutdown, read-only server → database_unavailable', () => {
       const drizzleWrapped = (cause: object) => Object.assign(new Error('Failed query: select …'), { cause });
-      const cases: object[] = [
+      const busy: object[] = [
         drizzleWrapped({ code: '57014', message: 'canceling statement due to statement timeout' }),
         drizzleWrapped({ code: '40P01', message: 'deadlock detected' }),
+        new Error('timeout exceeded when trying to connect'),
+      ];
+      const unavailable: object[] = [
         drizzleWrapped({ code: '57P01', message: 'terminating connection due to administrator command' }),
         drizzleWrapped({ code: '08006', message: 'connection failure' }),
         drizzleWrapped({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' }),
-        new Error('timeout exceeded when trying to connect'),
         drizzleWrapped(new Error('Connection terminated unexpectedly')),
+        drizzleWrapped({ code: '25006', message: 'cannot execute INSERT in a read-only transaction' }),
+        drizzleWrapped(new Error('Client has encountered a connection error and is not queryable')),
       ];
-      for (const error of cases) {
-        const mapped = mapDatabaseError(error);
-        assert.ok(mapped instanceof AppError, JSON.stringify(error));
-        assert.equal(mapped.code, 'service_unavailable');
-        assert.equal(mapped.status, 503);
-        assert.match(mapped.headers?.['retry-after'] ?? '', /^\d+$/);
+      for (const [cases, code] of [[busy, 'service_unavailable'], [unavailable, 'database_unavailable']] as const) {
+        for (const error of cases) {
+          const mapped = mapDatabaseError(error);
+          assert.ok(mapped instanceof AppError, JSON.stringify(error));
+          assert.equal(mapped.code, code, JSON.stringify(error));
+          assert.equal(mapped.status, 503);
+          assert.match(mapped.headers?.['retry-after'] ?? '', /^\d+$/);
+        }
       }
       const other = drizzleWrapped({ code: '42P01', message: 'relation does not exist' });
       assert.equal(mapDatabaseError(other), other, 'a bug stays a bug (500)');

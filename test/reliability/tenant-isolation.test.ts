@@ -56,11 +56,13 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
     if (key === 'revoked') headers['x-api-key'] = revokedKey;
     counter += 1;
     const withBody = ['POST', 'PUT', 'PATCH'].includes(method);
+    // A PATCH that changes something, but not the email the next methods name.
+    const body = method === 'PATCH' ? { user: { first_name: `matrix-${counter}` } } : userBody(`matrix-${counter}@example.com`);
     const options: InjectOptions = {
       method,
       url: `${API}${path}`,
       headers,
-      ...(withBody ? { payload: userBody(`matrix-${counter}@example.com`) } : {}),
+      ...(withBody ? { payload: body } : {}),
     };
     return app.inject(options);
   }
@@ -86,7 +88,10 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
   /** Own-key answers per endpoint and method (405 for methods the path does not serve). */
   const endpoints: Array<{ path: string; own: Partial<Record<Method, Expected>> }> = [
     { path: '/users', own: { GET: { status: 200 }, HEAD: { status: 200 }, POST: { status: 201 } } },
-    { path: '/users/target@example.com', own: { GET: { status: 200 }, HEAD: { status: 200 }, DELETE: { status: 204 } } },
+    {
+      path: '/users/target@example.com',
+      own: { GET: { status: 200 }, HEAD: { status: 200 }, PATCH: { status: 200 }, DELETE: { status: 204 } },
+    },
     { path: '/products', own: { GET: { status: 200 }, HEAD: { status: 200 } } },
   ];
 
@@ -102,7 +107,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
         const res = await call(mine, method, path, 'own');
         check(res, expected, `${method} ${path} with own key`);
         if (expected.status === 405) assert.ok(res.headers.allow, 'Allow on 405');
-        if (['POST', 'DELETE'].includes(method) && expected.status < 300) ownChanges += 1;
+        if (['POST', 'PATCH', 'DELETE'].includes(method) && expected.status < 300) ownChanges += 1;
       }
       const after = { mine: await snapshot(mine), theirs: await snapshot(theirs) };
       assert.deepEqual(after.theirs, before.theirs, 'the other workspace is untouched');
@@ -143,6 +148,118 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       headers: { host: mine.host, authorization: `Bearer ${mine.apiKey}` },
     });
     check(bearerOnExternal, { status: 401, code: 'missing_api_key' }, 'API key as bearer on the external API');
+  });
+
+  describe('SCIM /scim/v2: every endpoint and method × (own key, other workspace\'s key, revoked key, no key, X-Api-Key)', () => {
+    /** A SCIM call with the key as Bearer (or as X-Api-Key, which SCIM does not read). */
+    function scim(ws: TestWorkspace, method: Method, path: string, key: KeyKind | 'x-api-key', body?: object) {
+      const headers: Record<string, string> = { host: ws.host };
+      const bearer = { own: ws.apiKey, 'other workspace': theirs.apiKey, revoked: revokedKey, none: undefined, 'x-api-key': undefined }[key];
+      if (bearer) headers.authorization = `Bearer ${bearer}`;
+      if (key === 'x-api-key') headers['x-api-key'] = ws.apiKey;
+      const withBody = ['POST', 'PUT', 'PATCH'].includes(method);
+      if (withBody) headers['content-type'] = 'application/scim+json';
+      return app.inject({ method, url: `/scim/v2${path}`, headers, ...(withBody ? { payload: JSON.stringify(body ?? {}) } : {}) });
+    }
+
+    function checkScim(res: LightMyRequestResponse, status: number, what: string): void {
+      assert.equal(res.statusCode, status, `${what}: ${res.body}`);
+      if (status < 400) return;
+      assert.match(String(res.headers['content-type']), /^application\/scim\+json/, what);
+      if (res.body) {
+        assert.deepEqual(res.json().schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], what);
+        assert.equal(res.json().status, String(status), what);
+      }
+    }
+
+    let mineUserId: string;
+    let theirsUserId: string;
+    let mineGroupId: string;
+
+    before(async () => {
+      const find = async (ws: TestWorkspace) =>
+        (await scim(ws, 'GET', `/Users?filter=${encodeURIComponent('userName eq "resident@example.com"')}`, 'own')).json().Resources[0].id as string;
+      mineUserId = await find(mine);
+      theirsUserId = await find(theirs);
+      const group = await scim(mine, 'POST', '/Groups', 'own', { displayName: 'crm:admin' });
+      assert.equal(group.statusCode, 201, group.body);
+      mineGroupId = group.json().id;
+    });
+
+    const scimEndpoints: Array<{ path: () => string; own: Partial<Record<Method, number>>; body?: () => object }> = [
+      { path: () => '/ServiceProviderConfig', own: { GET: 200, HEAD: 200 } },
+      { path: () => '/ResourceTypes', own: { GET: 200, HEAD: 200 } },
+      { path: () => '/Schemas', own: { GET: 200, HEAD: 200 } },
+      {
+        path: () => '/Users',
+        own: { GET: 200, HEAD: 200, POST: 201 },
+        body: () => ({ userName: `scim-matrix-${(counter += 1)}@example.com` }),
+      },
+      {
+        path: () => `/Users/${mineUserId}`,
+        own: { GET: 200, HEAD: 200, PUT: 200, PATCH: 200, DELETE: 204 },
+        body: () => ({ userName: 'resident@example.com', title: `t${(counter += 1)}`, Operations: [{ op: 'replace', path: 'title', value: `p${(counter += 1)}` }] }),
+      },
+      { path: () => '/Groups', own: { GET: 200, HEAD: 200, POST: 400 }, body: () => ({ displayName: 'not-a-role' }) },
+      {
+        path: () => `/Groups/${mineGroupId}`,
+        own: { GET: 200, HEAD: 200, PUT: 200, PATCH: 204, DELETE: 204 },
+        body: () => ({ displayName: 'crm:admin', Operations: [{ op: 'add', path: 'members', value: [{ value: mineUserId }] }] }),
+      },
+    ];
+
+    for (const endpoint of scimEndpoints) {
+      test(`/scim/v2${endpoint.path().replace(/[0-9a-f-]{36}|undefined/, '{id}')}`, async () => {
+        const path = endpoint.path();
+        const before = { mine: await snapshot(mine), theirs: await snapshot(theirs) };
+        let ownChanges = 0;
+        for (const method of METHODS) {
+          for (const key of ['other workspace', 'revoked', 'none', 'x-api-key'] as const) {
+            checkScim(await scim(mine, method, path, key, endpoint.body?.()), 401, `${method} ${path} with ${key}`);
+          }
+          // DELETE last: it ends the resource.
+          if (method === 'DELETE') continue;
+          const status = endpoint.own[method] ?? 405;
+          const res = await scim(mine, method, path, 'own', endpoint.body?.());
+          checkScim(res, status, `${method} ${path} with own key`);
+          if (status === 405) assert.ok(res.headers.allow, 'Allow on 405');
+        }
+        if (endpoint.own.DELETE) checkScim(await scim(mine, 'DELETE', path, 'own'), 204, `DELETE ${path}`);
+        else checkScim(await scim(mine, 'DELETE', path, 'own'), 405, `DELETE ${path}`);
+        for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+          if ((endpoint.own[method] ?? 405) < 300 && (method !== 'PATCH' || !path.startsWith('/Groups'))) ownChanges += 1;
+        }
+        const after = { mine: await snapshot(mine), theirs: await snapshot(theirs) };
+        assert.deepEqual(after.theirs, before.theirs, 'the other workspace is untouched');
+        for (const event of after.mine.events.slice(before.mine.events.length)) {
+          assert.equal(event.actor_id, mine.apiKeyId, 'each change is attributed to the own key');
+        }
+        if (!path.startsWith('/Groups')) assert.equal(after.mine.events.length, before.mine.events.length + ownChanges, 'only own-key requests changed anything');
+      });
+    }
+
+    test("a workspace's key reaches only its own users and groups by id (BOLA)", async () => {
+      const before = await snapshot(mine);
+      for (const [method, body] of [
+        ['GET', undefined],
+        ['PUT', { userName: 'x@example.com', displayName: 'crm:admin' }],
+        ['PATCH', { Operations: [{ op: 'replace', path: 'externalId', value: 'x' }] }],
+        ['DELETE', undefined],
+      ] as const) {
+        checkScim(await scim(theirs, method, `/Users/${mineUserId}`, 'own', body), 404, `${method} mine's user from theirs`);
+        checkScim(await scim(theirs, method, `/Groups/${mineGroupId}`, 'own', body), 404, `${method} mine's group from theirs`);
+      }
+      const listing = await scim(theirs, 'GET', `/Users?filter=${encodeURIComponent(`id eq "${mineUserId}"`)}`, 'own');
+      assert.equal(listing.json().totalResults, 0);
+      const groups = await scim(theirs, 'GET', '/Groups', 'own');
+      assert.ok(!groups.body.includes(mineGroupId));
+      // Adding mine's user as a member of a group of theirs grants nothing to anyone.
+      const theirsGroup = await scim(theirs, 'POST', '/Groups', 'own', { displayName: 'crm:member', members: [{ value: mineUserId }] });
+      assert.equal(theirsGroup.statusCode, 201);
+      const members = theirsGroup.json().members.map((m: { value: string }) => m.value);
+      assert.ok(members.includes(theirsUserId) && !members.includes(mineUserId), `members of theirs only: ${members}`);
+      assert.deepEqual(await snapshot(mine), before, 'mine is untouched');
+    });
   });
 
   describe('admin endpoints × (right token, wrong token, no token)', () => {

@@ -107,6 +107,35 @@ describe(`SDK against a server process [${BACKEND}]`, () => {
     assert.deepEqual(deactivated, ['it-05@example.com']);
   });
 
+  test('users.update with ifMatch, users.history, and list/iterate filters', TIMEOUT, async () => {
+    await wum.users.add({ email: 'upd@example.com', role: 'non_owner', apps: [], first_name: 'Upton' });
+    const read = await wum.users.get('upd@example.com');
+    assert.equal(read.etag, '"1"');
+    const changed = await wum.users.update('upd@example.com', { last_name: 'Sinclair', apps: [{ name: 'crm', role: 'admin' }] }, { ifMatch: read.etag });
+    assert.equal(changed.last_name, 'Sinclair');
+    assert.deepEqual(changed.apps, [{ name: 'crm', role: 'admin' }]);
+    assert.equal(changed.first_name, 'Upton');
+    assert.equal(changed.etag, '"2"');
+    assert.equal(changed.id, read.id);
+    const stale = await apiError(wum.users.update('upd@example.com', { first_name: 'Late' }, { ifMatch: read.etag }));
+    assert.equal(stale.status, 412);
+    assert.equal(stale.code, 'precondition_failed');
+    assert.equal((await wum.users.get('upd@example.com')).first_name, 'Upton');
+
+    const history = await wum.users.history('upd@example.com', { sort: '-occurred_at' });
+    assert.deepEqual(history.audit_events.map((e) => e.action), ['user.updated', 'user.created']);
+    assert.equal(history.audit_events[0]!.user_id, read.id);
+
+    const found = await wum.users.list({ q: 'UPT', app: 'crm:admin', role: 'non_owner' });
+    assert.deepEqual(found.users.map((u) => u.email), ['upd@example.com']);
+    assert.equal(found.total_count, 1);
+    const seen: string[] = [];
+    for await (const user of wum.users.iterate({ q: 'upd', sort: '-email', page_size: 1 })) seen.push(user.email);
+    assert.deepEqual(seen, ['upd@example.com']);
+    const bad = await apiError(wum.users.list({ sort: 'name' as never }));
+    assert.equal(bad.code, 'invalid_parameter');
+  });
+
   test('failures are WumApiError with the problem: status, code, detail, errors, requestId', TIMEOUT, async () => {
     const exists = await apiError(wum.users.add({ email: 'ADA@example.com', role: 'owner', apps: [] }));
     assert.equal(exists.status, 409);

@@ -45,7 +45,7 @@ describe(`exact user counts [${BACKEND}]`, () => {
 
   async function totals(workspaceId: number) {
     const total = async (status: 'active' | 'deactivated' | 'all') =>
-      (await listUsers(store, workspaceId, status, { pageNumber: 1, pageSize: 1 })).pagination.totalRecords;
+      (await listUsers(store, workspaceId, { status: status }, { pageNumber: 1, pageSize: 1 })).pagination.totalRecords;
     return { active: await total('active'), deactivated: await total('deactivated'), all: await total('all') };
   }
 
@@ -92,9 +92,9 @@ describe(`exact user counts [${BACKEND}]`, () => {
     await assertExact(ws.id, 'empty');
     for (let i = 0; i < 20; i += 1) await add(ws.id, `u${i}@example.com`);
     await assertExact(ws.id, 'after 20 adds');
-    for (let i = 0; i < 20; i += 3) await deactivateUser(store, ws.id, `u${i}@example.com`, SYSTEM_ACTOR);
+    for (let i = 0; i < 20; i += 3) await deactivateUser(store, ws.id, { email: `u${i}@example.com` }, SYSTEM_ACTOR);
     await assertExact(ws.id, 'after deactivations');
-    await deactivateUser(store, ws.id, 'u0@example.com', SYSTEM_ACTOR);
+    await deactivateUser(store, ws.id, { email: 'u0@example.com' }, SYSTEM_ACTOR);
     await assertExact(ws.id, 'a repeated deactivation changes nothing');
     await add(ws.id, 'U3@Example.com');
     await assertExact(ws.id, 'after a reactivation');
@@ -108,7 +108,7 @@ describe(`exact user counts [${BACKEND}]`, () => {
       if (i % 8 === 0) await nextBlock();
       await add(ws.id, `base${i}@example.com`);
     }
-    for (let i = 0; i < 10; i += 1) await deactivateUser(store, ws.id, `base${i}@example.com`, SYSTEM_ACTOR);
+    for (let i = 0; i < 10; i += 1) await deactivateUser(store, ws.id, { email: `base${i}@example.com` }, SYSTEM_ACTOR);
     for (let round = 0; round < 3; round += 1) {
       const operations = [
         // New users, each email twice (one wins, one is user_already_exists).
@@ -118,14 +118,14 @@ describe(`exact user counts [${BACKEND}]`, () => {
         ...Array.from({ length: 10 }, (_, i) => add(ws.id, `base${i}@example.com`)),
         ...Array.from({ length: 10 }, (_, i) => add(ws.id, `base${i}@example.com`)),
         // Deactivations of active users, some of them twice.
-        ...Array.from({ length: 10 }, (_, i) => deactivateUser(store, ws.id, `base${10 + i}@example.com`, SYSTEM_ACTOR)),
-        ...Array.from({ length: 5 }, (_, i) => deactivateUser(store, ws.id, `base${10 + i}@example.com`, SYSTEM_ACTOR)),
+        ...Array.from({ length: 10 }, (_, i) => deactivateUser(store, ws.id, { email: `base${10 + i}@example.com` }, SYSTEM_ACTOR)),
+        ...Array.from({ length: 5 }, (_, i) => deactivateUser(store, ws.id, { email: `base${10 + i}@example.com` }, SYSTEM_ACTOR)),
       ];
       const codes = settledCodes(await Promise.allSettled(operations));
       assert.ok(codes.every((c) => c === 'ok' || c === 'user_already_exists'), codes.join(', '));
       await assertExact(ws.id, `round ${round}`);
       // Put the same users back as they were for the next round.
-      for (let i = 0; i < 10; i += 1) await deactivateUser(store, ws.id, `base${i}@example.com`, SYSTEM_ACTOR);
+      for (let i = 0; i < 10; i += 1) await deactivateUser(store, ws.id, { email: `base${i}@example.com` }, SYSTEM_ACTOR);
       for (let i = 10; i < 20; i += 1) await add(ws.id, `base${i}@example.com`);
       await assertExact(ws.id, `round ${round}, reset`);
     }

@@ -51,7 +51,7 @@ describe(`users under concurrency [${BACKEND}]`, () => {
   }
 
   async function activeOwners(workspaceId: number): Promise<string[]> {
-    const page = await listUsers(store, workspaceId, 'active', ALL);
+    const page = await listUsers(store, workspaceId, { status: 'active' }, ALL);
     return page.items.filter((u) => u.role === 'owner').map((u) => u.email);
   }
 
@@ -62,8 +62,8 @@ describe(`users under concurrency [${BACKEND}]`, () => {
       await add(store, ws, 'b@example.com', [], 'owner');
       await add(store, ws, 'member@example.com', []);
       const results = await Promise.allSettled([
-        deactivateUser(store, ws, 'a@example.com', SYSTEM_ACTOR),
-        deactivateUser(store, ws, 'B@example.com', SYSTEM_ACTOR),
+        deactivateUser(store, ws, { email: 'a@example.com' }, SYSTEM_ACTOR),
+        deactivateUser(store, ws, { email: 'B@example.com' }, SYSTEM_ACTOR),
       ]);
       assert.deepEqual(results.map(errorCode).sort(), ['last_owner', 'ok'], `round ${round}`);
       const survivors = await activeOwners(ws);
@@ -85,7 +85,7 @@ describe(`users under concurrency [${BACKEND}]`, () => {
     assert.equal(codes.filter((c) => c === 'user_already_exists').length, 19, codes.join(', '));
 
     const winner = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ user: User }>).value.user;
-    const page = await listUsers(store, ws, 'all', ALL);
+    const page = await listUsers(store, ws, { status: 'all' }, ALL);
     assert.equal(page.pagination.totalRecords, 1);
     assert.deepEqual(page.items[0], winner, 'the stored user is the one the winning add returned, with its apps');
   });
@@ -102,10 +102,10 @@ describe(`users under concurrency [${BACKEND}]`, () => {
       const email = `flip-${round}@example.com`;
       const initial = await add(store, ws, email, appSets[0]!);
       // Half the rounds start from a deactivated user, so both adds may succeed in turn.
-      if (round % 2 === 1) await deactivateUser(store, ws, email, SYSTEM_ACTOR);
+      if (round % 2 === 1) await deactivateUser(store, ws, { email: email }, SYSTEM_ACTOR);
       const [addB, removal, addC] = await Promise.allSettled([
         add(store, ws, email.toUpperCase(), appSets[1]!),
-        deactivateUser(store, ws, email, SYSTEM_ACTOR),
+        deactivateUser(store, ws, { email: email }, SYSTEM_ACTOR),
         add(store, ws, email, appSets[2]!),
       ]);
       assert.equal(errorCode(removal), 'ok', `round ${round}: deactivating a non-owner never fails`);
@@ -114,8 +114,8 @@ describe(`users under concurrency [${BACKEND}]`, () => {
       const won = adds.flatMap((r) => (r.status === 'fulfilled' ? [r.value.user] : []));
       if (round % 2 === 0) assert.ok(won.length <= 1, `round ${round}: an active user is added at most once`);
 
-      const final = await getUser(store, ws, email);
-      const listed = (await listUsers(store, ws, 'all', ALL)).items.filter((u) => u.email.toLowerCase() === email);
+      const final = await getUser(store, ws, { email });
+      const listed = (await listUsers(store, ws, { status: 'all' }, ALL)).items.filter((u) => u.email.toLowerCase() === email);
       assert.equal(listed.length, 1, `round ${round}: one user per email`);
       assert.deepEqual(listed[0], final);
       assert.equal(final.email, email, 'the stored email is the first one given');
@@ -142,22 +142,22 @@ describe(`users under concurrency [${BACKEND}]`, () => {
     ];
     for (const [apps, code] of attempts) {
       await assert.rejects(add(store, ws, 'ghost@example.com', apps), (error: unknown) => error instanceof AppError && error.code === code);
-      assert.equal(await store.users.findByEmail(ws, 'ghost@example.com'), undefined, code);
+      assert.equal(await store.users.find(ws, { email: 'ghost@example.com' }), undefined, code);
     }
-    assert.equal((await listUsers(store, ws, 'all', ALL)).pagination.totalRecords, 0);
+    assert.equal((await listUsers(store, ws, { status: 'all' }, ALL)).pagination.totalRecords, 0);
   });
 
   test('a failing re-add of a deactivated user leaves it deactivated with its apps', async () => {
     const ws = await newWorkspace();
     const apps = [{ name: 'helpdesk', role: 'supervisor' }];
     await add(store, ws, 'back@example.com', apps);
-    await deactivateUser(store, ws, 'back@example.com', SYSTEM_ACTOR);
-    const before = await store.users.findByEmail(ws, 'back@example.com');
+    await deactivateUser(store, ws, { email: 'back@example.com' }, SYSTEM_ACTOR);
+    const before = await store.users.find(ws, { email: 'back@example.com' });
     await assert.rejects(
       add(store, ws, 'back@example.com', [{ name: 'crm', role: 'member' }, { name: 'nope', role: 'x' }]),
       (error: unknown) => error instanceof AppError && error.code === 'unknown_product',
     );
-    const afterwards = await store.users.findByEmail(ws, 'back@example.com');
+    const afterwards = await store.users.find(ws, { email: 'back@example.com' });
     assert.deepEqual(afterwards, before);
     assert.deepEqual(afterwards?.apps, apps);
   });
@@ -173,7 +173,7 @@ describe(`users under concurrency [${BACKEND}]`, () => {
         deleteProduct(store, product, SYSTEM_ACTOR),
       ]);
       const outcome = [errorCode(added), errorCode(removed)];
-      const stored = await store.users.findByEmail(ws, email);
+      const stored = await store.users.find(ws, { email: email });
       const catalogue = (await store.products.findAll()).map((p) => p.name);
       if (outcome[0] === 'ok') {
         assert.deepEqual(outcome, ['ok', 'product_in_use'], `round ${round}`);

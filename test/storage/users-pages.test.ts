@@ -52,7 +52,7 @@ describe(`pages of a listing [${BACKEND}]`, () => {
       // Interleaved users of another workspace must never show, nor shift the pages.
       if (i % 4 === 0) await addUser(store, otherWorkspaceId, { email: `n${i}@example.com`, role: 'non_owner', apps: [] }, SYSTEM_ACTOR);
     }
-    for (const i of DEACTIVATED) await deactivateUser(store, workspaceId, `p${i}@example.com`, SYSTEM_ACTOR);
+    for (const i of DEACTIVATED) await deactivateUser(store, workspaceId, { email: `p${i}@example.com` }, SYSTEM_ACTOR);
   });
   after(() => fresh.close());
 
@@ -75,14 +75,14 @@ describe(`pages of a listing [${BACKEND}]`, () => {
   for (const status of ['active', 'deactivated', 'all'] as const) {
     test(`status=${status}: every page size gives the same rows as one straight read, with exact totals`, async () => {
       const expected = await expectedEmails(status);
-      const full = (await listUsers(store, workspaceId, status, { pageNumber: 1, pageSize: 100 })).items;
+      const full = (await listUsers(store, workspaceId, { status: status }, { pageNumber: 1, pageSize: 100 })).items;
       assert.deepEqual(full.map((u) => u.email), expected);
       const byEmail = new Map<string, User>(full.map((u) => [u.email, u]));
       for (const pageSize of [1, 2, 3, 5, 7, 10, 16, 30]) {
         const pages = Math.ceil(expected.length / pageSize);
         const seen: string[] = [];
         for (let pageNumber = 1; pageNumber <= pages + 1; pageNumber += 1) {
-          const page = await listUsers(store, workspaceId, status, { pageNumber, pageSize });
+          const page = await listUsers(store, workspaceId, { status: status }, { pageNumber, pageSize });
           assert.equal(page.pagination.totalRecords, expected.length, `size ${pageSize}, page ${pageNumber}: total`);
           assert.equal(page.pagination.totalPages, pages);
           const wanted = pageNumber <= pages ? Math.min(pageSize, expected.length - (pageNumber - 1) * pageSize) : 0;
@@ -96,7 +96,7 @@ describe(`pages of a listing [${BACKEND}]`, () => {
   }
 
   test('a page far past the end is empty with the right totals', async () => {
-    const page = await listUsers(store, workspaceId, 'active', { pageNumber: 2_147_483_647, pageSize: 100 });
+    const page = await listUsers(store, workspaceId, { status: 'active' }, { pageNumber: 2_147_483_647, pageSize: 100 });
     assert.deepEqual(page.items, []);
     assert.equal(page.pagination.totalRecords, USERS - DEACTIVATED.size);
   });
@@ -104,7 +104,7 @@ describe(`pages of a listing [${BACKEND}]`, () => {
   test('a workspace without users: empty pages, zero totals', async () => {
     const empty = (await createWorkspace(store, 'empty-pages', undefined, SYSTEM_ACTOR)).workspace.id;
     for (const pageNumber of [1, 2]) {
-      const page = await listUsers(store, empty, 'all', { pageNumber, pageSize: 30 });
+      const page = await listUsers(store, empty, { status: 'all' }, { pageNumber, pageSize: 30 });
       assert.deepEqual(page.items, []);
       assert.deepEqual(page.pagination, { totalRecords: 0, currentPageNumber: pageNumber, totalPages: 0, pageSize: 30 });
     }

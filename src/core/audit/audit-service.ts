@@ -1,19 +1,40 @@
 import { paginate, type Page, type PageRequest } from '../pagination.ts';
-import type { AuditEvent, Store } from '../ports.ts';
+import type { AuditEvent, AuditFilter, Store } from '../ports.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 
 /**
- * Lists a workspace's audit events, oldest first (SPEC.md Part B, Retries, limits and audit).
+ * Lists a workspace's audit events, oldest first, narrowed by `filter`
+ * (SPEC.md Part B, Retries, limits and audit).
  * @throws AppError `workspace_not_found` (404).
  */
-export async function listAuditEvents(store: Store, subdomain: string, page: PageRequest): Promise<Page<AuditEvent>> {
+export async function listAuditEvents(
+  store: Store,
+  subdomain: string,
+  page: PageRequest,
+  filter: AuditFilter = {},
+): Promise<Page<AuditEvent>> {
   const workspace = await requireWorkspace(store, subdomain);
-  const { rows, total } = await store.audit.findPage(workspace.id, page);
+  const { rows, total } = await store.audit.findPage(workspace.id, page, filter);
   return { items: rows, pagination: paginate(page, total) };
 }
 
-/** Lists every audit event, global ones (product changes) included, oldest first. */
-export async function listAllAuditEvents(store: Store, page: PageRequest): Promise<Page<AuditEvent>> {
-  const { rows, total } = await store.audit.findPage(null, page);
+/**
+ * Lists every audit event, global ones (product changes, workspace deletions) included, oldest
+ * first, narrowed by `filter` and, with `workspace`, to the events of that workspace (none
+ * when no workspace has that subdomain).
+ */
+export async function listAllAuditEvents(
+  store: Store,
+  page: PageRequest,
+  filter: AuditFilter & { readonly workspace?: string } = {},
+): Promise<Page<AuditEvent>> {
+  const { workspace: subdomain, ...rest } = filter;
+  if (subdomain === undefined) {
+    const { rows, total } = await store.audit.findPage(null, page, rest);
+    return { items: rows, pagination: paginate(page, total) };
+  }
+  const workspace = await store.workspaces.findBySubdomain(subdomain.toLowerCase());
+  if (!workspace) return { items: [], pagination: paginate(page, 0) };
+  const { rows, total } = await store.audit.findPage(workspace.id, page, rest);
   return { items: rows, pagination: paginate(page, total) };
 }

@@ -31,6 +31,8 @@ export async function appsInCatalogue(products: ProductRepository, apps: readonl
  * cannot be removed before the caller's transaction commits.
  *
  * @param apps - the requested product roles; `fieldPath` prefixes each error's field.
+ * @param skip - apps not to check (e.g. roles a user already holds), still counted in the
+ *   indexes of the error fields.
  * @throws AppError `unknown_product` (422) when a product does not exist, else
  *   `unknown_product_role` (422) when a role is not one of its product's roles; `errors`
  *   names every offending field, e.g. `user.apps[1].role`.
@@ -39,13 +41,16 @@ export async function assertAppsExist(
   products: ProductRepository,
   apps: readonly AppRole[],
   fieldPath: string,
+  skip: (app: AppRole) => boolean = () => false,
 ): Promise<void> {
-  if (apps.length === 0) return;
-  const names = [...new Set(apps.map((a) => a.name))];
+  const checked = apps.filter((app) => !skip(app));
+  if (checked.length === 0) return;
+  const names = [...new Set(checked.map((a) => a.name))];
   const catalogue = new Map((await products.findByNamesForShare(names)).map((p) => [p.name, p.roles]));
   const unknownProducts: FieldError[] = [];
   const unknownRoles: FieldError[] = [];
   apps.forEach((app, i) => {
+    if (skip(app)) return;
     const roles = catalogue.get(app.name);
     if (!roles) {
       unknownProducts.push({ field: `${fieldPath}[${i}].name`, message: `unknown product "${app.name}"` });

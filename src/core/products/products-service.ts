@@ -1,6 +1,6 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { Product, Store } from '../ports.ts';
+import type { Product, Repositories, Store } from '../ports.ts';
 
 /** Lists the catalogue, products sorted by name (SPEC.md Part B, Products). */
 export async function listProducts(store: Store): Promise<Product[]> {
@@ -17,16 +17,27 @@ export async function getProduct(store: Store, name: string): Promise<Product> {
   return product;
 }
 
-function inUse(name: string, roles: readonly string[]): AppError {
-  return new AppError(
-    'product_in_use',
-    `Active users hold ${roles.map((r) => `"${r}"`).join(', ')} of product "${name}".`,
-  );
+/**
+ * Refuses to drop roles of product `name` that active users hold or that a workspace has
+ * linked as a SCIM group (its identity provider would then push members of a role that no
+ * longer exists).
+ * @throws AppError `product_in_use` (409) naming the roles and why.
+ */
+async function assertNotInUse(tx: Repositories, name: string, roles?: readonly string[]): Promise<void> {
+  const held = await tx.products.findRolesHeldByActiveUsers(name, roles);
+  const linked = await tx.products.findRolesLinkedAsGroups(name, roles);
+  if (held.length === 0 && linked.length === 0) return;
+  const list = (r: readonly string[]) => r.map((role) => `"${role}"`).join(', ');
+  const reasons = [
+    ...(held.length > 0 ? [`active users hold ${list(held)}`] : []),
+    ...(linked.length > 0 ? [`SCIM groups link ${list(linked)}`] : []),
+  ];
+  throw new AppError('product_in_use', `Product "${name}" is in use: ${reasons.join('; ')}.`);
 }
 
 /**
  * Creates a product or replaces its roles (in the given order). Dropping a role that an
- * active user holds is refused. The product row is locked for the check, and user adds
+ * active user holds, or that a workspace linked as a SCIM group, is refused. The product row is locked for the check, and user adds
  * share-lock it, so the two cannot interleave. Putting the same roles again changes nothing
  * (no audit event, `updated_at` kept).
  * Source: SPEC.md Part B, Operator interface (`PUT /admin/v1/products/{name}`).
@@ -47,8 +58,7 @@ export async function putProduct(
     }
     if (before) {
       const dropped = before.roles.filter((r) => !roles.includes(r));
-      const held = dropped.length > 0 ? await tx.products.findRolesHeldByActiveUsers(name, dropped) : [];
-      if (held.length > 0) throw inUse(name, held);
+      if (dropped.length > 0) await assertNotInUse(tx, name, dropped);
     }
     const result = await tx.products.upsert(name, roles);
     await tx.audit.append({
@@ -66,14 +76,14 @@ export async function putProduct(
 
 /**
  * Removes a product from the catalogue.
- * @throws AppError `product_not_found` (404); `product_in_use` (409) while an active user holds it.
+ * @throws AppError `product_not_found` (404); `product_in_use` (409) while an active user holds
+ *   it or a workspace has linked one of its roles as a SCIM group.
  */
 export async function deleteProduct(store: Store, name: string, actor: Actor): Promise<void> {
   await store.transaction(async (tx) => {
     const before = await tx.products.findByName(name, { lock: true });
     if (!before) throw new AppError('product_not_found', `No product named "${name}".`);
-    const held = await tx.products.findRolesHeldByActiveUsers(name);
-    if (held.length > 0) throw inUse(name, held);
+    await assertNotInUse(tx, name);
     await tx.products.delete(name);
     await tx.audit.append({
       workspaceId: null,

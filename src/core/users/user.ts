@@ -10,24 +10,45 @@ export interface AppRole {
   readonly role: string;
 }
 
+/**
+ * Attributes of the SCIM core User schema (RFC 7643 §4.1) and its enterprise extension that
+ * wum does not model as columns (`displayName`, `addresses`, `phoneNumbers`, further
+ * `emails`, `name.formatted`, …), kept as an identity provider sent them so that it reads back
+ * what it wrote. A JSON object; the native API neither shows nor changes it.
+ */
+export type ScimAttributes = Readonly<Record<string, unknown>>;
+
 /** A user as the domain sees it. Timestamps are instants; `apps` keep the order given. */
 export interface User {
+  /** A UUID given at creation that never changes (SPEC.md Part B, Changing a user in place). */
+  readonly id: string;
   readonly email: string;
   readonly role: WorkspaceRole;
   readonly firstName: string;
   readonly lastName: string;
   readonly apps: readonly AppRole[];
   readonly status: UserStatus;
+  /** SCIM `externalId`: the identity provider's id for the user, stored as sent (not unique). */
+  readonly externalId: string | null;
+  /** SCIM attributes wum keeps without modelling them; null when none were sent. */
+  readonly scimAttributes: ScimAttributes | null;
+  /**
+   * True after a SCIM `DELETE`: the user is deactivated and answers 404 on SCIM until it is
+   * reactivated (SPEC.md Part B, SCIM 2.0 provisioning). False again on any reactivation.
+   */
+  readonly scimDeleted: boolean;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** 1 at creation, one more on every change: the user's strong ETag (RFC 9110 §8.8.3). */
+  readonly version: number;
 }
 
-/** A stored user with its database id (creation order within its workspace). */
+/** A stored user with its row id: a per-table sequence that orders users by creation. */
 export interface StoredUser extends User {
-  readonly id: number;
+  readonly rowId: number;
 }
 
-/** The attributes a store writes for a user (created or replaced). */
+/** The attributes a store writes for a user (created or changed). */
 export interface UserWrite {
   readonly email: string;
   readonly role: WorkspaceRole;
@@ -35,7 +56,16 @@ export interface UserWrite {
   readonly lastName: string;
   readonly apps: readonly AppRole[];
   readonly status: UserStatus;
+  readonly externalId: string | null;
+  readonly scimAttributes: ScimAttributes | null;
+  readonly scimDeleted: boolean;
 }
 
 /** Which users a listing shows (SPEC.md Part B, Listing: default `active`). */
 export type StatusFilter = UserStatus | 'all';
+
+/** Names a user: by email (matched case-insensitively) or by its `id`. */
+export type UserRef = { readonly email: string } | { readonly id: string };
+
+/** The kinds of user change, as audit actions and event types (SPEC.md Part B, Events and webhooks). */
+export type UserChangeType = 'user.created' | 'user.updated' | 'user.deactivated' | 'user.reactivated';

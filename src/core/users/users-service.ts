@@ -1,20 +1,35 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import { paginate, type Page, type PageRequest } from '../pagination.ts';
-import type { AuditEntry, Repositories, Store } from '../ports.ts';
+import { paginate, pageOffset, type Page, type PageRequest } from '../pagination.ts';
+import type { AuditEntry, AuditEvent, Repositories, Slice, Store, UserChangeRecord } from '../ports.ts';
 import { appsInCatalogue, assertAppsExist, dedupeApps } from '../products/apps.ts';
-import type { AppRole, StatusFilter, StoredUser, User, UserWrite, WorkspaceRole } from './user.ts';
+import type { RowWindow, UserCondition, UserQuery } from './user-query.ts';
+import type {
+  AppRole,
+  ScimAttributes,
+  StoredUser,
+  User,
+  UserChangeType,
+  UserRef,
+  UserStatus,
+  UserWrite,
+  WorkspaceRole,
+} from './user.ts';
 
 /** The default for an omitted first or last name (SPEC.md Part A). */
 export const NAME_PLACEHOLDER = '-';
 
-/** Input of {@link addUser}: `firstName`/`lastName` undefined means omitted. */
+/** Input of {@link addUser}: `firstName`/`lastName` (and the SCIM fields) undefined means omitted. */
 export interface AddUserInput {
   readonly email: string;
   readonly role: WorkspaceRole;
   readonly apps: readonly AppRole[];
   readonly firstName?: string | undefined;
   readonly lastName?: string | undefined;
+  /** Default `active`; SCIM may create a user deactivated (`active: false`). */
+  readonly status?: UserStatus | undefined;
+  readonly externalId?: string | null | undefined;
+  readonly scimAttributes?: ScimAttributes | null | undefined;
 }
 
 /** Result of {@link addUser}: the user, and whether an existing deactivated user was reactivated. */
@@ -23,61 +38,205 @@ export interface AddUserResult {
   readonly reactivated: boolean;
 }
 
-/** The user as the audit trail records it (no database id). */
+/**
+ * A change of a user in place: omitted fields stay as they are; `apps` replaces the whole
+ * set; `firstName`/`lastName` null resets to `-`; `externalId`/`scimAttributes` null clears
+ * them. Source: SPEC.md Part B, Changing a user in place.
+ */
+export interface UserChanges {
+  readonly email?: string;
+  readonly role?: WorkspaceRole;
+  readonly firstName?: string | null;
+  readonly lastName?: string | null;
+  readonly apps?: readonly AppRole[];
+  readonly status?: UserStatus;
+  readonly externalId?: string | null;
+  readonly scimAttributes?: ScimAttributes | null;
+  /** Set by a SCIM DELETE; any reactivation clears it. */
+  readonly scimDeleted?: boolean;
+}
+
+/**
+ * The versions an `If-Match` accepts: `*` (any existing user) or a list of versions.
+ * Source: RFC 9110 §13.1.1; SPEC.md Part B, Changing a user in place.
+ */
+export type Precondition = '*' | readonly number[];
+
+/** Options of the changes that honour a precondition. */
+export interface ChangeOptions {
+  /** `If-Match`: refuse the change unless the user's version is one of these. */
+  readonly ifMatch?: Precondition;
+  /** The audit action to record (default `user.updated`); the event type follows the status. */
+  readonly action?: UserChangeType;
+}
+
+/** The result of a change: the user as it is now, and whether anything changed. */
+export interface ChangeResult {
+  readonly user: User;
+  readonly changed: boolean;
+}
+
+/** The user without its row id. */
 function snapshot(user: StoredUser): User {
-  const { id: _id, ...rest } = user;
+  const { rowId: _rowId, ...rest } = user;
   return rest;
 }
 
-/** The user as audit events record it: the API's field names, without timestamps. */
-function auditRecord(user: UserWrite) {
+/** The fields of a user the audit trail and the events compare, in the API's names. */
+const WIRE_FIELDS = [
+  ['email', 'email'],
+  ['role', 'role'],
+  ['first_name', 'firstName'],
+  ['last_name', 'lastName'],
+  ['apps', 'apps'],
+  ['status', 'status'],
+] as const satisfies ReadonlyArray<readonly [string, keyof UserWrite]>;
+
+/** The user as audit events record it: its id and the API's field names, without timestamps. */
+function auditRecord(id: string, user: UserWrite): Record<string, unknown> {
+  return { id, ...Object.fromEntries(WIRE_FIELDS.map(([wire, field]) => [wire, user[field]])) };
+}
+
+/** The fields that differ between `before` and `after`, with their values before (API names). */
+function previousFields(before: UserWrite, after: UserWrite): Record<string, unknown> {
+  return Object.fromEntries(
+    WIRE_FIELDS.filter(([, field]) => JSON.stringify(before[field]) !== JSON.stringify(after[field])).map(([wire, field]) => [
+      wire,
+      before[field],
+    ]),
+  );
+}
+
+/** The attributes a store writes for `user`. */
+function writeOf(user: User): UserWrite {
   return {
     email: user.email,
     role: user.role,
-    first_name: user.firstName,
-    last_name: user.lastName,
+    firstName: user.firstName,
+    lastName: user.lastName,
     apps: user.apps,
     status: user.status,
+    externalId: user.externalId,
+    scimAttributes: user.scimAttributes,
+    scimDeleted: user.scimDeleted,
   };
 }
 
-/** The audit event of a change of user `email`. */
-function userEvent(
+/** What the change of user `id` from `before` (undefined: created) to `after` records. */
+function changeRecord(
   workspaceId: number,
   actor: Actor,
-  action: string,
-  email: string,
+  action: UserChangeType,
+  id: string,
   before: UserWrite | undefined,
   after: UserWrite,
-): AuditEntry {
-  return {
+): UserChangeRecord {
+  const audit: AuditEntry = {
     workspaceId,
     actor,
     action,
     targetType: 'user',
-    targetId: email,
-    before: before ? auditRecord(before) : null,
-    after: auditRecord(after),
+    targetId: after.email,
+    userId: id,
+    before: before ? auditRecord(id, before) : null,
+    after: auditRecord(id, after),
+  };
+  const eventType: UserChangeType = !before
+    ? 'user.created'
+    : before.status === after.status
+      ? 'user.updated'
+      : after.status === 'active'
+        ? 'user.reactivated'
+        : 'user.deactivated';
+  return { audit, eventType, previous: before ? previousFields(before, after) : null };
+}
+
+/** `current` with `changes` applied (names reset to `-` on null, apps de-duplicated). */
+function applyChanges(current: User, changes: UserChanges): UserWrite {
+  const status = changes.status ?? current.status;
+  const reactivated = current.status === 'deactivated' && status === 'active';
+  const name = (value: string | null | undefined, kept: string) =>
+    value === undefined ? kept : value === null ? NAME_PLACEHOLDER : value;
+  return {
+    email: changes.email ?? current.email,
+    role: changes.role ?? current.role,
+    firstName: name(changes.firstName, current.firstName),
+    lastName: name(changes.lastName, current.lastName),
+    apps: changes.apps ? dedupeApps(changes.apps) : current.apps,
+    status,
+    externalId: changes.externalId === undefined ? current.externalId : changes.externalId,
+    scimAttributes: changes.scimAttributes === undefined ? current.scimAttributes : changes.scimAttributes,
+    scimDeleted: reactivated ? false : (changes.scimDeleted ?? current.scimDeleted),
   };
 }
 
-/** Appends the audit event of a change of user `email`. */
-async function audit(
+/** True when `next` writes exactly what `current` holds. */
+function unchanged(current: User, next: UserWrite): boolean {
+  return JSON.stringify(writeOf(current)) === JSON.stringify(next);
+}
+
+/**
+ * Writes `next` over `current` (locked by the caller's transaction) with its audit entry and
+ * event, after the rules every change obeys: the apps exist in the catalogue, the email is no
+ * other user's, and the last active owner stays an active owner (the workspace row is locked
+ * before the owner count, so concurrent changes cannot leave no active owner).
+ */
+async function writeChange(
   tx: Repositories,
   workspaceId: number,
+  current: StoredUser,
+  next: UserWrite,
   actor: Actor,
-  action: string,
-  email: string,
-  before: StoredUser | undefined,
-  after: StoredUser,
-): Promise<void> {
-  await tx.audit.append(userEvent(workspaceId, actor, action, email, before, after));
+  action: UserChangeType,
+): Promise<StoredUser> {
+  if (JSON.stringify(current.apps) !== JSON.stringify(next.apps) || (current.status !== 'active' && next.status === 'active')) {
+    // A role the user already holds stays valid even if the catalogue has dropped it since
+    // (only a deactivated user can hold one), unless the change reactivates the user: an
+    // active user holds only roles the catalogue has.
+    const reactivates = current.status !== 'active' && next.status === 'active';
+    const held = new Set(current.apps.map((app) => JSON.stringify([app.name, app.role])));
+    await assertAppsExist(tx.products, next.apps, 'user.apps', (app) => !reactivates && held.has(JSON.stringify([app.name, app.role])));
+  }
+  if (next.email.toLowerCase() !== current.email.toLowerCase()) {
+    const holder = await tx.users.find(workspaceId, { email: next.email });
+    if (holder && holder.rowId !== current.rowId) {
+      throw new AppError('user_already_exists', `A user with email ${next.email} already exists in this workspace.`, [
+        { field: 'user.email', message: 'belongs to another user of this workspace' },
+      ]);
+    }
+  }
+  const losesOwner = current.status === 'active' && current.role === 'owner' && (next.status !== 'active' || next.role !== 'owner');
+  if (losesOwner) {
+    await tx.workspaces.lock(workspaceId);
+    if ((await tx.users.countActiveOwners(workspaceId)) <= 1) {
+      throw new AppError('last_owner', `${current.email} is the last active owner of this workspace.`);
+    }
+  }
+  return tx.users.write(workspaceId, current, next, changeRecord(workspaceId, actor, action, current.id, current, next));
+}
+
+/** The detail of `user_not_found` for a reference. */
+function notFound(ref: UserRef): AppError {
+  return new AppError(
+    'user_not_found',
+    'email' in ref ? `No user with email ${ref.email} in this workspace.` : `No user with id ${ref.id} in this workspace.`,
+  );
+}
+
+/**
+ * Checks an `If-Match` precondition against the user's version.
+ * @throws AppError `precondition_failed` (412).
+ */
+function checkPrecondition(user: User, ifMatch: Precondition | undefined): void {
+  if (ifMatch === undefined || ifMatch === '*' || ifMatch.includes(user.version)) return;
+  throw new AppError('precondition_failed', 'The user has changed since the ETag sent in If-Match; fetch it again and retry.');
 }
 
 /**
  * Adds a user to a workspace, or reactivates a deactivated user with that email.
- * On reactivation `role` and `apps` are replaced and names are replaced only when given.
- * Source: SPEC.md Part A (`POST /users`) and Part B, Users.
+ * On reactivation `role` and `apps` are replaced and names (and SCIM fields) are replaced only
+ * when given; the stored email keeps its spelling. Source: SPEC.md Part A (`POST /users`) and
+ * Part B, Users; RFC 7644 §3.3 for the SCIM fields.
  *
  * @throws AppError `unknown_product` / `unknown_product_role` (422) for apps outside the
  *   catalogue; `user_already_exists` (409) when an active user has the email (also when a
@@ -96,86 +255,180 @@ export async function addUser(
     firstName: input.firstName ?? NAME_PLACEHOLDER,
     lastName: input.lastName ?? NAME_PLACEHOLDER,
     apps,
-    status: 'active',
+    status: input.status ?? 'active',
+    externalId: input.externalId ?? null,
+    scimAttributes: input.scimAttributes ?? null,
+    scimDeleted: false,
   };
-  const created = userEvent(workspaceId, actor, 'user.created', user.email, undefined, user);
+  const id = crypto.randomUUID();
+  const created = changeRecord(workspaceId, actor, 'user.created', id, undefined, user);
   // Most adds are new users with roles the catalogue has: checked against the (cached)
   // catalogue, one statement inserts the user, checking its roles again under a lock. Any other
   // case (the email taken, a role unknown or just removed) takes the transaction below.
   if (await appsInCatalogue(store.products, apps)) {
-    const inserted = await store.users.insertIfAbsent(workspaceId, user, created);
+    const inserted = await store.users.insertIfAbsent(workspaceId, id, user, created);
     if (inserted) return { user: snapshot(inserted), reactivated: false };
   }
   return store.transaction(async (tx) => {
     await assertAppsExist(tx.products, apps, 'user.apps');
-    const inserted = await tx.users.insertIfAbsent(workspaceId, user, created);
+    const inserted = await tx.users.insertIfAbsent(workspaceId, id, user, created);
     if (inserted) return { user: snapshot(inserted), reactivated: false };
-    const existing = await tx.users.findByEmail(workspaceId, input.email, { lock: true });
+    const existing = await tx.users.find(workspaceId, { email: input.email }, { lock: true });
     if (!existing || existing.status === 'active') {
       throw new AppError('user_already_exists', `An active user with email ${input.email} already exists.`);
     }
-    const reactivated = await tx.users.replace(workspaceId, existing.id, {
-      ...user,
-      email: existing.email,
-      firstName: input.firstName ?? existing.firstName,
-      lastName: input.lastName ?? existing.lastName,
+    const next = applyChanges(existing, {
+      role: input.role,
+      apps,
+      status: input.status ?? 'active',
+      ...(input.firstName === undefined ? {} : { firstName: input.firstName }),
+      ...(input.lastName === undefined ? {} : { lastName: input.lastName }),
+      ...(input.externalId === undefined ? {} : { externalId: input.externalId }),
+      ...(input.scimAttributes === undefined ? {} : { scimAttributes: input.scimAttributes }),
     });
-    await audit(tx, workspaceId, actor, 'user.reactivated', reactivated.email, existing, reactivated);
-    return { user: snapshot(reactivated), reactivated: true };
+    const action = next.status === 'active' ? 'user.reactivated' : 'user.updated';
+    const written = await writeChange(tx, workspaceId, existing, { ...next, scimDeleted: false }, actor, action);
+    return { user: snapshot(written), reactivated: true };
   });
 }
 
 /**
- * Deactivates a user. Deactivating an already deactivated user changes nothing and
- * succeeds, so a retried offboarding call does not fail. The workspace row is locked
- * before the owner count, so two concurrent removals cannot leave no active owner.
- * Source: SPEC.md Part B, Users (`DELETE /users/{email}`).
+ * Changes a user in place, in one transaction that holds the user's row lock: `change` is the
+ * fields to change, or a function computing them (possibly asynchronously, without I/O of its
+ * own) from the user as it is under the lock (so a read-modify-write such as a SCIM PATCH
+ * cannot lose a concurrent change). A change that
+ * changes nothing writes nothing: no new version, no audit entry, no event.
+ * Source: SPEC.md Part B, Changing a user in place.
+ *
+ * @returns the user as it is after the call, and whether it changed.
+ * @throws AppError `user_not_found` (404); `precondition_failed` (412) when `ifMatch` does not
+ *   match; `unknown_product` / `unknown_product_role` (422); `user_already_exists` (409) for
+ *   an email another user holds; `last_owner` (409) for demoting or deactivating the last
+ *   active owner; whatever `change` throws.
+ */
+export async function updateUser(
+  store: Store,
+  workspaceId: number,
+  ref: UserRef,
+  change: UserChanges | ((current: User) => UserChanges | Promise<UserChanges>),
+  actor: Actor,
+  options: ChangeOptions = {},
+): Promise<ChangeResult> {
+  return store.transaction(async (tx) => {
+    const current = await tx.users.find(workspaceId, ref, { lock: true });
+    if (!current) throw notFound(ref);
+    checkPrecondition(current, options.ifMatch);
+    const next = applyChanges(current, typeof change === 'function' ? await change(snapshot(current)) : change);
+    if (unchanged(current, next)) return { user: snapshot(current), changed: false };
+    const written = await writeChange(tx, workspaceId, current, next, actor, options.action ?? 'user.updated');
+    return { user: snapshot(written), changed: true };
+  });
+}
+
+/**
+ * Deactivates a user. Deactivating an already deactivated user changes nothing and succeeds,
+ * so a retried offboarding call does not fail. With `scimDelete` the user also leaves SCIM
+ * (it answers 404 there until reactivated). Source: SPEC.md Part B, Users
+ * (`DELETE /users/{email}`) and SCIM 2.0 provisioning (`DELETE /Users/{id}`).
  *
  * @returns whether the call changed anything.
- * @throws AppError `user_not_found` (404); `last_owner` (409) for the last active owner.
+ * @throws AppError `user_not_found` (404); `precondition_failed` (412); `last_owner` (409)
+ *   for the last active owner.
  */
 export async function deactivateUser(
   store: Store,
   workspaceId: number,
-  email: string,
+  ref: UserRef,
   actor: Actor,
+  options: { readonly ifMatch?: Precondition; readonly scimDelete?: boolean } = {},
 ): Promise<{ changed: boolean }> {
+  const { changed } = await updateUser(
+    store,
+    workspaceId,
+    ref,
+    { status: 'deactivated', ...(options.scimDelete ? { scimDeleted: true } : {}) },
+    actor,
+    { action: 'user.deactivated', ...(options.ifMatch === undefined ? {} : { ifMatch: options.ifMatch }) },
+  );
+  return { changed };
+}
+
+/**
+ * Applies `change` to every user matching `condition`, in one transaction: the users are
+ * locked in creation order first (so that two bulk changes cannot deadlock), then each is
+ * changed with the same rules, audit entry and event as {@link updateUser}. `change` returns
+ * undefined to leave a user alone. Meant for changes of one role across its holders (SCIM
+ * groups); it holds the matching users in memory.
+ *
+ * @returns the users that changed, as they are now.
+ * @throws AppError as {@link updateUser} (the whole change is then undone).
+ */
+export async function updateUsers(
+  store: Store,
+  workspaceId: number,
+  condition: UserCondition,
+  change: (current: User) => UserChanges | undefined,
+  actor: Actor,
+): Promise<User[]> {
   return store.transaction(async (tx) => {
-    const user = await tx.users.findByEmail(workspaceId, email, { lock: true });
-    if (!user) throw new AppError('user_not_found', `No user with email ${email} in this workspace.`);
-    if (user.status === 'deactivated') return { changed: false };
-    if (user.role === 'owner') {
-      await tx.workspaces.lock(workspaceId);
-      if ((await tx.users.countActiveOwners(workspaceId)) <= 1) {
-        throw new AppError('last_owner', `${user.email} is the last active owner of this workspace.`);
-      }
+    const changed: User[] = [];
+    for (const current of await tx.users.lockMatching(workspaceId, condition)) {
+      const changes = change(snapshot(current));
+      if (!changes) continue;
+      const next = applyChanges(current, changes);
+      if (unchanged(current, next)) continue;
+      changed.push(snapshot(await writeChange(tx, workspaceId, current, next, actor, 'user.updated')));
     }
-    const after = await tx.users.setStatus(workspaceId, user.id, 'deactivated');
-    await audit(tx, workspaceId, actor, 'user.deactivated', user.email, user, after);
-    return { changed: true };
+    return changed;
   });
 }
 
 /**
- * Finds a user of any status by email, case-insensitively.
+ * Finds a user of any status by email (case-insensitively) or id.
  * @throws AppError `user_not_found` (404).
  */
-export async function getUser(store: Store, workspaceId: number, email: string): Promise<User> {
-  const user = await store.users.findByEmail(workspaceId, email);
-  if (!user) throw new AppError('user_not_found', `No user with email ${email} in this workspace.`);
+export async function getUser(store: Store, workspaceId: number, ref: UserRef): Promise<User> {
+  const user = await store.users.find(workspaceId, ref);
+  if (!user) throw notFound(ref);
   return snapshot(user);
 }
 
 /**
- * Lists one page of a workspace's users, oldest first, with exact totals.
- * Source: SPEC.md Part B, Listing.
+ * Lists one page of a workspace's users matching `query`, in its order, with exact totals.
+ * The plain listing (no condition, creation order) reads the per-block counts; any filter or
+ * other order is one statement that counts the matching users exactly.
+ * Source: SPEC.md Part B, Listing and Finding users.
  */
-export async function listUsers(
+export async function listUsers(store: Store, workspaceId: number, query: UserQuery, page: PageRequest): Promise<Page<User>> {
+  const plain = !query.where && (query.sort ?? 'created_at') === 'created_at' && !query.excludeScimDeleted;
+  const { rows, total } = plain
+    ? await store.users.findPage(workspaceId, query.status, page)
+    : await store.users.findMatching(workspaceId, query, { offset: pageOffset(page), limit: page.pageSize });
+  return { items: rows.map(snapshot), pagination: paginate(page, total) };
+}
+
+/**
+ * A window of the users matching `query` (SCIM's `startIndex`/`count`), with the exact total.
+ * Source: RFC 7644 §3.4.2.4.
+ */
+export async function findUsers(store: Store, workspaceId: number, query: UserQuery, window: RowWindow): Promise<Slice<User>> {
+  const { rows, total } = await store.users.findMatching(workspaceId, query, window);
+  return { rows: rows.map(snapshot), total };
+}
+
+/**
+ * One page of a user's audit history (its events across renames), oldest first unless
+ * `newestFirst`. Source: issue 10 (the console's user history).
+ * @throws AppError `user_not_found` (404).
+ */
+export async function listUserAuditEvents(
   store: Store,
   workspaceId: number,
-  status: StatusFilter,
+  ref: UserRef,
   page: PageRequest,
-): Promise<Page<User>> {
-  const { rows, total } = await store.users.findPage(workspaceId, status, page);
-  return { items: rows.map(snapshot), pagination: paginate(page, total) };
+  newestFirst = false,
+): Promise<Page<AuditEvent>> {
+  const user = await getUser(store, workspaceId, ref);
+  const { rows, total } = await store.audit.findPage(workspaceId, page, { userId: user.id, newestFirst });
+  return { items: rows, pagination: paginate(page, total) };
 }

@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import stringify from 'safe-stable-stringify';
 import { AppError } from '../../core/errors.ts';
-import type { IdempotencyStore } from '../../storage/idempotency.queries.ts';
+import type { IdempotencyOutcome, IdempotencyStore } from '../../storage/idempotency.queries.ts';
+import { databaseUnavailable } from '../../storage/pg-errors.ts';
+import type { RequestTransaction } from '../../storage/request-transaction.ts';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '../problem.ts';
 import { addRouteHook } from '../hooks.ts';
 
 declare module 'fastify' {
@@ -13,6 +16,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The idempotency key this request claimed, to store its response. */
     idempotencyKey?: string;
+    /** The transaction holding this request's claim and its changes (PostgreSQL), until it answers. */
+    requestTransaction?: RequestTransaction;
   }
 }
 
@@ -46,15 +51,51 @@ function headerKey(request: FastifyRequest): string | undefined {
   return value;
 }
 
+/** Headers of a success that must not go out with the 503 that replaces it. */
+const SUCCESS_HEADERS = ['location', 'etag', 'content-location'];
+
 /**
  * Stripe-style idempotency keys on routes marked `config.idempotent`: the first response
  * (any status below 500) is stored per workspace and key for 24 h and replayed, with
  * `Idempotent-Replayed: true`, to a retry of the same request; the same key on another
  * request → `422 idempotency_key_reused`; while the first runs → `409 idempotency_key_in_use`.
  * Runs after validation, so a request rejected as invalid claims no key.
+ *
+ * With `beginTransaction` (PostgreSQL), the claim, everything the request changes and its
+ * stored answer are one transaction, committed before the answer is sent: a request cut off by
+ * a failover leaves either all of it (a retry replays the answer) or nothing (a retry runs
+ * afresh), never a change without its answer or a claim that makes retries wait. A success
+ * whose commit fails is answered `503 database_unavailable` instead. Without it (PGlite) the
+ * claim is committed first and the answer stored after the change, as Stripe describes.
+ * Source: SPEC.md Part B, "Retries, limits and audit" and "A highly available database".
  */
-export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
+export function registerIdempotency(
+  app: FastifyInstance,
+  store: IdempotencyStore,
+  beginTransaction?: () => Promise<RequestTransaction>,
+): void {
   let lastPurge = 0;
+
+  /** Claims the key inside a new request transaction; ends the transaction unless the request runs. */
+  const claimInTransaction = async (
+    workspaceId: number,
+    key: string,
+    print: string,
+  ): Promise<{ outcome: IdempotencyOutcome; tx?: RequestTransaction }> => {
+    const tx = await beginTransaction!();
+    try {
+      const outcome = await tx.run(async (): Promise<IdempotencyOutcome> => {
+        if (!(await store.tryLock(workspaceId, key))) return { state: 'in_flight' };
+        return store.begin(workspaceId, key, print, LOCK_SECONDS);
+      });
+      if (outcome.state === 'started') return { outcome, tx };
+      await tx.rollback();
+      return { outcome };
+    } catch (error) {
+      await tx.rollback();
+      throw error;
+    }
+  };
 
   const claim = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.tenant) return;
@@ -65,10 +106,14 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       lastPurge = Date.now();
       store.purgeExpired().catch((err) => request.log.warn({ err }, 'idempotency purge failed'));
     }
-    const outcome = await store.begin(workspaceId, key, fingerprint(request), LOCK_SECONDS);
+    const print = fingerprint(request);
+    const { outcome, tx } = beginTransaction
+      ? await claimInTransaction(workspaceId, key, print)
+      : { outcome: await store.begin(workspaceId, key, print, LOCK_SECONDS), tx: undefined };
     switch (outcome.state) {
       case 'started':
         request.idempotencyKey = key;
+        request.requestTransaction = tx;
         return;
       case 'mismatch':
         throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
@@ -82,10 +127,43 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     }
   };
 
+  const storedResponse = (reply: FastifyReply, payload: unknown) => {
+    const headers: Record<string, string> = {};
+    for (const name of REPLAYED_HEADERS) {
+      const value = reply.getHeader(name);
+      if (value !== undefined) headers[name] = String(value);
+    }
+    return { status: reply.statusCode, headers, body: typeof payload === 'string' ? payload : '' };
+  };
+
+  /** Stores the answer and commits, in one round trip; a success that did not commit becomes a 503. */
+  const recordInTransaction = async (request: FastifyRequest, reply: FastifyReply, payload: unknown, tx: RequestTransaction, key: string) => {
+    if (reply.statusCode >= 500) {
+      await tx.rollback();
+      return payload;
+    }
+    try {
+      await tx.commit(store.completion(request.tenant!.workspace.id, key, storedResponse(reply, payload)));
+      return payload;
+    } catch (err) {
+      // A 4xx changed nothing and stays true; a success that may not have committed must not be
+      // reported: the client retries (with this key it replays what did commit, or runs afresh).
+      if (reply.statusCode >= 400) return payload;
+      request.log.warn({ err }, 'the request transaction did not commit');
+      const problem = databaseUnavailable();
+      for (const name of SUCCESS_HEADERS) reply.removeHeader(name);
+      reply.headers(problem.headers ?? {}).code(problem.status).type(PROBLEM_CONTENT_TYPE);
+      return JSON.stringify(toProblem(problem, request.id));
+    }
+  };
+
   const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const key = request.idempotencyKey;
     if (key === undefined || !request.tenant) return payload;
     request.idempotencyKey = undefined;
+    const tx = request.requestTransaction;
+    request.requestTransaction = undefined;
+    if (tx) return recordInTransaction(request, reply, payload, tx, key);
     const workspaceId = request.tenant.workspace.id;
     // The request's own work is committed (or failed) by now: a failure to record its outcome
     // must not replace the answer. The claim then lapses after LOCK_SECONDS and a retry runs.
@@ -94,20 +172,18 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
         await store.release(workspaceId, key);
         return payload;
       }
-      const headers: Record<string, string> = {};
-      for (const name of REPLAYED_HEADERS) {
-        const value = reply.getHeader(name);
-        if (value !== undefined) headers[name] = String(value);
-      }
-      await store.complete(workspaceId, key, {
-        status: reply.statusCode,
-        headers,
-        body: typeof payload === 'string' ? payload : '',
-      });
+      await store.complete(workspaceId, key, storedResponse(reply, payload));
     } catch (err) {
       request.log.warn({ err }, 'could not record the idempotent response');
     }
     return payload;
+  };
+
+  /** A request that ended without answering (an aborted connection) must not keep its transaction open. */
+  const abandon = async (request: FastifyRequest) => {
+    const tx = request.requestTransaction;
+    request.requestTransaction = undefined;
+    await tx?.rollback();
   };
 
   // Only the routes that honour the header pay for these hooks.
@@ -115,5 +191,13 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (!route.config?.idempotent) return;
     addRouteHook(route, 'preHandler', claim);
     addRouteHook(route, 'onSend', record);
+    if (!beginTransaction) return;
+    addRouteHook(route, 'onResponse', abandon);
+    // The handler runs inside the request's transaction: every statement it makes joins it.
+    const handler = route.handler;
+    route.handler = function (this: FastifyInstance, request, reply) {
+      const tx = request.requestTransaction;
+      return tx ? tx.run(() => handler.call(this, request, reply)) : handler.call(this, request, reply);
+    };
   });
 }

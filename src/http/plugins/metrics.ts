@@ -3,11 +3,11 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
 
 /**
  * Prometheus metrics: `http_requests_total` and `http_request_duration_seconds` by method,
- * route template and status, plus the process defaults, on a registry of this app's own
- * (so several apps in one process, as in tests, do not collide). Served by `GET /metrics`.
+ * route template and status, plus the process defaults, on `registry` (by default one of this
+ * app's own, so several apps in one process, as in tests, do not collide). Served by
+ * `GET /metrics`.
  */
-export function registerMetrics(app: FastifyInstance): Registry {
-  const registry = new Registry();
+export function registerMetrics(app: FastifyInstance, registry: Registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status_code'] as const;
   const requests = new Counter({

@@ -44,7 +44,14 @@ function describeRoute({ schema, url, route }: { schema: FastifySchema; url: str
     const properties = query.properties;
     described.querystring = { ...query, required: query.required.filter((name) => properties[name]?.default === undefined) };
   }
-  if (route.config?.idempotent) described = { ...described, headers: IdempotencyKeyHeaders };
+  if (route.config?.idempotent) {
+    // Beside the route's own headers (e.g. If-Match), not instead of them.
+    const own = schema.headers as { properties?: Record<string, unknown> } | undefined;
+    described = {
+      ...described,
+      headers: { ...IdempotencyKeyHeaders, properties: { ...own?.properties, ...IdempotencyKeyHeaders.properties } },
+    };
+  }
   return { schema: described, url };
 }
 

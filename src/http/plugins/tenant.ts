@@ -4,8 +4,9 @@ import { authenticate, type Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Store } from '../../core/ports.ts';
+import { isScimPath } from '../../scim/constants.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
-import { KeyedTokenBuckets } from '../rate-limit/token-buckets.ts';
+import type { RateLimits } from '../rate-limit/rate-limits.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,37 +41,38 @@ function pathOf(request: FastifyRequest): string {
   return request.url.split('?', 1)[0] ?? '';
 }
 
-/** True for a path of the external API that needs a workspace and a key. */
+/** True for a path of the external API (or of the SCIM service) that needs a workspace and a key. */
 export function isExternalApiPath(path: string): boolean {
-  return (path === EXTERNAL_PREFIX || path.startsWith(`${EXTERNAL_PREFIX}/`)) && !PUBLIC_PATHS.has(path);
+  return ((path === EXTERNAL_PREFIX || path.startsWith(`${EXTERNAL_PREFIX}/`)) && !PUBLIC_PATHS.has(path)) || isScimPath(path);
+}
+
+/** The key a request presents: `X-Api-Key`, or on SCIM paths the bearer token of `Authorization` (RFC 6750 §2.1). */
+function presentedKey(request: FastifyRequest, path: string): string | undefined {
+  if (isScimPath(path)) return /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')?.[1];
+  const presented = request.headers['x-api-key'];
+  return Array.isArray(presented) ? presented[0] : presented;
 }
 
 /**
- * Authenticates every external-API request before routing decides anything: workspace from
- * the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key → per-client limit on
- * failed keys → per-key token bucket. Source: SPEC.md Part B, Addressing, Authentication,
- * Retries and limits.
+ * Authenticates every external-API and SCIM request before routing decides anything: workspace
+ * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key → per-client limit on
+ * failed keys → per-key token bucket. A limit that cannot be read (Redis unreachable) lets
+ * the request through. Source: SPEC.md Part B, Addressing, Authentication, Retries and limits,
+ * Running several replicas.
  */
-export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config): void {
-  const perKey =
-    config.rateLimit.perSecond > 0 && config.rateLimit.burst > 0
-      ? new KeyedTokenBuckets(config.rateLimit.burst, config.rateLimit.perSecond, 1000)
-      : undefined;
-  const authFailures =
-    config.authFailureLimit > 0
-      ? new KeyedTokenBuckets(config.authFailureLimit, config.authFailureLimit, 60_000)
-      : undefined;
+export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits): void {
+  const { perKey, authFailures } = limits;
   const lastTouched = new LRUCache<string, number>({ max: 100_000 });
 
   app.addHook('onRequest', async (request, reply) => {
-    if (!isExternalApiPath(pathOf(request))) return;
+    const path = pathOf(request);
+    if (!isExternalApiPath(path)) return;
     const subdomain = subdomainOf(request.hostname, config.baseDomain);
     if (!subdomain) {
       throw new AppError('workspace_not_found', 'Address the API through your workspace, e.g. https://acme.<domain>/api/external/v2.');
     }
-    const presented = request.headers['x-api-key'];
-    const apiKey = Array.isArray(presented) ? presented[0] : presented;
-    const failures = apiKey ? authFailures?.peek(request.ip) : undefined;
+    const apiKey = presentedKey(request, path);
+    const failures = apiKey ? await authFailures?.peek(request.ip) : undefined;
     if (failures && !failures.allowed) {
       setRateLimitFields(reply, 'auth-failures', authFailures!, failures);
       throw new AppError('rate_limited', 'Too many failed API key attempts from this address.', undefined, {
@@ -82,14 +84,14 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
       tenant = await authenticate(store, subdomain, apiKey);
     } catch (error) {
       if (authFailures && error instanceof AppError && error.code === 'invalid_api_key') {
-        setRateLimitFields(reply, 'auth-failures', authFailures, authFailures.take(request.ip));
+        setRateLimitFields(reply, 'auth-failures', authFailures, await authFailures.take(request.ip));
       }
       throw error;
     }
     if (perKey) {
-      const taken = perKey.take(tenant.apiKeyId);
+      const taken = await perKey.take(tenant.apiKeyId);
       setRateLimitFields(reply, 'per-key', perKey, taken);
-      if (!taken.allowed) {
+      if (taken && !taken.allowed) {
         throw new AppError('rate_limited', 'Too many requests for this API key; retry after the time in Retry-After.', undefined, {
           'retry-after': String(taken.retryAfterSeconds),
         });

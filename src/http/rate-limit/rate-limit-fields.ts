@@ -1,12 +1,13 @@
 import type { FastifyReply } from 'fastify';
-import type { KeyedTokenBuckets, TakeResult } from './token-buckets.ts';
+import type { TakeResult, TokenBuckets } from './token-buckets.ts';
 
 /**
  * Sets the IETF `RateLimit-Policy` and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-10
  * §§ 3-4): the quota is the bucket size over the time it takes to refill it completely.
+ * `taken` undefined (the limit failed open: its state is unknown) sets the policy alone.
  */
-export function setRateLimitFields(reply: FastifyReply, policy: string, buckets: KeyedTokenBuckets, taken: TakeResult): void {
+export function setRateLimitFields(reply: FastifyReply, policy: string, buckets: TokenBuckets, taken: TakeResult | undefined): void {
   const windowSeconds = Math.max(1, Math.ceil((buckets.burst / buckets.refill) * (buckets.intervalMs / 1000)));
   reply.header('ratelimit-policy', `"${policy}";q=${buckets.burst};w=${windowSeconds}`);
-  reply.header('ratelimit', `"${policy}";r=${taken.remaining};t=${taken.resetSeconds}`);
+  if (taken) reply.header('ratelimit', `"${policy}";r=${taken.remaining};t=${taken.resetSeconds}`);
 }

@@ -13,11 +13,44 @@ export interface TakeResult {
 }
 
 /**
- * One token bucket per key (API key id, client address), created full on first use and
- * kept in a bounded LRU so memory stays flat however many keys are seen. Buckets live in
- * this process: with N replicas a key may use up to N times the limit (docs/operations.md).
+ * One token bucket per key (API key id, client address): `burst` tokens, refilled by `refill`
+ * tokens per `intervalMs`. A result of `undefined` means the bucket could not be read (the
+ * shared store is unreachable) and the request goes on: the limit fails open.
  */
-export class KeyedTokenBuckets {
+export interface TokenBuckets {
+  /** Bucket size, in tokens. */
+  readonly burst: number;
+  /** Tokens added per `intervalMs`. */
+  readonly refill: number;
+  /** Refill interval, in ms. */
+  readonly intervalMs: number;
+  /** Takes one token for `key` if there is one. */
+  take(key: string): TakeResult | undefined | Promise<TakeResult | undefined>;
+  /** Reports `key`'s bucket without taking a token (allowed when at least one is left). */
+  peek(key: string): TakeResult | undefined | Promise<TakeResult | undefined>;
+}
+
+/**
+ * The {@link TakeResult} of a bucket of `buckets`' shape holding `tokens` (fractional) after
+ * the request. Shared by the in-process and the Redis buckets, so both report alike.
+ */
+export function takeResult(buckets: Pick<TokenBuckets, 'burst' | 'refill' | 'intervalMs'>, tokens: number, allowed: boolean): TakeResult {
+  const perMs = buckets.refill / buckets.intervalMs;
+  return {
+    allowed,
+    remaining: Math.floor(tokens),
+    retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)),
+    resetSeconds: Math.ceil((buckets.burst - tokens) / perMs / 1000),
+  };
+}
+
+/**
+ * {@link TokenBuckets} in this process's memory, created full on first use and kept in a
+ * bounded LRU so memory stays flat however many keys are seen. Without `REDIS_URL` each
+ * replica limits alone: with N replicas a key may use up to N times the limit
+ * (docs/operations.md).
+ */
+export class KeyedTokenBuckets implements TokenBuckets {
   private readonly buckets: LRUCache<string, TokenBucket>;
 
   /**
@@ -45,26 +78,17 @@ export class KeyedTokenBuckets {
     return bucket;
   }
 
-  private result(bucket: TokenBucket, allowed: boolean): TakeResult {
-    const perMs = this.refill / this.intervalMs;
-    return {
-      allowed,
-      remaining: Math.floor(bucket.content),
-      retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.content) / perMs / 1000)),
-      resetSeconds: Math.ceil((this.burst - bucket.content) / perMs / 1000),
-    };
-  }
-
   /** Takes one token for `key` if there is one. */
   take(key: string): TakeResult {
     const bucket = this.bucket(key);
-    return this.result(bucket, bucket.tryRemoveTokens(1));
+    const allowed = bucket.tryRemoveTokens(1);
+    return takeResult(this, bucket.content, allowed);
   }
 
   /** Reports `key`'s bucket without taking a token (allowed when at least one is left). */
   peek(key: string): TakeResult {
     const bucket = this.bucket(key);
     bucket.drip();
-    return this.result(bucket, bucket.content >= 1);
+    return takeResult(this, bucket.content, bucket.content >= 1);
   }
 }

@@ -1,15 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { AppError } from '../../core/errors.ts';
+import { TRANSIENT_RETRY_AFTER_SECONDS } from '../../storage/pg-errors.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 
 /** How long `/readyz` waits for the database before answering 503. */
 const READY_TIMEOUT_MS = 2000;
 
 /**
- * `GET /healthz` (process alive), `GET /readyz` (database answers, else 503) and
+ * `GET /healthz` (process alive, whatever the database does), `GET /readyz` (the database
+ * answers, and with a multi-host `DATABASE_URL` it is the writable primary; else
+ * `503 database_unavailable`) and
  * `GET /metrics` (Prometheus text format). On any host, without a key.
- * Source: SPEC.md Part B, Running.
+ * Source: SPEC.md Part B, Running and "A highly available database".
  */
 export async function operationsRoutes(
   app: FastifyInstance,
@@ -25,7 +28,10 @@ export async function operationsRoutes(
     try {
       await Promise.race([options.ping(), timeout]);
     } catch {
-      throw new AppError('service_unavailable', 'The database does not answer.');
+      // No primary (or no answer) within the limit: a load balancer takes this replica out.
+      throw new AppError('database_unavailable', 'The database does not answer, or no writable server is reachable.', undefined, {
+        'retry-after': String(TRANSIENT_RETRY_AFTER_SECONDS),
+      });
     } finally {
       clearTimeout(timer);
     }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { CreatedApiKey } from '../../core/api-keys/api-keys-service.ts';
 import type { ApiKeyRecord, AuditEvent, Workspace } from '../../core/ports.ts';
-import { NullableTimestamp, PageQuery, PaginationSchema, Timestamp } from './common.ts';
+import { NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
 import { PRODUCT_NAME_PATTERN } from './products.ts';
 import { USER_EXAMPLE } from './users.ts';
 
@@ -94,6 +94,9 @@ export const AuditEventSchema = Type.Object(
     action: Type.String({ description: 'What happened.', examples: ['user.created'] }),
     target_type: Type.String({ description: 'Kind of the thing changed: user, api_key, workspace, product.' }),
     target_id: Type.String({ description: 'Its identity: email, key id, subdomain or product name.' }),
+    user_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
+      description: 'For user events, the user\'s `id` (it survives renames); else null.',
+    }),
     before: Type.Unknown({ description: 'The thing before the change; null when created.' }),
     after: Type.Unknown({ description: 'The thing after the change; null when removed.' }),
   },
@@ -102,6 +105,27 @@ export const AuditEventSchema = Type.Object(
 
 /** Query of paginated admin listings. */
 export const AdminPageQuery = Type.Object(PageQuery);
+
+/** Filters of the audit listings; each one given narrows the listing. */
+const AuditFilters = {
+  action: Type.Optional(Type.String({ maxLength: 100, description: 'Only events of this action.', examples: ['user.updated'] })),
+  actor_type: Type.Optional(
+    StringEnum(['api_key', 'scim', 'admin', 'system'], { description: 'Only events made by this kind of actor.', examples: ['api_key'] }),
+  ),
+  target_id: Type.Optional(
+    Type.String({ maxLength: 320, description: 'Only events about this target (an email, key id, subdomain or product name).', examples: ['ada@example.com'] }),
+  ),
+};
+
+/** Query of a workspace's audit listing. */
+export const WorkspaceAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters });
+
+/** Query of the global audit listing: also by workspace. */
+export const AuditQuery = Type.Object({
+  ...PageQuery,
+  ...AuditFilters,
+  workspace: Type.Optional(Type.String({ maxLength: 63, description: 'Only events of the workspace with this subdomain.', examples: ['acme'] })),
+});
 
 /** Envelope of a paginated admin listing under `key`. */
 export function pageOf<T extends ReturnType<typeof Type.Object>>(key: string, item: T) {
@@ -137,6 +161,7 @@ export const ADMIN_EXAMPLES = {
     action: 'user.created',
     target_type: 'user',
     target_id: 'ada@example.com',
+    user_id: USER_EXAMPLE.id,
     before: null,
     after: USER_AUDIT_RECORD_EXAMPLE,
   },
@@ -165,6 +190,7 @@ export const toWireAuditEvent = (e: AuditEvent) => ({
   action: e.action,
   target_type: e.targetType,
   target_id: e.targetId,
+  user_id: e.userId ?? null,
   before: e.before,
   after: e.after,
 });

@@ -58,8 +58,9 @@ const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: Fie
   user_already_exists: { detail: 'An active user with email ada@example.com already exists.' },
   last_owner: { detail: 'olivia@example.com is the last active owner of this workspace.' },
   workspace_exists: { detail: 'A workspace with this subdomain already exists.' },
-  product_in_use: { detail: 'Active users hold "admin", "member" of product "crm".' },
+  product_in_use: { detail: 'Product "crm" is in use: active users hold "admin", "member".' },
   idempotency_key_in_use: { detail: 'A request with this Idempotency-Key is still being processed.' },
+  precondition_failed: { detail: 'The user has changed since the ETag sent in If-Match; fetch it again and retry.' },
   payload_too_large: { detail: 'The request body is larger than 64 KiB.' },
   unsupported_media_type: { detail: 'Send the body as application/json.' },
   unknown_product: {
@@ -73,7 +74,8 @@ const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: Fie
   idempotency_key_reused: { detail: 'This Idempotency-Key was used with a different request.' },
   rate_limited: { detail: 'Too many requests for this API key; retry after the time in Retry-After.' },
   internal_error: { detail: 'An unexpected error occurred; the request id identifies it in our logs.' },
-  service_unavailable: { detail: 'The database is busy or unavailable; retry shortly.' },
+  service_unavailable: { detail: 'The database is busy; retry shortly.' },
+  database_unavailable: { detail: 'No database server could take this request (for example during a failover). Retry shortly: with the same Idempotency-Key a retry is applied at most once.' },
 };
 
 /** The example problem body of `code`, as the service renders it. */
@@ -99,6 +101,7 @@ export const EXTERNAL_API_ERRORS = [
   'rate_limited',
   'internal_error',
   'service_unavailable',
+  'database_unavailable',
 ] as const satisfies readonly ErrorCode[];
 
 /** `Retry-After` as the service sends it with 429, 503 and `409 idempotency_key_in_use`. */

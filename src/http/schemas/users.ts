@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { User } from '../../core/users/user.ts';
+import { USER_SORTS } from '../../core/users/user-query.ts';
 import { PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
 
 const Name = Type.Unsafe<string | null>({
@@ -19,6 +20,7 @@ export const AppRoleSchema = Type.Object(
 
 /** The user of the OpenAPI document's examples. */
 export const USER_EXAMPLE = {
+  id: '0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e',
   email: 'ada@example.com',
   role: 'non_owner',
   first_name: 'Ada',
@@ -69,7 +71,8 @@ export const AddUserBody = Type.Object(
 /** A user on the wire (SPEC.md Part B, Users). */
 export const UserSchema = Type.Object(
   {
-    email: Type.String({ description: 'The email as first given (trimmed).' }),
+    id: Type.String({ format: 'uuid', description: 'The user\'s id: given at creation, it never changes (not on rename, deactivation or reactivation).' }),
+    email: Type.String({ description: 'The email as given (trimmed); matched case-insensitively.' }),
     role: StringEnum(['owner', 'non_owner'], { description: 'Workspace role.' }),
     first_name: Type.String({ description: '`-` when never given.' }),
     last_name: Type.String({ description: '`-` when never given.' }),
@@ -84,13 +87,36 @@ export const UserSchema = Type.Object(
   { $id: 'User', description: 'A user of the workspace.', examples: [USER_EXAMPLE] },
 );
 
-/** Query of `GET /users`. */
+/** A product (`crm`) or one of its roles (`crm:admin`), as the `app` filter takes it. */
+export const APP_FILTER_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(:[A-Za-z0-9][A-Za-z0-9._-]{0,63})?$';
+
+/** Query of `GET /users` (SPEC.md Part B, Listing and Finding users). */
 export const ListUsersQuery = Type.Object({
   ...PageQuery,
   status: StringEnum(['active', 'deactivated', 'all'], {
     default: 'active',
     description: 'Which users to list: active ones (the default), deactivated ones, or all.',
     examples: ['active'],
+  }),
+  q: Type.Optional(
+    Type.String({
+      maxLength: 254,
+      description: 'Search: users whose email, first name or last name starts with this text, ignoring case. Empty means no search.',
+      examples: ['ada'],
+    }),
+  ),
+  role: Type.Optional(StringEnum(['owner', 'non_owner'], { description: 'Only users with this workspace role.', examples: ['owner'] })),
+  app: Type.Optional(
+    Type.String({
+      pattern: APP_FILTER_PATTERN,
+      description: 'Only users holding a role in this product (`crm`), or this one role (`crm:admin`).',
+      examples: ['crm:admin'],
+    }),
+  ),
+  sort: StringEnum(USER_SORTS, {
+    default: 'created_at',
+    description: 'Order: by creation (`created_at`, the default, oldest first) or by email, ignoring case; `-` reverses.',
+    examples: ['email'],
   }),
 });
 
@@ -108,6 +134,35 @@ export const USER_LIST_EXAMPLE = {
   total_count: 1,
 };
 
+/** Body of `PATCH /users/{email}` (SPEC.md Part B, Changing a user in place). */
+export const PatchUserBody = Type.Object(
+  {
+    user: Type.Object(
+      {
+        email: Type.Optional(
+          Type.String({ format: 'email', maxLength: 254, description: 'A new email (rename); no other user of the workspace may hold it.' }),
+        ),
+        role: Type.Optional(StringEnum(['owner', 'non_owner'], { description: 'Workspace role.' })),
+        first_name: Type.Optional(
+          Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 255, description: 'At most 255 characters; null resets it to "-".' }),
+        ),
+        last_name: Type.Optional(
+          Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 255, description: 'At most 255 characters; null resets it to "-".' }),
+        ),
+        apps: Type.Optional(Type.Array(AppRoleSchema, { description: 'Replaces the whole set of product roles; may be empty.' })),
+        status: Type.Optional(
+          StringEnum(['active', 'deactivated'], { description: '`deactivated` deactivates; `active` reactivates, keeping role and apps.' }),
+        ),
+      },
+      { additionalProperties: false, description: 'The fields to change; omitted fields stay as they are.' },
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ user: { role: 'owner', apps: [{ name: 'crm', role: 'admin' }] } }],
+  },
+);
+
 /** Path parameters naming a user by email (percent-encoded in the path). */
 export const EmailParams = Type.Object({
   email: Type.String({
@@ -119,6 +174,7 @@ export const EmailParams = Type.Object({
 /** Domain user → wire user. */
 export function toWireUser(user: User) {
   return {
+    id: user.id,
     email: user.email,
     role: user.role,
     first_name: user.firstName,

@@ -1,17 +1,37 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Actor } from '../../../core/actor.ts';
 import type { Store } from '../../../core/ports.ts';
-import { addUser, deactivateUser, getUser, listUsers } from '../../../core/users/users-service.ts';
+import { searchCondition } from '../../../core/users/user-query.ts';
+import type { User } from '../../../core/users/user.ts';
+import {
+  addUser,
+  deactivateUser,
+  getUser,
+  listUserAuditEvents,
+  listUsers,
+  updateUser,
+} from '../../../core/users/users-service.ts';
+import { parseIfMatch, userEtag } from '../../etag.ts';
 import { paginationLinks } from '../../link-header.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
-import { EXTERNAL_API_ERRORS, LinkHeader, jsonResponse, problemResponses, toWirePagination } from '../../schemas/common.ts';
+import { ADMIN_EXAMPLES, AuditEventSchema, pageOf, toWireAuditEvent } from '../../schemas/admin.ts';
+import {
+  EXTERNAL_API_ERRORS,
+  LinkHeader,
+  PageQuery,
+  StringEnum,
+  jsonResponse,
+  problemResponses,
+  toWirePagination,
+} from '../../schemas/common.ts';
 import {
   AddUserBody,
   EmailParams,
   ListUsersQuery,
+  PatchUserBody,
   USER_EXAMPLE,
   USER_LIST_EXAMPLE,
   UserListSchema,
@@ -27,6 +47,23 @@ function keyActor(request: FastifyRequest): Actor {
 /** Path of a user resource, for `Location`. */
 export function userLocation(prefix: string, email: string): string {
   return `${prefix}/users/${encodeURIComponent(email)}`;
+}
+
+/** `ETag` of user responses (SPEC.md Part B, Changing a user in place). */
+const EtagHeader = { ETag: { type: 'string', description: 'The user\'s strong entity tag; send it in `If-Match` to change the user only if nobody else has.' } };
+/** `If-Match` of the changing routes, documented (the value is read by {@link parseIfMatch}). */
+const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description: 'Change the user only if its `ETag` is one of these (`*`: any existing user); else `412 precondition_failed`.',
+      examples: ['"3"'],
+    }),
+  ),
+});
+
+/** Sends `user` with its ETag. */
+function sendUser(reply: FastifyReply, user: User) {
+  return reply.header('etag', userEtag(user.version)).send(toWireUser(user));
 }
 
 /**
@@ -53,7 +90,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
           'The user, added (`created_at` = `updated_at`) or reactivated (`updated_at` later). `Location` points at it.',
           Type.Ref(UserSchema),
           USER_EXAMPLE,
-          { Location: { type: 'string', description: 'Path of the user: `/api/external/v2/users/{email}`.' } },
+          { Location: { type: 'string', description: 'Path of the user: `/api/external/v2/users/{email}`.' }, ...EtagHeader },
         ),
         ...problemResponses(...EXTERNAL_API_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
           'validation_failed', 'invalid_parameter', 'unknown_product', 'unknown_product_role', 'user_already_exists',
@@ -79,17 +116,19 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         },
         keyActor(request),
       );
-      return reply.code(201).header('location', userLocation(prefix, result.user.email)).send(toWireUser(result.user));
+      return sendUser(reply.code(201).header('location', userLocation(prefix, result.user.email)), result.user);
     },
   });
 
   api.get('/users', {
     schema: {
       operationId: 'listUsers',
-      summary: 'List users, oldest first',
+      summary: 'List and find users',
       description:
-        'One page of the workspace\'s users in a stable order (by creation), active ones unless `status` says ' +
-        'otherwise. A page past the end has an empty `users` array: an empty array means the end of the data.',
+        'One page of the workspace\'s users in a stable order (by creation unless `sort` says otherwise), active ones ' +
+        'unless `status` says otherwise, narrowed by the `q`, `role` and `app` filters (all combined by AND). Totals ' +
+        'count the filtered users exactly. A page past the end has an empty `users` array: an empty array means the ' +
+        'end of the data.',
       tags: ['users'],
       querystring: ListUsersQuery,
       response: {
@@ -99,10 +138,17 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
     },
     handler: async (request, reply) => {
       const query = request.query;
-      const page = await listUsers(store, tenantOf(request).workspace.id, query.status, {
-        pageNumber: query.page_number,
-        pageSize: query.page_size,
+      const where = searchCondition({
+        ...(query.q ? { q: query.q } : {}),
+        ...(query.role ? { role: query.role } : {}),
+        ...(query.app ? { app: query.app } : {}),
       });
+      const page = await listUsers(
+        store,
+        tenantOf(request).workspace.id,
+        { status: query.status, sort: query.sort, ...(where ? { where } : {}) },
+        { pageNumber: query.page_number, pageSize: query.page_size },
+      );
       reply.header('link', paginationLinks(request, page.pagination));
       return { users: page.items.map(toWireUser), ...toWirePagination(page.pagination) };
     },
@@ -117,11 +163,67 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       tags: ['users'],
       params: EmailParams,
       response: {
-        200: jsonResponse('The user.', Type.Ref(UserSchema), USER_EXAMPLE),
+        200: jsonResponse('The user.', Type.Ref(UserSchema), USER_EXAMPLE, EtagHeader),
         ...problemResponses(...EXTERNAL_API_ERRORS, 'user_not_found'),
       },
     },
-    handler: async (request) => toWireUser(await getUser(store, tenantOf(request).workspace.id, request.params.email)),
+    handler: async (request, reply) =>
+      sendUser(reply, await getUser(store, tenantOf(request).workspace.id, { email: request.params.email })),
+  });
+
+  // application/merge-patch+json (RFC 7396) is accepted on PATCH only: a child context holds
+  // its parser, so POST /users keeps answering 415 to anything but application/json.
+  await app.register(async (patchScope) => {
+    patchScope.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, patchScope.getDefaultJsonParser('error', 'error'));
+    patchScope.withTypeProvider<TypeBoxTypeProvider>().patch('/users/:email', {
+      schema: {
+        operationId: 'updateUser',
+        summary: 'Change a user in place',
+        description:
+          'Changes the fields given and keeps the others: `role`, `first_name`/`last_name` (null resets to `-`), ' +
+          '`apps` (replaces the whole set), `email` (a rename; `409 user_already_exists` when another user of the ' +
+          'workspace holds it), `status` (`deactivated` deactivates, `active` reactivates keeping role and apps). ' +
+          '`{"user": {}}` changes nothing. Demoting or deactivating the last active owner → `409 last_owner`. ' +
+          'Send the `ETag` of the user in `If-Match` to be sure nobody changed it meanwhile (`412 ' +
+          'precondition_failed`), and an `Idempotency-Key` to make retries safe. Accepts `application/json` and ' +
+          '`application/merge-patch+json`.',
+        tags: ['users'],
+        params: EmailParams,
+        headers: IfMatchHeaders,
+        body: PatchUserBody,
+        response: {
+          200: jsonResponse('The user after the change, with its new `ETag`.', Type.Ref(UserSchema), USER_EXAMPLE, EtagHeader),
+          ...problemResponses(...EXTERNAL_API_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
+            'validation_failed', 'invalid_parameter', 'user_not_found', 'precondition_failed', 'unknown_product',
+            'unknown_product_role', 'user_already_exists', 'last_owner', 'idempotency_key_reused', 'idempotency_key_in_use'),
+        },
+      },
+      config: { idempotent: true },
+      preValidation: async (request) => {
+        const body = request.body as { user?: { email?: unknown } } | undefined;
+        if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
+      },
+      handler: async (request, reply) => {
+        const { user } = request.body;
+        const ifMatch = parseIfMatch(request.headers['if-match']);
+        const result = await updateUser(
+          store,
+          tenantOf(request).workspace.id,
+          { email: request.params.email },
+          {
+            ...(user.email === undefined ? {} : { email: user.email }),
+            ...(user.role === undefined ? {} : { role: user.role }),
+            ...(user.first_name === undefined ? {} : { firstName: user.first_name }),
+            ...(user.last_name === undefined ? {} : { lastName: user.last_name }),
+            ...(user.apps === undefined ? {} : { apps: user.apps }),
+            ...(user.status === undefined ? {} : { status: user.status }),
+          },
+          keyActor(request),
+          ifMatch === undefined ? {} : { ifMatch },
+        );
+        return sendUser(reply, result.user);
+      },
+    });
   });
 
   api.delete('/users/:email', {
@@ -134,17 +236,62 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         'The last active owner cannot be deactivated (`409 last_owner`).',
       tags: ['users'],
       params: EmailParams,
+      headers: IfMatchHeaders,
       response: {
         204: { type: 'null', description: 'Deactivated, or already deactivated.' },
-        ...problemResponses(...EXTERNAL_API_ERRORS, 'invalid_parameter', 'user_not_found', 'last_owner',
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'invalid_parameter', 'user_not_found', 'precondition_failed', 'last_owner',
           'idempotency_key_reused', 'idempotency_key_in_use'),
       },
     },
     config: { idempotent: true },
     handler: async (request, reply) => {
-      await deactivateUser(store, tenantOf(request).workspace.id, request.params.email, keyActor(request));
+      const ifMatch = parseIfMatch(request.headers['if-match']);
+      await deactivateUser(
+        store,
+        tenantOf(request).workspace.id,
+        { email: request.params.email },
+        keyActor(request),
+        ifMatch === undefined ? {} : { ifMatch },
+      );
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, '/users/:email', ['GET', 'DELETE']);
+  rejectOtherMethods(app, '/users/:email', ['GET', 'PATCH', 'DELETE']);
+
+  api.get('/users/:email/audit-events', {
+    schema: {
+      operationId: 'listUserAuditEvents',
+      summary: "A user's audit history",
+      description:
+        'Every recorded change of this user (across renames), with actor, request id, before and after; oldest first ' +
+        'unless `sort=-occurred_at`, paginated like users.',
+      tags: ['users'],
+      params: EmailParams,
+      querystring: Type.Object({
+        ...PageQuery,
+        sort: StringEnum(['occurred_at', '-occurred_at'], { default: 'occurred_at', description: 'Oldest first (default) or newest first.', examples: ['-occurred_at'] }),
+      }),
+      response: {
+        200: jsonResponse(
+          'A page of the user\'s audit events with its pagination envelope.',
+          pageOf('audit_events', AuditEventSchema),
+          { audit_events: [ADMIN_EXAMPLES.auditEvent], ...ADMIN_EXAMPLES.page(1) },
+          { Link: LinkHeader },
+        ),
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'invalid_parameter', 'user_not_found'),
+      },
+    },
+    handler: async (request, reply) => {
+      const page = await listUserAuditEvents(
+        store,
+        tenantOf(request).workspace.id,
+        { email: request.params.email },
+        { pageNumber: request.query.page_number, pageSize: request.query.page_size },
+        request.query.sort === '-occurred_at',
+      );
+      reply.header('link', paginationLinks(request, page.pagination));
+      return { audit_events: page.items.map(toWireAuditEvent), ...toWirePagination(page.pagination) };
+    },
+  });
+  rejectOtherMethods(app, '/users/:email/audit-events', ['GET']);
 }

@@ -1,0 +1,90 @@
+/*
+ * The console's only way to the server: openapi-fetch typed by the OpenAPI document's
+ * generated types (sdk/schema.ts), so a call the API does not serve, or a field it does not
+ * have, fails the console's type check. Failures are the SDK's WumApiError, and 429/503 are
+ * retried by the SDK's own policy (sdk/retry.ts).
+ */
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from '../../../sdk/schema.ts';
+import { errorFromFailure, errorFromResponse, WumApiError } from '../../../sdk/errors.ts';
+import { parseRetryAfter, retryDelay, retryPolicy } from '../../../sdk/retry.ts';
+import { getCredentials } from '../session.ts';
+
+/** The typed client of both APIs (the workspace API and the operator API). */
+export type Api = Client<paths>;
+
+/** Longest one attempt may take, in ms. */
+const TIMEOUT_MS = 30_000;
+/** The SDK's defaults, but a person waits: at most 4 attempts and 20 s. */
+const POLICY = retryPolicy({ maxAttempts: 4, maxNetworkAttempts: 1, maxElapsedMs: 20_000 });
+
+/**
+ * The client of this origin's APIs. Credentials are read from the session at each request:
+ * the operator token (`Authorization: Bearer`) on `/admin/v1`, the workspace key
+ * (`X-Api-Key`) elsewhere; nothing else carries them.
+ */
+export const api: Api = createClient<paths>({ baseUrl: globalThis.location?.origin ?? '' });
+api.use({
+  onRequest({ request, schemaPath }) {
+    const { apiKey, adminToken } = getCredentials();
+    if (schemaPath.startsWith('/admin/')) {
+      if (adminToken) request.headers.set('authorization', `Bearer ${adminToken}`);
+    } else if (apiKey) {
+      request.headers.set('x-api-key', apiKey);
+    }
+    return request;
+  },
+});
+
+/** What an openapi-fetch call resolves to. */
+interface Outcome {
+  readonly data?: unknown;
+  readonly error?: unknown;
+  readonly response: Response;
+}
+
+/** The result of {@link send}: the parsed body and the response (for `ETag`). */
+export interface Sent<T extends Outcome> {
+  readonly data: NonNullable<T['data']>;
+  readonly response: Response;
+}
+
+/**
+ * Runs one API call: `attempt` gets an abort signal (the caller's, plus a 30 s timeout). A
+ * `429` or `503` is tried again after its `Retry-After` (they are answered before anything is
+ * applied); anything else that is not a success throws.
+ * @param operation - method and path for error messages, e.g. `GET /api/external/v2/users`.
+ * @throws WumApiError with the problem's `code`, `detail`, `errors` and `request_id`; `status`
+ *   0 and `code` `network_error`/`timeout` when no response arrived (or `aborted`, when the
+ *   caller's signal fired).
+ */
+export async function send<T extends Outcome>(
+  operation: string,
+  attempt: (signal: AbortSignal) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<Sent<T>> {
+  const started = Date.now();
+  for (let number = 1; ; number += 1) {
+    const timeout = AbortSignal.timeout(TIMEOUT_MS);
+    let outcome: T;
+    try {
+      outcome = await attempt(signal ? AbortSignal.any([signal, timeout]) : timeout);
+    } catch (failure) {
+      if (signal?.aborted) throw new WumApiError({ status: 0, code: 'aborted', detail: 'Cancelled.', operation, cause: failure });
+      throw errorFromFailure(operation, failure, TIMEOUT_MS);
+    }
+    const { response } = outcome;
+    if (response.ok) return { data: outcome.data as NonNullable<T['data']>, response };
+    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), Date.now());
+    const error = errorFromResponse(operation, response, outcome.error, retryAfter);
+    const delay = retryDelay(POLICY, number, retryAfter === undefined ? undefined : retryAfter * 1000);
+    const retryable = (error.status === 429 || error.status === 503) && number < POLICY.maxAttempts;
+    if (!retryable || Date.now() - started + delay > POLICY.maxElapsedMs) throw error;
+    await POLICY.sleep(delay);
+  }
+}
+
+/** The `ETag` of a response (a user's version for `If-Match`), or `*` when it has none. */
+export function etagOf(response: Response): string {
+  return response.headers.get('etag') ?? '*';
+}

@@ -1,0 +1,36 @@
+import { formatApps } from '../../../src/cli/users-csv.ts';
+
+/** A field value of an audit record, readable: apps as `crm:admin;…`, others as text. */
+function show(value: unknown): string {
+  if (value === null || value === undefined) return '—';
+  if (Array.isArray(value) && value.every((v) => typeof v === 'object' && v !== null && 'name' in v && 'role' in v)) {
+    return formatApps(value as Array<{ name: string; role: string }>) || '(none)';
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Fields not worth showing as a change (they change with every change). */
+const IGNORED = new Set(['updated_at', 'version', 'created_at']);
+
+/**
+ * What an audit event changed, one line per field (`role: non_owner → owner`), from its
+ * `before` and `after` records; a creation or removal lists the fields it set or had.
+ */
+export function AuditChanges({ before, after }: { before: unknown; after: unknown }) {
+  const b = (before ?? {}) as Record<string, unknown>;
+  const a = (after ?? {}) as Record<string, unknown>;
+  const keys = [...new Set([...Object.keys(b), ...Object.keys(a)])].filter(
+    (key) => !IGNORED.has(key) && JSON.stringify(b[key]) !== JSON.stringify(a[key]),
+  );
+  if (keys.length === 0) return <span>—</span>;
+  return (
+    <ul class="changes">
+      {keys.map((key) => (
+        <li key={key}>
+          <code>{key}</code>: {before ? `${show(b[key])} → ` : ''}
+          {after ? show(a[key]) : '(removed)'}
+        </li>
+      ))}
+    </ul>
+  );
+}

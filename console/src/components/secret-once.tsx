@@ -1,0 +1,25 @@
+import { useId } from 'react';
+import { CopyButton } from './copy-button.tsx';
+
+/**
+ * A new API key's plaintext, shown this once (the server keeps only its hash): read-only,
+ * selectable, with a copy button and a plain warning. Announced as an alert.
+ */
+export function SecretOnce({ label, secret, onDone }: { label: string; secret: string; onDone: () => void }) {
+  const id = useId();
+  return (
+    <div class="notice notice-secret" role="alert">
+      <p class="notice-title">Copy the key now: it is shown only this once</p>
+      <div class="field">
+        <label for={id}>{label}</label>
+        <div class="secret-row">
+          <input id={id} class="secret" readOnly value={secret} spellcheck={false} onFocus={(event) => event.currentTarget.select()} />
+          <CopyButton text={secret} label={`Copy ${label}`} />
+        </div>
+      </div>
+      <button type="button" class="button" onClick={onDone}>
+        I have copied it
+      </button>
+    </div>
+  );
+}

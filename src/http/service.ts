@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
+import type { Config } from '../config/load-config.ts';
+import { openDatabase, type OpenDatabase } from '../storage/database.ts';
+import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
+import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
+import { createStore, type CachingStore } from '../storage/store.ts';
+import { buildApp } from './app.ts';
+
+/** One server process's parts, built but not listening. */
+export interface Service {
+  readonly app: FastifyInstance;
+  readonly store: CachingStore;
+  readonly database: OpenDatabase;
+  /** The cache listener (PostgreSQL only: PGlite serves one process). */
+  readonly listener: CacheListener | undefined;
+  /**
+   * Shuts down in order: stop accepting and finish in-flight requests (the app's close, which
+   * closes its Redis connection too), stop the cache listener, close the database.
+   */
+  close(): Promise<void>;
+}
+
+/** Options of {@link startService}. */
+export interface ServiceOptions {
+  /** Called after this process committed a change other processes may have cached (WORKERS relay). */
+  readonly onChange?: () => void;
+  /** Fastify logger option; default JSON logs at the configured level. */
+  readonly logger?: boolean | object;
+  /** Overrides of the cache listener's connection and delays (tests). */
+  readonly listener?: Partial<Pick<CacheListenerOptions, 'connect' | 'minDelayMs' | 'maxDelayMs' | 'heartbeatMs'>>;
+}
+
+/**
+ * Opens and migrates storage, builds the app over it with one `/metrics` registry, and on
+ * PostgreSQL starts the cache listener that empties this process's read cache whenever any
+ * process changes keys, workspaces or the catalogue. What `server.ts` runs, and what tests of
+ * several replicas in one process build. Source: DESIGN.md ("What runs in the background …
+ * is owned by server.ts, shut down in order"); SPEC.md Part B, "Running several replicas".
+ */
+export async function startService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  const database = await openDatabase(config.storage);
+  const store = createStore(database.db, { cacheTtlMs: config.cacheTtlMs, ...(options.onChange ? { onChange: options.onChange } : {}) });
+  const registry = new Registry();
+  const app = await buildApp(config, {
+    store,
+    idempotency: createIdempotencyStore(database.db),
+    ping: database.ping,
+    ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
+    registry,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
+  const connect = options.listener?.connect ?? database.connectListener;
+  // Until the listener hears every change made elsewhere, nothing is served from the cache.
+  if (connect) store.trustCache(false);
+  const listener = connect
+    ? startCacheListener({
+        ...options.listener,
+        connect,
+        onChange: () => store.forgetCached(),
+        onListening: (listening) => store.trustCache(listening),
+        log: app.log.child({ component: 'cache-listener' }),
+        registry,
+      })
+    : undefined;
+  return {
+    app,
+    store,
+    database,
+    listener,
+    async close() {
+      await app.close();
+      await listener?.close();
+      await database.close();
+    },
+  };
+}

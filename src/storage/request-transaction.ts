@@ -1,0 +1,116 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createTableRelationsHelpers, extractTablesRelationalConfig, type SQL } from 'drizzle-orm';
+import { NodePgSession, NodePgTransaction } from 'drizzle-orm/node-postgres';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import type pg from 'pg';
+import type { Database } from './database.ts';
+import * as schema from './schema.ts';
+
+/*
+ * One transaction for the whole of a request (PostgreSQL): what the request changes and the
+ * record of its answer commit together, or not at all. The idempotency plugin opens it for a
+ * request that carries an `Idempotency-Key`, so that a failover in the middle cannot leave a
+ * change without its stored answer (a retry would run it again) or a stored claim without its
+ * change (a retry would be told to wait): after any failure the retry either replays the
+ * committed answer or runs afresh. Storage code does not pass it around: the database handle of
+ * the store is a {@link scopedDatabase}, which runs every statement in the request's
+ * transaction while one is open in the current async context, and on the pool otherwise. The
+ * domain's own transactions become savepoints inside it.
+ *
+ * Rows a change locks (a workspace's event sequence, for one) stay locked until the commit, so
+ * the commit is sent together with the answer's record, in one round trip.
+ */
+
+/** The request transaction of the current async context, while it is open. */
+const current = new AsyncLocalStorage<{ readonly tx: Database; open: boolean }>();
+
+/**
+ * A handle that behaves as `db` outside any request transaction and as that transaction's
+ * handle inside one ({@link RequestTransaction.run}), looked up at every use. Drizzle's query
+ * builders read their session from it when called, so repositories built once over this handle
+ * need no change. Source: Node.js `AsyncLocalStorage`; Drizzle "Transactions" (nested
+ * transactions are savepoints).
+ */
+export function scopedDatabase(db: Database): Database {
+  return new Proxy(db, {
+    get(target, property) {
+      const scope = current.getStore();
+      // Work that outlives its request (not awaited by it) falls back to the pool.
+      const active = scope?.open ? scope.tx : target;
+      return Reflect.get(active, property, active);
+    },
+  });
+}
+
+/** An open transaction spanning one request; exactly one of `commit` or `rollback` ends it. */
+export interface RequestTransaction {
+  /** Runs `work` with this transaction as the database of every storage call it makes. */
+  run<T>(work: () => T): T;
+  /**
+   * Runs `last` (a statement with its values) and commits, in one round trip. Rejects when
+   * `last` failed, the commit failed, or its outcome is unknown (the connection broke, no reply
+   * in time); the caller must then not report success.
+   */
+  commit(last?: SQL): Promise<void>;
+  /** Rolls back; never rejects (a broken connection rolls back by itself). */
+  rollback(): Promise<void>;
+}
+
+const dialect = new PgDialect();
+const tables = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
+const relational = { fullSchema: schema, schema: tables.tables, tableNamesMap: tables.tableNamesMap };
+
+/** The last result of a (multi-statement) simple query. */
+function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult | undefined {
+  return Array.isArray(result) ? result[result.length - 1] : result;
+}
+
+/**
+ * Takes a connection from `pool`, begins a transaction on it and returns it open, with a
+ * Drizzle transaction handle over it (nested transactions are savepoints). Source: Drizzle
+ * "Transactions"; Stripe, "Designing robust and predictable APIs with idempotency" (the key's
+ * record and the work share one atomic phase); PostgreSQL "Multiple Statements in a Simple Query".
+ *
+ * @throws the driver's error (mapped to 503 by pg-errors.ts) when no connection can be had.
+ */
+export async function beginRequestTransaction(pool: pg.Pool): Promise<RequestTransaction> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+  } catch (error) {
+    client.release(error as Error);
+    throw error;
+  }
+  const tx = new NodePgTransaction(dialect, new NodePgSession(client, dialect, relational), relational) as unknown as Database;
+  const scope = { tx, open: true };
+  const end = () => {
+    if (!scope.open) throw new Error('the request transaction has already ended');
+    scope.open = false;
+  };
+  return {
+    run: (work) => current.run(scope, work),
+    async commit(last) {
+      end();
+      const text = last ? `${dialect.sqlToQuery(last.inlineParams()).sql};\ncommit` : 'commit';
+      try {
+        const result = lastResult(await client.query(text));
+        // A transaction in which a statement failed answers COMMIT with ROLLBACK.
+        if (result?.command !== 'COMMIT') throw new Error(`the request transaction ended with ${result?.command ?? 'nothing'}, not COMMIT`);
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+      client.release();
+    },
+    async rollback() {
+      if (!scope.open) return;
+      scope.open = false;
+      try {
+        await client.query('rollback');
+        client.release();
+      } catch (error) {
+        client.release(error as Error);
+      }
+    },
+  };
+}

@@ -1,0 +1,485 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { buildConsole } from '../../scripts/build-console.ts';
+import { CONSOLE_CSP } from '../../src/http/plugins/console.ts';
+import { assertAccessible, launchChromium, openPage, saveScreenshot, type WatchedPage } from '../helpers/browser.ts';
+import { sendRequest, type HttpResponse } from '../helpers/server-process.ts';
+import { BACKEND } from '../helpers/test-context.ts';
+import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
+
+/*
+ * The web console end to end: the real server process on this backend, the console it serves
+ * at /console/, and Debian's Chromium driving it as a person would (one server and one browser
+ * for the file). Every page is checked with axe-core; every page also runs under the console's
+ * CSP, and any CSP violation, console error or uncaught exception fails the test that caused it.
+ */
+
+const API = '/api/external/v2';
+const WORKSPACE = 'acme';
+/**
+ * Screenshots of every page go to docs/console/ when asked (`npm run screenshots`), on the
+ * first backend: not on every run, which would leave the checkout changed (dates, request ids).
+ */
+const SCREENSHOTS = BACKEND === 'pglite' && process.env.WUM_SCREENSHOTS === '1';
+const TEST_TIMEOUT = { timeout: 120_000 };
+
+describe(`web console [${BACKEND}]`, () => {
+  let server: WumServer;
+  let browser: Browser;
+  let apiKey: string;
+  let origin: string;
+  let opened: WatchedPage[] = [];
+
+  /** A request to the server as a script would send it (to arrange data, or check what the console did). */
+  function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> {
+    const admin = path.startsWith('/admin/');
+    return sendRequest(server.port, method, path, {
+      host: admin ? `localhost:${server.port}` : `${WORKSPACE}.localhost:${server.port}`,
+      headers: admin ? { authorization: `Bearer ${server.adminToken}`, ...headers } : { 'x-api-key': apiKey, ...headers },
+      ...(body === undefined ? {} : { body }),
+    });
+  }
+
+  async function addUser(email: string, user: Record<string, unknown> = {}): Promise<void> {
+    const response = await call('POST', `${API}/users`, { user: { email, role: 'non_owner', apps: [], ...user } });
+    assert.equal(response.status, 201, response.body);
+  }
+
+  /** A fresh page; its problems are checked when the test ends. */
+  async function open(): Promise<Page> {
+    const watched = await openPage(browser);
+    opened.push(watched);
+    return watched.page;
+  }
+
+  /** Opens the console on the workspace's host, signed in with its key (through the sign-in form). */
+  async function signedIn(path = '/console/'): Promise<Page> {
+    const page = await open();
+    await page.goto(`${origin}${path}`);
+    await page.getByLabel('API key').fill(apiKey);
+    await page.getByRole('button', { name: `Sign in to ${WORKSPACE}` }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    return page;
+  }
+
+  before(async () => {
+    await buildConsole({ ifStale: true });
+    [server, browser] = await Promise.all([startWumServer(), launchChromium()]);
+    origin = `http://${WORKSPACE}.localhost:${server.port}`;
+    for (const [name, roles] of [
+      ['analytics', ['viewer', 'editor']],
+      ['crm', ['admin', 'member']],
+    ] as const) {
+      assert.equal((await call('PUT', `/admin/v1/products/${name}`, { roles })).status, 201);
+    }
+    const created = await call('POST', '/admin/v1/workspaces', { subdomain: WORKSPACE, name: 'Acme Inc' });
+    assert.equal(created.status, 201, created.body);
+    apiKey = created.json().api_key.key;
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test.afterEach(async () => {
+    const problems = opened.flatMap((watched) => watched.problems);
+    await Promise.all(opened.map((watched) => watched.context.close()));
+    opened = [];
+    assert.deepEqual(problems, [], 'console errors, page errors or CSP violations');
+  });
+
+  test('serves the console under its own strict CSP, the shell revalidated and hashed assets cached a year', TEST_TIMEOUT, async () => {
+    const redirect = await call('GET', '/console');
+    assert.equal(redirect.status, 308);
+    assert.equal(redirect.headers.location, '/console/');
+    for (const path of ['/console/', '/console/users/ada%40example.com?status=all']) {
+      const shell = await call('GET', path);
+      assert.equal(shell.status, 200);
+      assert.match(String(shell.headers['content-type']), /^text\/html/);
+      assert.equal(shell.headers['content-security-policy'], CONSOLE_CSP);
+      assert.equal(shell.headers['cache-control'], 'no-cache');
+      assert.doesNotMatch(shell.body, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+    }
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec((await call('GET', '/console/')).body)?.[1];
+    assert.ok(script);
+    const asset = await call('GET', script, undefined, { 'accept-encoding': 'br, gzip' });
+    assert.equal(asset.status, 200);
+    assert.equal(asset.headers['content-encoding'], 'br');
+    assert.match(String(asset.headers['cache-control']), /max-age=31536000.*immutable|immutable.*max-age=31536000/);
+    assert.equal((await call('GET', '/console/assets/missing.js')).status, 404);
+    const posted = await call('POST', '/console/', {});
+    assert.equal(posted.status, 405);
+    assert.equal(posted.headers.allow, 'GET, HEAD');
+    // The API keeps its own policy.
+    assert.equal((await call('GET', `${API}/products`)).headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'");
+  });
+
+  test('signs in with the workspace key, kept in this tab only, and shows the empty state', TEST_TIMEOUT, async () => {
+    const page = await open();
+    await page.goto(`${origin}/console/`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await assertAccessible(page, 'sign-in');
+    if (SCREENSHOTS) await saveScreenshot(page, 'sign-in');
+    await page.getByLabel('API key').fill('wum_not-a-key');
+    await page.getByRole('button', { name: `Sign in to ${WORKSPACE}` }).click();
+    const refused = page.getByRole('alert');
+    await refused.getByText('invalid_api_key').waitFor();
+    assert.match(await refused.innerText(), /Request id [0-9a-f-]{36}/);
+    await page.getByLabel('API key').fill(apiKey);
+    await page.getByRole('button', { name: `Sign in to ${WORKSPACE}` }).click();
+    await page.getByText('This workspace has no active users yet.').waitFor();
+    assert.equal(new URL(page.url()).pathname, '/console/users');
+    assert.doesNotMatch(page.url(), /wum_/);
+    assert.equal(await page.evaluate(() => localStorage.length), 0);
+    assert.match(await page.evaluate(() => JSON.stringify(sessionStorage)), new RegExp(apiKey));
+    await assertAccessible(page, 'users (empty)');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+  });
+
+  test('adds a user from the catalogue pickers; the API’s field errors show beside the field', TEST_TIMEOUT, async () => {
+    const page = await signedIn('/console/users/new');
+    await page.getByRole('heading', { name: 'Add a user' }).waitFor();
+    await page.getByRole('group', { name: 'crm' }).getByLabel('admin').waitFor();
+    await assertAccessible(page, 'add user');
+    await page.getByLabel('Email').fill('not-an-email');
+    await page.getByRole('button', { name: 'Add user' }).click();
+    const emailError = page.locator('#new-email-error');
+    await emailError.waitFor();
+    assert.equal(await page.getByLabel('Email').getAttribute('aria-invalid'), 'true');
+    assert.match(await page.getByRole('alert').innerText(), /validation_failed[\s\S]*Request id/);
+    await assertAccessible(page, 'add user with errors');
+    if (SCREENSHOTS) await saveScreenshot(page, 'add-user');
+    await page.getByLabel('Email').fill('ada@example.com');
+    await page.getByLabel('First name').fill('Ada');
+    await page.getByLabel('Last name').fill('Lovelace');
+    await page.getByRole('group', { name: 'crm' }).getByLabel('admin').check();
+    await page.getByRole('group', { name: 'analytics' }).getByLabel('viewer').check();
+    await page.getByRole('button', { name: 'Add user' }).click();
+    await page.getByRole('status').getByText('Added.').waitFor();
+    assert.equal(new URL(page.url()).pathname, '/console/users/ada%40example.com');
+    const stored = (await call('GET', `${API}/users/ada@example.com`)).json();
+    assert.deepEqual(
+      { first_name: stored.first_name, role: stored.role, apps: stored.apps },
+      { first_name: 'Ada', role: 'non_owner', apps: [{ name: 'analytics', role: 'viewer' }, { name: 'crm', role: 'admin' }] },
+    );
+  });
+
+  test('finds users: search as you type, filters, sort and pages in the URL; a shared link restores them', TEST_TIMEOUT, async () => {
+    for (let i = 1; i <= 34; i += 1) await addUser(`member${String(i).padStart(2, '0')}@example.com`, { apps: [{ name: 'crm', role: 'member' }] });
+    await addUser('zed@example.com', { first_name: 'Zed', role: 'owner' });
+    const page = await signedIn();
+    const status = page.getByRole('navigation', { name: 'Pagination' }).getByRole('paragraph');
+    await status.getByText('Page 1 of 2 · 36 users').waitFor();
+    await assertAccessible(page, 'users');
+    await page.getByRole('navigation', { name: 'Pagination' }).getByRole('link', { name: 'Next' }).click();
+    await status.getByText('Page 2 of 2 · 36 users').waitFor();
+    assert.equal(new URL(page.url()).searchParams.get('page'), '2');
+    await page.goBack();
+    await status.getByText('Page 1 of 2 · 36 users').waitFor();
+
+    await page.getByLabel('Search').pressSequentially('ZE', { delay: 30 });
+    await status.getByText('Page 1 of 1 · 1 users').waitFor();
+    assert.equal(new URL(page.url()).searchParams.get('q'), 'ZE');
+    assert.deepEqual(await page.locator('tbody th').allInnerTexts(), ['zed@example.com']);
+    await page.getByLabel('Search').fill('');
+    await page.getByLabel('Workspace role').selectOption('owner');
+    await status.getByText('· 1 users').waitFor();
+    await page.getByLabel('Workspace role').selectOption('');
+    await page.getByLabel('Product role').selectOption('crm:admin');
+    await page.locator('tbody th', { hasText: 'ada@example.com' }).waitFor();
+    await status.getByText('Page 1 of 1 · 1 users').waitFor();
+    assert.deepEqual(await page.locator('tbody th').allInnerTexts(), ['ada@example.com']);
+    await page.getByLabel('Product role').selectOption('');
+    await page.getByRole('button', { name: 'Email' }).click();
+    await page.getByRole('columnheader', { name: 'Email' }).and(page.locator('[aria-sort="ascending"]')).waitFor();
+    assert.equal(new URL(page.url()).searchParams.get('sort'), 'email');
+    await page.getByRole('button', { name: 'Email' }).click();
+    await page.locator('tbody th').first().getByText('zed@example.com').waitFor();
+    if (SCREENSHOTS) {
+      await page.getByLabel('Sort by').selectOption('created_at');
+      await status.getByText('Page 1 of 2').waitFor();
+      await saveScreenshot(page, 'users');
+    }
+
+    const shared = await open();
+    await shared.goto(`${origin}/console/users?q=member3&sort=-email&size=10`);
+    await shared.getByLabel('API key').fill(apiKey);
+    await shared.getByRole('button', { name: `Sign in to ${WORKSPACE}` }).click();
+    await shared.getByText('Page 1 of 1 · 5 users').waitFor();
+    assert.equal(await shared.getByLabel('Search').inputValue(), 'member3');
+    assert.equal(await shared.getByLabel('Sort by').inputValue(), '-email');
+    assert.deepEqual((await shared.locator('tbody th').allInnerTexts())[0], 'member34@example.com');
+
+    await shared.goto(`${origin}/console/users?q=nobody-has-this`);
+    await shared.getByText('No users match these filters.').waitFor();
+    await assertAccessible(shared, 'users (no match)');
+  });
+
+  test('edits a user’s roles in place; a stale edit is refused and offers a reload', TEST_TIMEOUT, async () => {
+    const page = await signedIn('/console/users/ada%40example.com');
+    await page.getByRole('heading', { name: 'ada@example.com' }).waitFor();
+    await assertAccessible(page, 'user');
+    const crm = page.getByRole('region', { name: 'Edit' }).getByRole('group', { name: 'crm' });
+    await crm.getByLabel('member').check();
+    await page.getByRole('radio', { name: /Owner/ }).check();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    let stored = await call('GET', `${API}/users/ada@example.com`);
+    assert.equal(stored.json().role, 'owner');
+    assert.deepEqual(stored.json().apps.map((a: { role: string }) => a.role).sort(), ['admin', 'member', 'viewer']);
+
+    // Someone else changes Ada meanwhile; the page still holds the version it read.
+    const behind = await call('PATCH', `${API}/users/ada@example.com`, { user: { last_name: 'King' } });
+    assert.equal(behind.status, 200);
+    await page.getByLabel('First name').fill('Augusta');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('alert').getByText('Someone else changed this user').waitFor();
+    if (SCREENSHOTS) await saveScreenshot(page, 'user-conflict');
+    stored = await call('GET', `${API}/users/ada@example.com`);
+    assert.equal(stored.json().first_name, 'Ada', 'nothing saved on a conflict');
+    await page.getByRole('button', { name: 'Reload the user' }).click();
+    await page.waitForFunction(() => (document.querySelector('#edit-last') as HTMLInputElement | null)?.value === 'King');
+    assert.equal(await page.getByLabel('First name').inputValue(), 'Ada');
+    await page.getByLabel('First name').fill('Augusta');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    assert.equal((await call('GET', `${API}/users/ada@example.com`)).json().first_name, 'Augusta');
+  });
+
+  test('deactivates and reactivates a user after a confirmation; the history shows both', TEST_TIMEOUT, async () => {
+    const page = await signedIn('/console/users/member01%40example.com');
+    await page.getByRole('button', { name: 'Deactivate' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Deactivate member01@example.com?' });
+    await dialog.waitFor();
+    await assertAccessible(page, 'confirmation dialog');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active', 'cancel changes nothing');
+    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await dialog.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByRole('button', { name: 'Reactivate' }).waitFor();
+    assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'deactivated');
+    await page.getByRole('button', { name: 'Reactivate' }).click();
+    await page.getByRole('dialog', { name: 'Reactivate member01@example.com?' }).getByRole('button', { name: 'Reactivate' }).click();
+    await page.getByRole('button', { name: 'Deactivate' }).waitFor();
+    assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active');
+    const history = page.getByRole('region', { name: 'History' });
+    // A PATCH of the status is audited as user.updated (SPEC.md Part B), its change shown.
+    await history.getByRole('row', { name: /user\.updated.*status: deactivated → active/ }).waitFor();
+    await history.getByRole('cell', { name: 'user.deactivated' }).waitFor();
+    await history.getByRole('cell', { name: 'user.created' }).waitFor();
+    if (SCREENSHOTS) await saveScreenshot(page, 'user');
+  });
+
+  test('deactivates selected users in bulk, with a progress bar and a report of what failed', TEST_TIMEOUT, async () => {
+    const page = await signedIn('/console/users?q=member0&sort=email');
+    await page.getByText('Page 1 of 1 · 9 users').waitFor();
+    await page.getByRole('checkbox', { name: 'Select member02@example.com' }).check();
+    await page.getByRole('checkbox', { name: 'Select member03@example.com' }).check();
+    await page.getByText('2 users selected').waitFor();
+    await page.getByRole('button', { name: 'Deactivate selected' }).click();
+    await page.getByRole('dialog', { name: 'Deactivate 2 users?' }).getByRole('button', { name: 'Deactivate 2 users' }).click();
+    await page.getByText('Deactivated 2 of 2 users.').waitFor();
+    await page.getByText('Page 1 of 1 · 7 users').waitFor();
+    for (const email of ['member02@example.com', 'member03@example.com']) {
+      assert.equal((await call('GET', `${API}/users/${email}`)).json().status, 'deactivated');
+    }
+  });
+
+  test('imports a CSV file: a progress bar, then a report of every row with the reason a bad row was rejected', TEST_TIMEOUT, async () => {
+    const page = await signedIn('/console/import');
+    await assertAccessible(page, 'import');
+    const csv = [
+      'email,role,first_name,last_name,apps',
+      'grace@example.com,non_owner,Grace,Hopper,crm:member;analytics:editor',
+      'bad@example.com,non_owner,Bad,Row,crm:wizard',
+      'member02@example.com,non_owner,,,crm:member',
+      'zed@example.com,owner,,,',
+      'GRACE@example.com,non_owner,,,',
+    ].join('\n');
+    await page.getByLabel('CSV file').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+    await page.getByText('people.csv: 5 rows, of which 1 cannot be sent').waitFor();
+    await page.getByRole('button', { name: 'Import 5 rows' }).click();
+    const report = page.getByRole('region', { name: 'Report' });
+    await report.getByText('5 rows: 1 added, 1 reactivated, 1 skipped (already active), 2 rejected.').waitFor();
+    const rows = await report.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => (c as HTMLElement).innerText)));
+    assert.deepEqual(rows.map((r) => [r[0], r[1], r[2]]), [
+      ['2', 'grace@example.com', 'Added'],
+      ['3', 'bad@example.com', 'Rejected'],
+      ['4', 'member02@example.com', 'Reactivated'],
+      ['5', 'zed@example.com', 'Skipped (already active)'],
+      ['6', 'GRACE@example.com', 'Rejected'],
+    ]);
+    assert.match(rows[1]![3]!, /unknown_product_role/);
+    assert.match(rows[1]![4]!, /^[0-9a-f-]{36}$/, 'the request id of the refusal');
+    assert.match(rows[4]![3]!, /duplicate_row/);
+    await assertAccessible(page, 'import report');
+    if (SCREENSHOTS) await saveScreenshot(page, 'import');
+    assert.equal((await call('GET', `${API}/users/grace@example.com`)).json().last_name, 'Hopper');
+    assert.equal((await call('GET', `${API}/users/bad@example.com`)).status, 404);
+  });
+
+  test('exports the current filter as the CSV the importers read', TEST_TIMEOUT, async () => {
+    const page = await signedIn('/console/users?app=analytics&sort=email');
+    await page.getByText('Page 1 of 1 · 2 users').waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    assert.equal(download.suggestedFilename(), 'users.csv');
+    const text = await readFile((await download.path())!, 'utf8');
+    assert.equal(
+      text,
+      'email,role,first_name,last_name,apps\n' +
+        'ada@example.com,owner,Augusta,King,analytics:viewer;crm:admin;crm:member\n' +
+        'grace@example.com,non_owner,Grace,Hopper,crm:member;analytics:editor\n',
+    );
+  });
+
+  test('works with the keyboard alone: sign in, go to a page, pick roles, confirm a dialog', TEST_TIMEOUT, async () => {
+    const page = await open();
+    await page.goto(`${origin}/console/`);
+    await page.keyboard.press('Tab'); // skip link
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'sign-in-apiKey');
+    await page.keyboard.type(apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Users' }).waitFor();
+    await page.getByRole('link', { name: 'Add user' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Add a user' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'the new page’s heading takes focus');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('keys@example.com');
+    const tabUntil = async (name: string) => {
+      for (let i = 0; i < 30; i += 1) {
+        await page.keyboard.press('Tab');
+        if (await page.evaluate((n) => (document.activeElement as HTMLInputElement | null)?.value === n, name)) return;
+      }
+      assert.fail(`Tab never reached ${name}`);
+    };
+    await tabUntil('crm:member');
+    await page.keyboard.press('Space');
+    await tabUntil('analytics:viewer').catch(() => undefined);
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').getByText('Added.').waitFor();
+    assert.deepEqual((await call('GET', `${API}/users/keys@example.com`)).json().apps, [{ name: 'crm', role: 'member' }]);
+    await page.getByRole('button', { name: 'Deactivate' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Deactivate', 'focus returns to the button');
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Reactivate' }).waitFor();
+    assert.equal((await call('GET', `${API}/users/keys@example.com`)).json().status, 'deactivated');
+  });
+
+  test('operator pages: workspaces (key shown once, typed deletion), keys, products with product_in_use explained, audit log', TEST_TIMEOUT, async () => {
+    const page = await open();
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://localhost:${server.port}` });
+    await page.goto(`http://localhost:${server.port}/console/`);
+    assert.equal(await page.getByLabel('API key').count(), 0, 'no workspace key form off a workspace host');
+    await page.getByLabel('Operator token').fill(server.adminToken);
+    await page.getByRole('button', { name: 'Sign in as operator' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    await page.getByRole('row', { name: /acme/ }).waitFor();
+    await assertAccessible(page, 'workspaces');
+
+    await page.getByLabel('Subdomain').fill('beta');
+    await page.getByLabel('Name (optional)').fill('Beta Ltd');
+    await page.getByRole('button', { name: 'Create workspace' }).click();
+    const secret = page.getByLabel('API key of beta', { exact: true });
+    await secret.waitFor();
+    const key = await secret.inputValue();
+    assert.match(key, /^wum_/);
+    await page.getByRole('button', { name: 'Copy API key of beta' }).click();
+    await page.getByText('Copied.').waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+    await assertAccessible(page, 'workspace created');
+    if (SCREENSHOTS) await saveScreenshot(page, 'workspaces');
+    const beta = await sendRequest(server.port, 'GET', `${API}/products`, { host: `beta.localhost:${server.port}`, headers: { 'x-api-key': key } });
+    assert.equal(beta.status, 200, 'the key shown opens the new workspace');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    assert.equal(await page.getByLabel('API key of beta', { exact: true }).count(), 0, 'the key is gone from the page');
+
+    await page.getByLabel('Subdomain').fill('beta');
+    await page.getByRole('button', { name: 'Create workspace' }).click();
+    await page.getByRole('alert').getByText('workspace_exists').waitFor();
+
+    // Keys of a workspace: create one (shown once), revoke one, see when each was last used.
+    await page.getByRole('link', { name: 'acme' }).click();
+    await page.getByRole('heading', { name: 'Workspace acme' }).waitFor();
+    const keys = page.getByRole('region', { name: 'API keys' });
+    assert.equal(await keys.locator('tbody tr').count(), 1);
+    // The server records a key's use in the background (docs/api.md): give it a moment.
+    let lastUsed = await keys.locator('tbody tr td').nth(2).innerText();
+    for (let attempt = 0; lastUsed === 'Never' && attempt < 20; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await page.reload();
+      await page.getByRole('heading', { name: 'Workspace acme' }).waitFor();
+      lastUsed = await keys.locator('tbody tr td').nth(2).innerText();
+    }
+    assert.notEqual(lastUsed, 'Never', 'the key in use shows when it was last used');
+    await page.getByRole('button', { name: 'Create an API key' }).click();
+    const second = await page.getByLabel('New API key of acme', { exact: true }).inputValue();
+    await keys.locator('tbody tr').nth(1).waitFor();
+    await assertAccessible(page, 'workspace keys');
+    if (SCREENSHOTS) await saveScreenshot(page, 'workspace-keys');
+    await keys.locator('tbody tr').nth(1).getByRole('button', { name: /^Revoke key/ }).click();
+    await page.getByRole('dialog', { name: 'Revoke this API key?' }).getByRole('button', { name: 'Revoke the key' }).click();
+    await keys.getByRole('cell', { name: /^Revoked/ }).waitFor();
+    const revoked = await sendRequest(server.port, 'GET', `${API}/products`, { host: `${WORKSPACE}.localhost:${server.port}`, headers: { 'x-api-key': second } });
+    assert.equal(revoked.status, 401);
+
+    // Deleting a workspace takes its name typed out.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workspaces' }).click();
+    await page.getByRole('button', { name: 'Delete beta' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete the workspace beta?' });
+    const confirm = dialog.getByRole('button', { name: 'Delete the workspace' });
+    assert.equal(await confirm.isDisabled(), true);
+    await dialog.getByLabel('Type beta to confirm').fill('bet');
+    assert.equal(await confirm.isDisabled(), true);
+    await dialog.getByLabel('Type beta to confirm').fill('beta');
+    await confirm.click();
+    await page.getByRole('status').getByText('Deleted beta.').waitFor();
+    assert.equal((await call('GET', '/admin/v1/workspaces/beta')).status, 404);
+
+    // Products: edit roles; removing a role an active user holds is refused and explained.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Products' }).click();
+    await page.getByRole('heading', { name: 'Products' }).waitFor();
+    await assertAccessible(page, 'products');
+    await page.getByRole('button', { name: 'Edit the roles of analytics' }).click();
+    await page.getByLabel(/Roles of analytics/).fill('viewer, editor, owner');
+    await page.getByRole('button', { name: 'Save roles' }).click();
+    await page.getByRole('row', { name: /analytics/ }).getByText('owner').waitFor();
+    assert.deepEqual((await call('GET', '/admin/v1/products/analytics')).json().roles, ['viewer', 'editor', 'owner']);
+    await page.getByRole('button', { name: 'Edit the roles of crm' }).click();
+    await page.getByLabel(/Roles of crm/).fill('admin');
+    await page.getByRole('button', { name: 'Save roles' }).click();
+    await page.getByRole('alert').getByText('product_in_use').waitFor();
+    await page.getByText('The catalogue never takes a role away from an active user').waitFor();
+    if (SCREENSHOTS) await saveScreenshot(page, 'products');
+    assert.deepEqual((await call('GET', '/admin/v1/products/crm')).json().roles, ['admin', 'member'], 'nothing changed');
+
+    // The audit log, filtered, with its filters in the URL.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    await page.getByLabel('Action').fill('workspace.deleted');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('Page 1 of 1 · 1 events').waitFor();
+    assert.equal(new URL(page.url()).searchParams.get('action'), 'workspace.deleted');
+    await page.getByRole('cell', { name: 'workspace beta' }).waitFor();
+    await page.getByLabel('Action').fill('');
+    await page.getByLabel('Workspace').fill(WORKSPACE);
+    await page.getByLabel('Target').fill('ada@example.com');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByRole('cell', { name: 'user.created' }).waitFor();
+    await assertAccessible(page, 'audit log');
+    if (SCREENSHOTS) await saveScreenshot(page, 'audit');
+  });
+});
