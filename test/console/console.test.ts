@@ -183,16 +183,16 @@ describe(`web console [${BACKEND}]`, () => {
     await status.getByText('Page 1 of 2 · 36 users').waitFor();
 
     await page.getByLabel('Search').pressSequentially('ZE', { delay: 30 });
-    await status.getByText('Page 1 of 1 · 1 users').waitFor();
+    await status.getByText('Page 1 of 1 · 1 user').waitFor();
     assert.equal(new URL(page.url()).searchParams.get('q'), 'ZE');
     assert.deepEqual(await page.locator('tbody th').allInnerTexts(), ['zed@example.com']);
     await page.getByLabel('Search').fill('');
     await page.getByLabel('Workspace role').selectOption('owner');
-    await status.getByText('· 1 users').waitFor();
+    await status.getByText('· 1 user').waitFor();
     await page.getByLabel('Workspace role').selectOption('');
     await page.getByLabel('Product role').selectOption('crm:admin');
     await page.locator('tbody th', { hasText: 'ada@example.com' }).waitFor();
-    await status.getByText('Page 1 of 1 · 1 users').waitFor();
+    await status.getByText('Page 1 of 1 · 1 user').waitFor();
     assert.deepEqual(await page.locator('tbody th').allInnerTexts(), ['ada@example.com']);
     await page.getByLabel('Product role').selectOption('');
     await page.getByRole('button', { name: 'Email' }).click();
@@ -258,6 +258,7 @@ describe(`web console [${BACKEND}]`, () => {
     await dialog.waitFor();
     await assertAccessible(page, 'confirmation dialog');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
     assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active', 'cancel changes nothing');
     await page.getByRole('button', { name: 'Deactivate' }).click();
     await dialog.getByRole('button', { name: 'Deactivate' }).click();
@@ -415,6 +416,8 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('link', { name: 'acme' }).click();
     await page.getByRole('heading', { name: 'Workspace acme' }).waitFor();
     const keys = page.getByRole('region', { name: 'API keys' });
+    // The heading shows before the keys arrive: wait for the table, then count its rows.
+    await keys.locator('tbody tr').first().waitFor();
     assert.equal(await keys.locator('tbody tr').count(), 1);
     // The server records a key's use in the background (docs/api.md): give it a moment.
     let lastUsed = await keys.locator('tbody tr td').nth(2).innerText();
@@ -471,7 +474,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('heading', { name: 'Audit log' }).waitFor();
     await page.getByLabel('Action').fill('workspace.deleted');
     await page.getByRole('button', { name: 'Apply filters' }).click();
-    await page.getByText('Page 1 of 1 · 1 events').waitFor();
+    await page.getByText('Page 1 of 1 · 1 event').waitFor();
     assert.equal(new URL(page.url()).searchParams.get('action'), 'workspace.deleted');
     await page.getByRole('cell', { name: 'workspace beta' }).waitFor();
     await page.getByLabel('Action').fill('');
