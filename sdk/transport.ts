@@ -57,7 +57,15 @@ export function loopbackAwareLookup(hostname: string, options: LookupOptions, ca
 
 /** The default dispatcher: keep-alive connections, `*.localhost` resolved to loopback. */
 export function createLoopbackAwareAgent(): Agent {
-  return new Agent({ connect: { lookup: loopbackAwareLookup as never } });
+  return new Agent({
+    connect: { lookup: loopbackAwareLookup as never },
+    // Node gives each address of a name 250 ms to connect before trying the next (happy
+    // eyeballs); on a loaded machine 127.0.0.1 can take longer, and the next address (::1,
+    // where a server bound to IPv4 refuses) then fails the call. A refused address still
+    // fails at once, so a longer attempt only delays the fallback from a silent address.
+    autoSelectFamily: true,
+    autoSelectFamilyAttemptTimeout: 1000,
+  });
 }
 
 /** The base URL as given, without a trailing slash or an API path prefix a user may have added. */
