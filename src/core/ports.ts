@@ -199,6 +199,11 @@ export interface WebhookRepository {
   update(workspaceId: number, id: string, changes: WebhookEndpointChanges): Promise<WebhookEndpoint>;
   /** Replaces the secret; the old one keeps signing until `previousExpiresAt`. */
   rotateSecret(workspaceId: number, id: string, secret: string, previousExpiresAt: Date): Promise<WebhookEndpoint>;
+  /**
+   * Disables an enabled endpoint (reason `failing`) unless a delivery to it succeeded at or
+   * after `failingSince`; the endpoint after, or undefined when it was left as it was.
+   */
+  disableFailing(workspaceId: number, id: string, failingSince: Date): Promise<WebhookEndpoint | undefined>;
   /** Deletes an endpoint with its deliveries. */
   delete(workspaceId: number, id: string): Promise<void>;
   /** A page of an endpoint's deliveries, newest first, with their total. */

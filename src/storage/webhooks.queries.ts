@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm';
+import { and, count, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { pageOffset } from '../core/pagination.ts';
 import type { WebhookRepository } from '../core/ports.ts';
 import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint } from '../core/webhooks/webhook-endpoint.ts';
@@ -117,6 +117,21 @@ export function createWebhookRepository(db: Database): WebhookRepository {
         .where(endpointWhere(workspaceId, id))
         .returning(endpointColumns);
       return toEndpoint(row!);
+    },
+
+    async disableFailing(workspaceId, id, failingSince) {
+      const [row] = await db
+        .update(webhookEndpoints)
+        .set({ enabled: false, disabledReason: 'failing', updatedAt: sql`now()` })
+        .where(
+          and(
+            endpointWhere(workspaceId, id),
+            eq(webhookEndpoints.enabled, true),
+            or(isNull(webhookEndpoints.lastSuccessAt), lt(webhookEndpoints.lastSuccessAt, failingSince)),
+          ),
+        )
+        .returning(endpointColumns);
+      return row ? toEndpoint(row) : undefined;
     },
 
     async delete(workspaceId, id) {

@@ -1,4 +1,4 @@
-import type { Actor } from '../actor.ts';
+import { SYSTEM_ACTOR, type Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import { paginate, type Page, type PageRequest } from '../pagination.ts';
 import type { Repositories, Store, Workspace } from '../ports.ts';
@@ -137,6 +137,22 @@ export async function rotateWebhookSecret(store: Store, subdomain: string, id: s
     const endpoint = await tx.webhooks.rotateSecret(workspace.id, id, secret, new Date(Date.now() + PREVIOUS_SECRET_VALIDITY_MS));
     await auditEndpointChange(tx, workspace, actor, 'webhook_endpoint.secret_rotated', before, endpoint);
     return { endpoint, secret };
+  });
+}
+
+/**
+ * The disabling rule (SPEC.md Part B, Events and webhooks): when a delivery's retry schedule
+ * has run out, its endpoint is disabled unless some delivery to it succeeded since this one
+ * began failing (`failingSince`), and that is audited as `webhook_endpoint.disabled` by the
+ * system. Returns whether it disabled the endpoint.
+ */
+export async function disableFailingEndpoint(store: Store, workspaceId: number, id: string, failingSince: Date): Promise<boolean> {
+  return store.transaction(async (tx) => {
+    const after = await tx.webhooks.disableFailing(workspaceId, id, failingSince);
+    if (!after) return false;
+    const before = { ...after, enabled: true, disabledReason: null };
+    await auditEndpointChange(tx, { id: workspaceId }, SYSTEM_ACTOR, 'webhook_endpoint.disabled', before, after);
+    return true;
   });
 }
 
