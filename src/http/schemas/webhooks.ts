@@ -19,7 +19,7 @@ const EventTypes = Type.Union([Type.Array(StringEnum(EVENT_TYPES), { minItems: 1
 /** Body of `POST …/webhook-endpoints`. */
 export const CreateWebhookEndpointBody = Type.Object(
   { url: Url, description: Type.Optional(Description), event_types: Type.Optional(EventTypes) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/wum', description: 'Billing seats', event_types: ['user.created', 'user.deactivated'] }] },
 );
 
 /** Body of `PATCH …/webhook-endpoints/{id}`: the fields given are changed. */
@@ -30,7 +30,7 @@ export const UpdateWebhookEndpointBody = Type.Object(
     event_types: Type.Optional(EventTypes),
     enabled: Type.Optional(Type.Boolean({ description: '`false` stops deliveries; `true` resumes them (also after the service disabled it).' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ enabled: true }, { url: 'https://hooks.example.com/wum/v2', event_types: null }] },
 );
 
 const endpointFields = {

@@ -113,6 +113,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
     schema: {
       operationId: 'getWebhookEndpoint',
       summary: 'Get a webhook endpoint',
+      description: 'The endpoint, without its secret.',
       tags,
       security,
       params: EndpointParams,
@@ -154,6 +155,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
     schema: {
       operationId: 'deleteWebhookEndpoint',
       summary: 'Delete a webhook endpoint and its deliveries',
+      description: 'Removes the endpoint at once: nothing more is sent to it, and its delivery history goes with it.',
       tags,
       security,
       params: EndpointParams,
