@@ -18,6 +18,9 @@ export type UrlPolicy = Pick<WebhookConfig, 'allowHttp' | 'allowedNetworks'>;
 /** Longest accepted webhook URL, in characters. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
+/** Longest wait for DNS when an endpoint is created or changed, in ms. */
+const CREATE_DNS_TIMEOUT_MS = 2000;
+
 /** A refusal by the guard; `message` says why, for the operator and the attempt log. */
 export class UrlRefusedError extends Error {
   override readonly name = 'UrlRefusedError';
@@ -91,8 +94,10 @@ export async function assertWebhookUrlAllowed(raw: string, policy: UrlPolicy): P
   let addresses: string[];
   if (literal !== undefined) addresses = [literal];
   else {
+    // A slow resolver must not hold an admin request: past the timeout the name counts as unresolved.
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('DNS timeout')), CREATE_DNS_TIMEOUT_MS).unref());
     try {
-      addresses = (await dns.lookup(url.hostname, { all: true, verbatim: true })).map((a) => a.address);
+      addresses = (await Promise.race([dns.lookup(url.hostname, { all: true, verbatim: true }), timeout])).map((a) => a.address);
     } catch {
       addresses = [];
     }

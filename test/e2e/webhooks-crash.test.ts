@@ -43,7 +43,8 @@ describe(`webhooks: SIGKILL with undelivered events, restart, all delivered [${B
       WEBHOOK_POLL_INTERVAL_MS: '50',
     });
     spawned.push(server);
-    await server.waitForOutput(LISTENING, START_TIMEOUT_MS);
+    // Twice the usual start time: this test starts the server twice on a loaded machine.
+    await server.waitForOutput(LISTENING, 2 * START_TIMEOUT_MS);
     return server;
   }
 
