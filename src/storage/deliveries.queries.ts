@@ -28,11 +28,11 @@ export interface ClaimedDelivery {
 
 /** Options of {@link claimDueDeliveries}. */
 export interface ClaimOptions {
-  /** Endpoints this process is already sending to: none of theirs is claimed. */
-  readonly busyEndpoints: readonly string[];
+  /** Deliveries this process is sending now, by endpoint id: they count against `perEndpoint`. */
+  readonly inFlight: ReadonlyMap<string, number>;
   /** Most endpoints to claim for. */
   readonly maxEndpoints: number;
-  /** Most deliveries to claim per endpoint (its concurrency). */
+  /** Most deliveries in flight per endpoint (its concurrency in this process). */
   readonly perEndpoint: number;
   /** How long the claim holds, in ms: longer than an attempt may take. */
   readonly leaseMs: number;
@@ -59,14 +59,20 @@ function rowsOf<T>(result: unknown): T[] {
 }
 
 /**
- * Claims due pending deliveries of enabled endpoints: up to `perEndpoint` of each of up to
- * `maxEndpoints` endpoints not in `busyEndpoints`, oldest due first, each leased for `leaseMs`.
+ * Claims due pending deliveries of enabled endpoints, oldest due first, each leased for
+ * `leaseMs`: for each of up to `maxEndpoints` endpoints, as many as `perEndpoint` less those
+ * of it already in flight here.
  */
 export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimedDelivery[]> {
-  const busy = `{${options.busyEndpoints.join(',')}}`;
-  const result = await db.execute(sql`with candidates as (
-      select ep.workspace_id, ep.id from webhook_endpoints ep
-      where ep.enabled and ep.id <> all(${busy}::uuid[])
+  const ids = `{${[...options.inFlight.keys()].join(',')}}`;
+  const counts = `{${[...options.inFlight.values()].join(',')}}`;
+  const result = await db.execute(sql`with used as (
+      select * from unnest(${ids}::uuid[], ${counts}::int[]) as u(endpoint_id, n)
+    ),
+    candidates as (
+      select ep.workspace_id, ep.id, ${options.perEndpoint}::int - coalesce(u.n, 0) as free
+      from webhook_endpoints ep left join used u on u.endpoint_id = ep.id
+      where ep.enabled and coalesce(u.n, 0) < ${options.perEndpoint}::int
         and exists (select 1 from webhook_deliveries d
           where d.endpoint_id = ep.id and d.status = 'pending' and d.next_attempt_at <= now() and d.workspace_id = ep.workspace_id)
       limit ${options.maxEndpoints}::int
@@ -75,7 +81,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       select d.workspace_id, d.id from candidates c cross join lateral (
         select d.workspace_id, d.id from webhook_deliveries d
         where d.endpoint_id = c.id and d.workspace_id = c.workspace_id and d.status = 'pending' and d.next_attempt_at <= now()
-        order by d.next_attempt_at limit ${options.perEndpoint}::int
+        order by d.next_attempt_at limit c.free
         for update skip locked
       ) d
     ),
@@ -140,8 +146,10 @@ export async function recordAttempt(
         where ${where} returning endpoint_id, now() as failing_since
       ),
       marked as (
+        -- At most once a second per endpoint: concurrent successes would otherwise queue on its row lock.
         update webhook_endpoints ep set last_success_at = now() from done
         where ep.workspace_id = ${delivery.workspaceId} and ep.id = done.endpoint_id
+          and (ep.last_success_at is null or ep.last_success_at < now() - interval '1 second')
       )
       select failing_since from done`;
   } else {

@@ -36,8 +36,10 @@ export interface DeliveryWorker {
   stop(): Promise<void>;
 }
 
-/** Most endpoints one process sends to at once. */
+/** Most endpoints one claim serves. */
 const MAX_ENDPOINTS = 64;
+/** Most deliveries one process sends at once, over all endpoints. */
+const MAX_IN_FLIGHT = 256;
 /** How much longer than an attempt's timeout a claim holds, in ms (recording the outcome takes a moment too). */
 const LEASE_MARGIN_MS = 5000;
 /** Wait after a failed claim (database unreachable), in ms, so an outage does not spin. */
@@ -97,8 +99,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const { db, store, config, log } = options;
   const sender: WebhookSender = createWebhookSender(config, config.timeoutMs);
   const m = metrics(options.registry, db);
-  const busy = new Set<string>();
-  const inFlight = new Set<Promise<void>>();
+  /** Deliveries being sent, by endpoint id (the per-endpoint bound). */
+  const inFlight = new Map<string, number>();
+  const tasks = new Set<Promise<void>>();
   let stopping = false;
   let wakeUp: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -146,27 +149,29 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     }
   }
 
-  /** Sends one endpoint's claimed deliveries together, then frees the endpoint. */
-  function run(endpointId: string, deliveries: ClaimedDelivery[]): void {
-    busy.add(endpointId);
-    const task = Promise.all(
-      deliveries.map((d) => attempt(d).catch((err) => log.error({ err, delivery: d.id }, 'could not record a webhook attempt'))),
-    ).then(() => {
-      busy.delete(endpointId);
-      inFlight.delete(task);
-      wakeUp?.();
-    });
-    inFlight.add(task);
+  /** Sends one claimed delivery; its endpoint's slot is freed (and the loop woken) when done. */
+  function run(delivery: ClaimedDelivery): void {
+    inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1);
+    const task = attempt(delivery)
+      .catch((err) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
+      .then(() => {
+        const left = (inFlight.get(delivery.endpointId) ?? 1) - 1;
+        if (left > 0) inFlight.set(delivery.endpointId, left);
+        else inFlight.delete(delivery.endpointId);
+        tasks.delete(task);
+        wakeUp?.();
+      });
+    tasks.add(task);
   }
 
   async function loop(): Promise<void> {
     while (!stopping) {
       let claimed: ClaimedDelivery[] = [];
-      if (busy.size < MAX_ENDPOINTS) {
+      if (tasks.size < MAX_IN_FLIGHT) {
         try {
           claimed = await claimDueDeliveries(db, {
-            busyEndpoints: [...busy],
-            maxEndpoints: MAX_ENDPOINTS - busy.size,
+            inFlight,
+            maxEndpoints: MAX_ENDPOINTS,
             perEndpoint: config.concurrencyPerEndpoint,
             leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
           });
@@ -177,9 +182,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
           continue;
         }
       }
-      const byEndpoint = new Map<string, ClaimedDelivery[]>();
-      for (const d of claimed) byEndpoint.set(d.endpointId, [...(byEndpoint.get(d.endpointId) ?? []), d]);
-      for (const [endpointId, deliveries] of byEndpoint) run(endpointId, deliveries);
+      for (const delivery of claimed) run(delivery);
       if (claimed.length === 0) await sleep(config.pollIntervalMs);
     }
   }
@@ -191,7 +194,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       stopping = true;
       wakeUp?.();
       await running;
-      await Promise.all(inFlight);
+      await Promise.all(tasks);
       await sender.close();
     },
   };
