@@ -20,6 +20,7 @@ import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { buildService, postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { measureFailover } from './failover.ts';
 import { measureReplicas } from './replicas.ts';
+import { measureWebhooks } from './webhooks.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import {
   addRequest,
@@ -361,6 +362,22 @@ async function main(): Promise<void> {
         warmupSeconds: PLAN.warmup,
         seconds: PLAN.seconds,
         scenarios: [s.smallFirst, s.add],
+        log,
+      }),
+    );
+    await settle();
+
+    // POST /users with webhook endpoints against none; event-to-delivery latency (bench/webhooks.ts).
+    sections.push(
+      await measureWebhooks({
+        env: serverEnv(url),
+        start: (env) => runServer(SERVER_SCRIPT, env),
+        databasePid: database,
+        connections: CONNECTIONS,
+        warmupSeconds: PLAN.warmup,
+        seconds: PLAN.seconds,
+        subdomain: seeded.adds.subdomain,
+        add: () => addRequest(seeded.adds),
         log,
       }),
     );
