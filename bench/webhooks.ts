@@ -11,22 +11,17 @@ import type { AddressInfo } from 'node:net';
 import { sendRequest } from '../test/helpers/server-process.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { LatencyRecorder, type Measurement } from './measurement.ts';
-import { sampleOwnCpu, sampleUsage, type ServerHandle } from './processes.ts';
+import { sampleOwnCpu, sampleUsage } from './processes.ts';
 import type { ReportRow, ReportSection } from './report.ts';
+import type { SectionBench } from './section-bench.ts';
 
-/** What {@link measureWebhooks} needs from the benchmark run. */
-export interface WebhookBench {
-  /** Server environment (DATABASE_URL, log level, limits off); the admin token and http receivers are added. */
-  readonly env: Record<string, string>;
-  readonly start: (env: Record<string, string>) => Promise<ServerHandle>;
+/** What {@link measureWebhooks} needs from the benchmark run (the admin token and http receivers are added to `env`). */
+export interface WebhookBench extends SectionBench {
+  /** The postmaster's pid, for the database's CPU. */
   readonly databasePid: number;
-  readonly connections: number;
-  readonly warmupSeconds: number;
-  readonly seconds: number;
   /** The workspace written to, and the `POST /users` of a new user in it. */
   readonly subdomain: string;
   readonly add: () => HttpRequestSpec;
-  readonly log: (message: string) => void;
 }
 
 /** Changes per second of the latency row (issue 11). */

@@ -3,9 +3,8 @@ import { pageOffset } from '../core/pagination.ts';
 import type { WebhookRepository } from '../core/ports.ts';
 import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint } from '../core/webhooks/webhook-endpoint.ts';
 import type { Database } from './database.ts';
+import { isUuid } from './uuid.ts';
 import { events, webhookDeliveries, webhookEndpoints } from './schema.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The columns of an endpoint that may leave storage: never its secrets. */
 const endpointColumns = {
@@ -89,7 +88,7 @@ export function createWebhookRepository(db: Database): WebhookRepository {
 
     async find(workspaceId, id, options = {}) {
       // Not a UUID cannot name an endpoint; answering "not found" beats a database type error.
-      if (!UUID.test(id)) return undefined;
+      if (!isUuid(id)) return undefined;
       const query = db.select(endpointColumns).from(webhookEndpoints).where(endpointWhere(workspaceId, id));
       const [row] = options.lock ? await query.for('update') : await query;
       return row ? toEndpoint(row) : undefined;
@@ -153,7 +152,7 @@ export function createWebhookRepository(db: Database): WebhookRepository {
     },
 
     async redeliver(workspaceId, endpointId, deliveryId) {
-      if (!UUID.test(deliveryId)) return undefined;
+      if (!isUuid(deliveryId)) return undefined;
       const [updated] = await db
         .update(webhookDeliveries)
         .set({ status: 'pending', attempts: 0, nextAttemptAt: sql`now()`, firstFailedAt: null, deliveredAt: null })
