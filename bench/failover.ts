@@ -14,20 +14,12 @@ import { startFormation, type Formation } from '../test/helpers/pg-auto-failover
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { sampleOwnCpu, sampleUsage, type ServerHandle, type Usage } from './processes.ts';
 import type { ReportRow, ReportSection } from './report.ts';
+import type { SectionBench } from './section-bench.ts';
 import { addRequest } from './requests.ts';
 import { seedProducts, seedWorkspaces, withSeedingClient, type SeededWorkspace } from './seed.ts';
 
-/** What {@link measureFailover} needs from the benchmark run. */
-export interface FailoverBench {
-  /** Server environment besides DATABASE_URL (log level, limits off). */
-  readonly env: Record<string, string>;
-  /** Starts one server with `env` (the run stops it on interruption). */
-  readonly start: (env: Record<string, string>) => Promise<ServerHandle>;
-  readonly connections: number;
-  readonly warmupSeconds: number;
-  readonly seconds: number;
-  readonly log: (message: string) => void;
-}
+/** What {@link measureFailover} needs from the benchmark run (`env` without DATABASE_URL). */
+export type FailoverBench = SectionBench;
 
 /** CPU summed over the data nodes' PostgreSQL processes, memory of the largest. */
 function databaseUsage(formation: Formation): { stop(): Usage } {

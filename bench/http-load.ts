@@ -26,6 +26,8 @@ export interface HttpLoad {
   readonly next: () => HttpRequestSpec;
   /** Statuses that count as success; default: any 2xx. */
   readonly expected?: readonly number[];
+  /** Requests per second across all connections (paced); default: as fast as answers come. */
+  readonly overallRate?: number;
 }
 
 /** Runs one load and measures it; never throws for failed requests (they are counted). */
@@ -39,6 +41,7 @@ export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
     connections: load.connections,
     duration: load.seconds,
     timeout: 10,
+    ...(load.overallRate ? { overallRate: load.overallRate } : {}),
     requests: [{ setupRequest: (request) => ({ ...request, ...load.next() }) }],
   }) as unknown as autocannon.Instance & Promise<autocannon.Result>;
   // Without a callback autocannon returns its event emitter, made thenable.

@@ -11,6 +11,7 @@ import { startRedisServer, type RedisServer } from '../test/helpers/redis-server
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { sampleOwnCpu, sampleUsage, type ServerHandle, type Usage } from './processes.ts';
 import type { ReportRow, ReportSection } from './report.ts';
+import type { SectionBench } from './section-bench.ts';
 
 /** A scenario measured through the balancer. */
 export interface ReplicaScenario {
@@ -19,18 +20,10 @@ export interface ReplicaScenario {
 }
 
 /** What {@link measureReplicas} needs from the benchmark run. */
-export interface ReplicaBench {
-  /** Server environment (DATABASE_URL, log level, limits off). */
-  readonly env: Record<string, string>;
-  /** Starts one server with `env` (the run stops it on interruption). */
-  readonly start: (env: Record<string, string>) => Promise<ServerHandle>;
+export interface ReplicaBench extends SectionBench {
   /** The postmaster's pid, for the database's CPU. */
   readonly databasePid: number;
-  readonly connections: number;
-  readonly warmupSeconds: number;
-  readonly seconds: number;
   readonly scenarios: readonly ReplicaScenario[];
-  readonly log: (message: string) => void;
 }
 
 /** CPU summed over processes, resident memory of the largest one. */

@@ -20,6 +20,7 @@ import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { buildService, postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { measureFailover } from './failover.ts';
 import { measureReplicas } from './replicas.ts';
+import { measureWebhooks } from './webhooks.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import {
   addRequest,
@@ -351,32 +352,24 @@ async function main(): Promise<void> {
       }),
     });
 
+    // Sections that start their own servers on this PostgreSQL.
+    const onPostgres = {
+      env: serverEnv(url),
+      start: (env: Record<string, string>) => runServer(SERVER_SCRIPT, env),
+      databasePid: database,
+      connections: CONNECTIONS,
+      warmupSeconds: PLAN.warmup,
+      seconds: PLAN.seconds,
+      log,
+    };
     // Three replicas behind HAProxy against one (bench/replicas.ts).
-    sections.push(
-      await measureReplicas({
-        env: serverEnv(url),
-        start: (env) => runServer(SERVER_SCRIPT, env),
-        databasePid: database,
-        connections: CONNECTIONS,
-        warmupSeconds: PLAN.warmup,
-        seconds: PLAN.seconds,
-        scenarios: [s.smallFirst, s.add],
-        log,
-      }),
-    );
+    sections.push(await measureReplicas({ ...onPostgres, scenarios: [s.smallFirst, s.add] }));
     await settle();
-
+    // POST /users with webhook endpoints against none; event-to-delivery latency (bench/webhooks.ts).
+    sections.push(await measureWebhooks({ ...onPostgres, subdomain: seeded.adds.subdomain, add: () => addRequest(seeded.adds) }));
+    await settle();
     // Writes on the pg_auto_failover topology against a single server (bench/failover.ts).
-    sections.push(
-      await measureFailover({
-        env: serverEnv(undefined),
-        start: (env) => runServer(SERVER_SCRIPT, env),
-        connections: CONNECTIONS,
-        warmupSeconds: PLAN.warmup,
-        seconds: PLAN.seconds,
-        log,
-      }),
-    );
+    sections.push(await measureFailover({ ...onPostgres, env: serverEnv(undefined) }));
 
     // Embedded PGlite: start-up empty, then with a 1M-user workspace loaded by the same seed.
     const dataDir = join(scratch, 'pglite');

@@ -25,6 +25,19 @@ export type PageQuery = NonNullable<operations['listWorkspaces']['parameters']['
 /** Query of audit listings: page, and the filters `action`, `actor_type`, `target_id` (and `workspace` on the global list). */
 export type AuditQuery = NonNullable<operations['listAuditEvents']['parameters']['query']>;
 
+/** A webhook endpoint (never its secret). */
+export type WebhookEndpoint = Json<'getWebhookEndpoint', 200>;
+/** A webhook endpoint with its signing `secret` (`whsec_…`), shown only by create and rotate. */
+export type WebhookEndpointWithSecret = Json<'createWebhookEndpoint', 201>;
+/** What creating an endpoint takes: `url`, optional `description` and `event_types`. */
+export type NewWebhookEndpoint = operations['createWebhookEndpoint']['requestBody']['content']['application/json'];
+/** The fields an update changes: any of `url`, `description`, `event_types`, `enabled`. */
+export type WebhookEndpointChanges = operations['updateWebhookEndpoint']['requestBody']['content']['application/json'];
+/** One page of an endpoint's deliveries, newest first. */
+export type WebhookDeliveryPage = Json<'listWebhookDeliveries', 200>;
+/** One delivery with its attempts. */
+export type WebhookDelivery = WebhookDeliveryPage['deliveries'][number];
+
 /** Path prefix of the admin API. */
 export const ADMIN_API_PREFIX = '/admin/v1';
 
@@ -97,8 +110,41 @@ export interface AuditApi {
   list(subdomain?: string, query?: AuditQuery): Promise<AuditEventPage>;
 }
 
+/** Webhook endpoints of a workspace and their deliveries. */
+export interface WebhooksApi {
+  /**
+   * Creates an endpoint; its `secret` is in the result only. Not retried after a network failure.
+   * @throws WumApiError `validation_failed` (400) when the URL is refused (https only, no private addresses).
+   */
+  create(subdomain: string, endpoint: NewWebhookEndpoint): Promise<WebhookEndpointWithSecret>;
+  /** Every endpoint of the workspace, oldest first. */
+  list(subdomain: string): Promise<WebhookEndpoint[]>;
+  /** @throws WumApiError `webhook_endpoint_not_found` (404). */
+  get(subdomain: string, id: string): Promise<WebhookEndpoint>;
+  /**
+   * Changes the given fields (`enabled: true` re-enables a disabled endpoint).
+   * @throws WumApiError `webhook_endpoint_not_found` (404); `validation_failed` (400).
+   */
+  update(subdomain: string, id: string, changes: WebhookEndpointChanges): Promise<WebhookEndpoint>;
+  /** Deletes an endpoint. Not retried after a network failure. @throws WumApiError `webhook_endpoint_not_found` (404). */
+  delete(subdomain: string, id: string): Promise<void>;
+  /**
+   * Gives the endpoint a new secret (in the result only); the old one still signs for 24 h.
+   * Not retried after a network failure.
+   */
+  rotateSecret(subdomain: string, id: string): Promise<WebhookEndpointWithSecret>;
+  /** One page of the endpoint's deliveries, newest first, each with its attempts. */
+  deliveries(subdomain: string, id: string, query?: PageQuery): Promise<WebhookDeliveryPage>;
+  /**
+   * Sends a delivery again (same `webhook-id`).
+   * @throws WumApiError `webhook_delivery_not_found` (404); `webhook_endpoint_disabled` (409).
+   */
+  redeliver(subdomain: string, id: string, deliveryId: string): Promise<WebhookDelivery>;
+}
+
 /** A client of the operator API (`/admin/v1`). */
 export interface WumAdminClient {
+  readonly webhooks: WebhooksApi;
   readonly workspaces: WorkspacesApi;
   readonly apiKeys: ApiKeysApi;
   readonly products: CatalogueApi;
@@ -217,5 +263,58 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
     },
   };
 
-  return { workspaces, apiKeys, products, auditEvents, close: () => transport.close() };
+  const endpointPath = (subdomain: string, id?: string) =>
+    `${ws(subdomain)}/webhook-endpoints${id === undefined ? '' : `/${encodeURIComponent(id)}`}`;
+  const webhooks: WebhooksApi = {
+    async create(subdomain, body) {
+      const { data } = await call(`POST ${endpointPath(subdomain)}`, once, (signal) =>
+        api.POST('/admin/v1/workspaces/{subdomain}/webhook-endpoints', { params: { path: { subdomain } }, body, signal }),
+      );
+      return data!;
+    },
+    async list(subdomain) {
+      const { data } = await call(`GET ${endpointPath(subdomain)}`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/webhook-endpoints', { params: { path: { subdomain } }, signal }),
+      );
+      return data!.webhook_endpoints;
+    },
+    async get(subdomain, id) {
+      const { data } = await call(`GET ${endpointPath(subdomain, id)}`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}', { params: { path: { subdomain, id } }, signal }),
+      );
+      return data!;
+    },
+    async update(subdomain, id, body) {
+      const { data } = await call(`PATCH ${endpointPath(subdomain, id)}`, safe, (signal) =>
+        api.PATCH('/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}', { params: { path: { subdomain, id } }, body, signal }),
+      );
+      return data!;
+    },
+    async delete(subdomain, id) {
+      await call(`DELETE ${endpointPath(subdomain, id)}`, once, (signal) =>
+        api.DELETE('/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}', { params: { path: { subdomain, id } }, signal }),
+      );
+    },
+    async rotateSecret(subdomain, id) {
+      const { data } = await call(`POST ${endpointPath(subdomain, id)}/rotate-secret`, once, (signal) =>
+        api.POST('/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}/rotate-secret', { params: { path: { subdomain, id } }, signal }),
+      );
+      return data!;
+    },
+    async deliveries(subdomain, id, query = {}) {
+      const { data } = await call(`GET ${endpointPath(subdomain, id)}/deliveries`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}/deliveries', { params: { path: { subdomain, id }, query }, signal }),
+      );
+      return data!;
+    },
+    async redeliver(subdomain, id, deliveryId) {
+      const path = { subdomain, id, delivery_id: deliveryId };
+      const { data } = await call(`POST ${endpointPath(subdomain, id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, safe, (signal) =>
+        api.POST('/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver', { params: { path }, signal }),
+      );
+      return data!;
+    },
+  };
+
+  return { workspaces, apiKeys, products, auditEvents, webhooks, close: () => transport.close() };
 }

@@ -27,6 +27,13 @@ export type UserHistoryQuery = NonNullable<operations['listUserAuditEvents']['pa
 /** One page of a user's audit history with its pagination envelope. */
 export type UserHistoryPage = operations['listUserAuditEvents']['responses'][200]['content']['application/json'];
 
+/** One event of the feed: `{id, type, sequence, created_at, workspace: {subdomain}, data: {user, previous?}}`. */
+export type WumEvent = components['schemas']['Event'];
+/** Query of {@link EventsApi.list}: `after` (a sequence, default 0) and `limit` (1-1000, default 100). */
+export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']['query']>;
+/** One page of the feed: `events` and `next_after`, the `after` of the next call. */
+export type EventPage = operations['listEvents']['responses'][200]['content']['application/json'];
+
 /** Path prefix of the external API (SPEC.md Part A). */
 export const EXTERNAL_API_PREFIX = '/api/external/v2';
 
@@ -132,10 +139,26 @@ export interface ProductsApi {
   list(): Promise<Product[]>;
 }
 
+/** The workspace's feed of user changes (the same events webhooks deliver). */
+export interface EventsApi {
+  /**
+   * Up to `limit` (default 100, at most 1000) events with a sequence above `after` (default 0),
+   * oldest first, and `next_after`, the `after` of the next call.
+   * @throws WumApiError `invalid_parameter` (400).
+   */
+  list(query?: ListEventsQuery): Promise<EventPage>;
+  /**
+   * Every event after `after` (default 0) in sequence order, page by page (`limit`, default
+   * 1000), until the feed is caught up. Call it again with the last `sequence` seen to go on.
+   */
+  iterate(query?: ListEventsQuery): AsyncGenerator<WumEvent, void, undefined>;
+}
+
 /** A client of one workspace's API. */
 export interface WumClient {
   readonly users: UsersApi;
   readonly products: ProductsApi;
+  readonly events: EventsApi;
   /** Closes idle connections (only needed to end a process quickly). */
   close(): Promise<void>;
 }
@@ -216,5 +239,24 @@ export function createClient(options: ClientOptions): WumClient {
     },
   };
 
-  return { users, products, close: () => transport.close() };
+  const events: EventsApi = {
+    async list(query = {}) {
+      const { data } = await call(`GET ${EXTERNAL_API_PREFIX}/events`, safe, (signal) =>
+        api.GET('/api/external/v2/events', { params: { query }, signal }),
+      );
+      return data!;
+    },
+    async *iterate(query = {}) {
+      let after = query.after ?? 0;
+      const limit = query.limit ?? 1000;
+      for (;;) {
+        const page = await events.list({ after, limit });
+        yield* page.events;
+        if (page.events.length < limit) return;
+        after = page.next_after;
+      }
+    },
+  };
+
+  return { users, products, events, close: () => transport.close() };
 }

@@ -97,6 +97,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/external/v2/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the workspace's events in sequence order
+         * @description The user changes of the workspace with a `sequence` above `after`, oldest first, at most `limit`; events are kept 30 days. Follow the feed by passing the last `sequence` you processed as `after` (`next_after` of the previous answer); an empty `events` array means you are up to date. The same events are sent to webhook endpoints.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/workspaces": {
         parameters: {
             query?: never;
@@ -277,6 +297,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/workspaces/{subdomain}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a workspace's webhook endpoints (never their secrets)
+         * @description Every endpoint of the workspace, oldest first.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint (its secret is shown only in this response)
+         * @description Adds an endpoint that receives the workspace's events (all types, or `event_types`) as Standard Webhooks deliveries signed with the returned `secret`. The URL is refused (`400 validation_failed`, field `url`) unless it is `https://` to a public address (see the service's SSRF rules).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description The endpoint, without its secret.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint and its deliveries
+         * @description Removes the endpoint at once: nothing more is sent to it, and its delivery history goes with it.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes the fields given: `url` (checked as on creation), `description`, `event_types` (null: every type), `enabled` (`true` re-enables an endpoint the service disabled, and its pending deliveries resume).
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret (the new one is shown only in this response)
+         * @description Gives the endpoint a new secret. For 24 hours deliveries carry two signatures, one by the new secret and one by the old, so the receiver can switch over without rejecting a delivery.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a webhook endpoint's deliveries, newest first
+         * @description Each event sent (or to be sent) to the endpoint, with its status and every attempt's time, response status and error.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Makes the delivery pending again, due now, with a fresh retry schedule; it is sent with the same `webhook-id` (the event id), so a receiver that already has it can tell.
+         */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -383,6 +515,37 @@ export interface components {
              *     ]
              */
             roles: string[];
+        };
+        /** @description A user change (SPEC.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`). */
+        Event: {
+            /**
+             * @description `evt_` and 32 hex digits; the `webhook-id` of its deliveries, for de-duplication.
+             * @example evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60
+             */
+            id: string;
+            /**
+             * @description What happened to the user.
+             * @enum {string}
+             */
+            type: "user.created" | "user.updated" | "user.deactivated" | "user.reactivated";
+            /** @description Increases strictly within the workspace, in commit order. */
+            sequence: number;
+            /**
+             * Format: date-time
+             * @description When the change committed (RFC 3339, UTC).
+             */
+            created_at: string;
+            workspace: {
+                /** @description The workspace's subdomain. */
+                subdomain: string;
+            };
+            data: {
+                user: components["schemas"]["User"];
+                /** @description The fields the change altered, with their values before it (absent for `user.created`). */
+                previous?: {
+                    [key: string]: unknown;
+                };
+            };
         };
     };
     responses: never;
@@ -1424,6 +1587,139 @@ export interface operations {
                         /** @description Sorted by name. */
                         products: components["schemas"]["Product"][];
                     };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Return the events with a `sequence` above this one (0: from the oldest kept). Pass the last `sequence` you processed.
+                 * @example 0
+                 */
+                after?: number;
+                /**
+                 * @description Most events to return, 1-1000.
+                 * @example 100
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events in sequence order, and where to continue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "events": [
+                     *         {
+                     *           "id": "evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60",
+                     *           "type": "user.updated",
+                     *           "sequence": 42,
+                     *           "created_at": "2025-01-15T09:31:00.000Z",
+                     *           "workspace": {
+                     *             "subdomain": "acme"
+                     *           },
+                     *           "data": {
+                     *             "user": {
+                     *               "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *               "email": "ada@example.com",
+                     *               "role": "owner",
+                     *               "first_name": "Ada",
+                     *               "last_name": "Lovelace",
+                     *               "apps": [
+                     *                 {
+                     *                   "name": "crm",
+                     *                   "role": "member"
+                     *                 }
+                     *               ],
+                     *               "status": "active",
+                     *               "created_at": "2025-01-15T09:30:00.000Z",
+                     *               "updated_at": "2025-01-15T09:31:00.000Z"
+                     *             },
+                     *             "previous": {
+                     *               "role": "non_owner"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_after": 42
+                     *     } */
+                    "application/json": {
+                        /** @description Oldest first; empty when there is nothing newer. */
+                        events: components["schemas"]["Event"][];
+                        /** @description The `after` of the next call: the last sequence listed, or `after` when none was. */
+                        next_after: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
@@ -2782,6 +3078,1034 @@ export interface operations {
                 };
             };
             /** @description Problem details; `code` is `product_in_use`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace's endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "webhook_endpoints": [
+                     *         {
+                     *           "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *           "url": "https://hooks.example.com/wum",
+                     *           "description": "Billing seats",
+                     *           "event_types": null,
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": "2025-01-15T09:00:00.000Z",
+                     *           "updated_at": "2025-01-15T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        /** @description Oldest first. */
+                        webhook_endpoints: {
+                            /**
+                             * Format: uuid
+                             * @description The endpoint's id.
+                             */
+                            id: string;
+                            /** @description Where deliveries go. */
+                            url: string;
+                            /** @description A note for people. */
+                            description: string;
+                            /** @description The event types sent to it; null: every type. */
+                            event_types: string[] | null;
+                            /** @description False while disabled: no new deliveries; pending ones wait. */
+                            enabled: boolean;
+                            /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                            disabled_reason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                             */
+                            previous_secret_expires_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "url": "https://hooks.example.com/wum",
+                 *       "description": "Billing seats",
+                 *       "event_types": [
+                 *         "user.created",
+                 *         "user.deactivated"
+                 *       ]
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description Where deliveries are POSTed: `https://` (`http://` to loopback only when the service allows it). Private, loopback, link-local and metadata addresses are refused unless the operator allowed them.
+                     * @example https://hooks.example.com/wum
+                     */
+                    url: string;
+                    /**
+                     * @description A note for people.
+                     * @example Billing seats
+                     */
+                    description?: string;
+                    /**
+                     * @description The event types sent to it; null or absent: every type.
+                     * @example [
+                     *       "user.created",
+                     *       "user.deactivated"
+                     *     ]
+                     */
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated")[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The new endpoint with its secret, shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description The signing secret (`whsec_…`, Standard Webhooks). Shown only in this response; store it now. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Where deliveries are POSTed: `https://` (`http://` to loopback only when the service allows it). Private, loopback, link-local and metadata addresses are refused unless the operator allowed them.
+                     * @example https://hooks.example.com/wum
+                     */
+                    url?: string;
+                    /**
+                     * @description A note for people.
+                     * @example Billing seats
+                     */
+                    description?: string;
+                    /**
+                     * @description The event types sent to it; null or absent: every type.
+                     * @example [
+                     *       "user.created",
+                     *       "user.deactivated"
+                     *     ]
+                     */
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated")[] | null;
+                    /** @description `false` stops deliveries; `true` resumes them (also after the service disabled it). */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret, shown only here. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": "2025-01-16T09:00:00.000Z",
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description The signing secret (`whsec_…`, Standard Webhooks). Shown only in this response; store it now. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
+                 * @example 1
+                 */
+                page_number?: number;
+                /**
+                 * @description Items per page, 1-100 (10-100 recommended).
+                 * @example 30
+                 */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries with its pagination envelope. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "id": "7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38",
+                     *           "event_id": "evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60",
+                     *           "event_type": "user.created",
+                     *           "event_sequence": 42,
+                     *           "status": "succeeded",
+                     *           "attempts": 2,
+                     *           "next_attempt_at": null,
+                     *           "last_attempt_at": "2025-01-15T09:30:06.000Z",
+                     *           "last_response_status": 204,
+                     *           "attempt_log": [
+                     *             {
+                     *               "attempted_at": "2025-01-15T09:30:00.100Z",
+                     *               "response_status": 503,
+                     *               "error": null,
+                     *               "duration_ms": 41
+                     *             },
+                     *             {
+                     *               "attempted_at": "2025-01-15T09:30:06.000Z",
+                     *               "response_status": 204,
+                     *               "error": null,
+                     *               "duration_ms": 12
+                     *             }
+                     *           ],
+                     *           "created_at": "2025-01-15T09:30:00.000Z",
+                     *           "delivered_at": "2025-01-15T09:30:06.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total_records": 1,
+                     *         "current_page_number": 1,
+                     *         "total_pages": 1,
+                     *         "page_size": 30
+                     *       },
+                     *       "total_count": 1
+                     *     } */
+                    "application/json": {
+                        /** @description This page, oldest first; empty past the end. */
+                        deliveries: {
+                            /**
+                             * Format: uuid
+                             * @description The delivery's id, to redeliver it.
+                             */
+                            id: string;
+                            /** @description The event sent: the `webhook-id` header of every attempt. */
+                            event_id: string;
+                            /** @description Its type. */
+                            event_type: string;
+                            /** @description Its sequence in the workspace. */
+                            event_sequence: number;
+                            /**
+                             * @description `pending` until a 2xx (`succeeded`) or the end of the retry schedule (`failed`).
+                             * @enum {string}
+                             */
+                            status: "pending" | "succeeded" | "failed";
+                            /** @description Attempts since it was created or last redelivered. */
+                            attempts: number;
+                            /**
+                             * Format: date-time
+                             * @description When it is next attempted; null unless pending.
+                             */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            last_attempt_at: string | null;
+                            /** @description The HTTP status of the last attempt; null when none answered. */
+                            last_response_status: number | null;
+                            /** @description Every attempt, oldest first. */
+                            attempt_log: {
+                                /** Format: date-time */
+                                attempted_at: string;
+                                /** @description The receiver's status; null when it did not answer. */
+                                response_status: number | null;
+                                /** @description Why no answer came (timeout, refused address, network error). */
+                                error: string | null;
+                                /** @description Time to the answer or the failure, in ms. */
+                                duration_ms: number;
+                            }[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            delivered_at: string | null;
+                        }[];
+                        /** @description Where this page sits in the whole listing. */
+                        pagination: {
+                            /** @description Items across all pages. */
+                            total_records: number;
+                            /** @description The page returned, from 1. */
+                            current_page_number: number;
+                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
+                            total_pages: number;
+                            /** @description Items per page. */
+                            page_size: number;
+                        };
+                        /** @description Total number of items across all pages. */
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+                /**
+                 * @description The delivery's id.
+                 * @example 7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38
+                 */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending again. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38",
+                     *       "event_id": "evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60",
+                     *       "event_type": "user.created",
+                     *       "event_sequence": 42,
+                     *       "status": "pending",
+                     *       "attempts": 0,
+                     *       "next_attempt_at": "2025-01-15T10:00:00.000Z",
+                     *       "last_attempt_at": "2025-01-15T09:30:06.000Z",
+                     *       "last_response_status": 204,
+                     *       "attempt_log": [
+                     *         {
+                     *           "attempted_at": "2025-01-15T09:30:00.100Z",
+                     *           "response_status": 503,
+                     *           "error": null,
+                     *           "duration_ms": 41
+                     *         },
+                     *         {
+                     *           "attempted_at": "2025-01-15T09:30:06.000Z",
+                     *           "response_status": 204,
+                     *           "error": null,
+                     *           "duration_ms": 12
+                     *         }
+                     *       ],
+                     *       "created_at": "2025-01-15T09:30:00.000Z",
+                     *       "delivered_at": null
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The delivery's id, to redeliver it.
+                         */
+                        id: string;
+                        /** @description The event sent: the `webhook-id` header of every attempt. */
+                        event_id: string;
+                        /** @description Its type. */
+                        event_type: string;
+                        /** @description Its sequence in the workspace. */
+                        event_sequence: number;
+                        /**
+                         * @description `pending` until a 2xx (`succeeded`) or the end of the retry schedule (`failed`).
+                         * @enum {string}
+                         */
+                        status: "pending" | "succeeded" | "failed";
+                        /** @description Attempts since it was created or last redelivered. */
+                        attempts: number;
+                        /**
+                         * Format: date-time
+                         * @description When it is next attempted; null unless pending.
+                         */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        last_attempt_at: string | null;
+                        /** @description The HTTP status of the last attempt; null when none answered. */
+                        last_response_status: number | null;
+                        /** @description Every attempt, oldest first. */
+                        attempt_log: {
+                            /** Format: date-time */
+                            attempted_at: string;
+                            /** @description The receiver's status; null when it did not answer. */
+                            response_status: number | null;
+                            /** @description Why no answer came (timeout, refused address, network error). */
+                            error: string | null;
+                            /** @description Time to the answer or the failure, in ms. */
+                            duration_ms: number;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        delivered_at: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found` or `webhook_delivery_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `webhook_endpoint_disabled`. */
             409: {
                 headers: {
                     [name: string]: unknown;

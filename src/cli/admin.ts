@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import type { Workspace } from 'wum/sdk';
 import { adminClient, positiveInteger, withJson } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
+import { webhooksCommand } from './admin-webhooks.ts';
 
 /** A hint for the new workspace's address, when the operator API runs on `localhost`. */
 function workspaceUrl(adminUrl: string, subdomain: string): string | undefined {
@@ -11,7 +12,7 @@ function workspaceUrl(adminUrl: string, subdomain: string): string | undefined {
   return url.origin;
 }
 
-/** `wum admin …`: workspaces, their API keys, and the product catalogue (--admin-url, --admin-token). */
+/** `wum admin …`: workspaces, their API keys and webhook endpoints, and the product catalogue (--admin-url, --admin-token). */
 export function adminCommand(): Command {
   const admin = new Command('admin').description('operator commands (--admin-url, --admin-token)');
 
@@ -121,5 +122,6 @@ export function adminCommand(): Command {
     },
   );
 
+  admin.addCommand(webhooksCommand());
   return admin;
 }

@@ -80,3 +80,9 @@ export function positiveInteger(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('Not a positive integer.');
   return Number(value);
 }
+
+/** Parses a whole number option value (0 or more); anything else is a usage error. */
+export function nonNegativeInteger(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('Not a whole number.');
+  return Number(value);
+}

@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { WumApiError } from 'wum/sdk';
 import { adminCommand } from './admin.ts';
 import { addGlobalOptions, closeClients, EXIT, UsageError } from './context.ts';
+import { eventsCommand } from './events.ts';
 import { productsCommand } from './products.ts';
 import { usersCommand } from './users.ts';
 
@@ -21,7 +22,7 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError('(add --help for usage)');
   addGlobalOptions(program);
-  for (const command of [usersCommand(), productsCommand(), adminCommand()]) program.addCommand(command);
+  for (const command of [usersCommand(), productsCommand(), eventsCommand(), adminCommand()]) program.addCommand(command);
   // Added commands do not inherit settings: apply them to the whole tree.
   const apply = (command: Command) => {
     command.exitOverride().showHelpAfterError('(add --help for usage)').configureHelp({ showGlobalOptions: true });

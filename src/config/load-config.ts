@@ -1,6 +1,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from '@sinclair/typebox';
+import ipaddr from 'ipaddr.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 
 /**
@@ -46,6 +47,14 @@ const EnvSchema = Type.Object({
     default: 'info',
   }),
   SEED_DEMO: Type.Boolean({ default: true }),
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false }),
+  WEBHOOK_ALLOWED_NETWORKS: Type.String({ default: '' }),
+  WEBHOOK_RETRY_SCHEDULE: Type.String({ default: '5s,5m,30m,2h,5h,10h,10h' }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 15_000 }),
+  WEBHOOK_CONCURRENCY_PER_ENDPOINT: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+  WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 200 }),
+  WEBHOOK_WORKER: Type.Boolean({ default: true }),
+  EVENTS_PRUNE_INTERVAL_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -114,6 +123,56 @@ export interface LoadShedding {
 }
 
 /**
+ * Webhook delivery (SPEC.md Part B, Events and webhooks; documented in docs/operations.md and
+ * docs/security.md).
+ */
+export interface WebhookConfig {
+  /** `http://` URLs are accepted, to loopback addresses only (`WEBHOOK_ALLOW_HTTP`). */
+  readonly allowHttp: boolean;
+  /**
+   * CIDR ranges that may receive webhooks although they are not public unicast addresses
+   * (private, loopback, link-local, …), e.g. `10.20.0.0/16`; empty: public addresses only.
+   */
+  readonly allowedNetworks: readonly string[];
+  /** Delays before each retry, in ms; after the last one fails, the delivery fails. */
+  readonly retryScheduleMs: readonly number[];
+  /** Longest wait for a receiver's response, in ms (SPEC.md: 15 s). */
+  readonly timeoutMs: number;
+  /** Deliveries this process sends to one endpoint at a time. */
+  readonly concurrencyPerEndpoint: number;
+  /** How often an idle worker looks for due deliveries, in ms. */
+  readonly pollIntervalMs: number;
+  /** Whether this process runs the delivery worker (and the event pruning). */
+  readonly worker: boolean;
+  /** How often old events are pruned, in ms. */
+  readonly pruneIntervalMs: number;
+}
+
+/** Units of a `WEBHOOK_RETRY_SCHEDULE` entry, in ms. */
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `5s,5m,2h` into ms; throws ConfigError on anything else. */
+function parseSchedule(value: string): number[] {
+  return value.split(',').map((part) => {
+    const match = /^\s*(\d+)(ms|s|m|h)\s*$/.exec(part);
+    if (!match) throw new ConfigError(`invalid configuration: WEBHOOK_RETRY_SCHEDULE must be durations like 5s,5m,2h (got "${part}")`);
+    return Number(match[1]) * DURATION_UNITS[match[2]!]!;
+  });
+}
+
+/** Parses a comma-separated list of CIDR ranges; throws ConfigError naming a bad one. */
+function parseNetworks(value: string): string[] {
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((part) => {
+      if (!ipaddr.isValidCIDR(part)) throw new ConfigError(`invalid configuration: WEBHOOK_ALLOWED_NETWORKS has "${part}", not a CIDR range`);
+      return part;
+    });
+}
+
+/**
  * The validated, frozen configuration of one wum process. Built once by {@link loadConfig};
  * nothing else reads `process.env`. Units: seconds for rates (`perSecond`), counts for bursts.
  */
@@ -153,6 +212,8 @@ export interface Config {
   readonly logLevel: string;
   /** Create the `demo` workspace when a new embedded database is created. */
   readonly seedDemo: boolean;
+  /** Webhook delivery and event retention. */
+  readonly webhooks: WebhookConfig;
 }
 
 /**
@@ -254,5 +315,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     logLevel: parsed.LOG_LEVEL,
     seedDemo: parsed.SEED_DEMO,
+    webhooks: Object.freeze({
+      allowHttp: parsed.WEBHOOK_ALLOW_HTTP,
+      allowedNetworks: Object.freeze(parseNetworks(parsed.WEBHOOK_ALLOWED_NETWORKS)),
+      retryScheduleMs: Object.freeze(parseSchedule(parsed.WEBHOOK_RETRY_SCHEDULE)),
+      timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
+      concurrencyPerEndpoint: parsed.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+      pollIntervalMs: parsed.WEBHOOK_POLL_INTERVAL_MS,
+      worker: parsed.WEBHOOK_WORKER,
+      pruneIntervalMs: parsed.EVENTS_PRUNE_INTERVAL_MS,
+    }),
   });
 }

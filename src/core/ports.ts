@@ -1,8 +1,15 @@
 import type { Actor } from './actor.ts';
+import type { WorkspaceEvent } from './events/event.ts';
 import type { Group } from './groups/group.ts';
 import type { PageRequest } from './pagination.ts';
 import type { RowWindow, UserCondition, UserQuery } from './users/user-query.ts';
 import type { StatusFilter, StoredUser, UserChangeType, UserRef, UserWrite } from './users/user.ts';
+import type {
+  NewWebhookEndpoint,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointChanges,
+} from './webhooks/webhook-endpoint.ts';
 
 /** A product of the catalogue with its roles in the operator's order. */
 export interface Product {
@@ -175,6 +182,39 @@ export interface GroupRepository {
   delete(workspaceId: number, id: string): Promise<void>;
 }
 
+/** The outbox of user events, read as the workspace's feed. */
+export interface EventRepository {
+  /** Up to `limit` events of the workspace with a sequence above `after`, in sequence order. */
+  findAfter(workspaceId: number, after: number, limit: number): Promise<WorkspaceEvent[]>;
+}
+
+/** Webhook endpoints of workspaces and their deliveries. Every method takes the workspace id first. */
+export interface WebhookRepository {
+  insert(workspaceId: number, endpoint: NewWebhookEndpoint): Promise<WebhookEndpoint>;
+  /** Every endpoint of the workspace, oldest first. */
+  findAll(workspaceId: number): Promise<WebhookEndpoint[]>;
+  /** One endpoint (undefined when unknown or not a UUID); `lock` holds its row until commit. */
+  find(workspaceId: number, id: string, options?: { lock?: boolean }): Promise<WebhookEndpoint | undefined>;
+  /** Applies `changes` (enabling clears the disabled reason) and returns the endpoint after. */
+  update(workspaceId: number, id: string, changes: WebhookEndpointChanges): Promise<WebhookEndpoint>;
+  /** Replaces the secret; the old one keeps signing until `previousExpiresAt`. */
+  rotateSecret(workspaceId: number, id: string, secret: string, previousExpiresAt: Date): Promise<WebhookEndpoint>;
+  /**
+   * Disables an enabled endpoint (reason `failing`) unless a delivery to it succeeded at or
+   * after `failingSince`; the endpoint after, or undefined when it was left as it was.
+   */
+  disableFailing(workspaceId: number, id: string, failingSince: Date): Promise<WebhookEndpoint | undefined>;
+  /** Deletes an endpoint with its deliveries. */
+  delete(workspaceId: number, id: string): Promise<void>;
+  /** A page of an endpoint's deliveries, newest first, with their total. */
+  findDeliveries(workspaceId: number, endpointId: string, page: PageRequest): Promise<Slice<WebhookDelivery>>;
+  /**
+   * Makes a delivery pending again, due now, with a fresh retry schedule (its attempt log is
+   * kept); undefined when the endpoint has no such delivery.
+   */
+  redeliver(workspaceId: number, endpointId: string, deliveryId: string): Promise<WebhookDelivery | undefined>;
+}
+
 /** Every repository, bound to one transaction (or to the pool outside one). */
 export interface Repositories {
   readonly users: UserRepository;
@@ -183,6 +223,8 @@ export interface Repositories {
   readonly workspaces: WorkspaceRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly audit: AuditRepository;
+  readonly events: EventRepository;
+  readonly webhooks: WebhookRepository;
 }
 
 /**

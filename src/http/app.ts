@@ -8,6 +8,7 @@ import { generateRequestId, registerRequestIdHeader } from './plugins/request-id
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
 import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
+import { eventsRoutes } from './routes/external/events-routes.ts';
 import { scimRoutes } from './routes/scim/scim-routes.ts';
 import { canonicalScimTarget, SCIM_PREFIX } from '../scim/constants.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
@@ -28,6 +29,7 @@ import type { RequestTransaction } from '../storage/request-transaction.ts';
 import type { Registry } from 'prom-client';
 import { createRateLimits } from './rate-limit/rate-limits.ts';
 import { connectSharedRedis } from './rate-limit/shared-redis.ts';
+import { webhookUrlCheck } from '../webhooks/url-guard.ts';
 
 /** Largest accepted request body: 64 KiB (SPEC.md Part B, Errors). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -102,9 +104,15 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
+  await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
   if (config.adminToken) {
-    await app.register(adminRoutes, { prefix: '/admin/v1', store: deps.store, adminToken: config.adminToken });
+    await app.register(adminRoutes, {
+      prefix: '/admin/v1',
+      store: deps.store,
+      adminToken: config.adminToken,
+      checkWebhookUrl: webhookUrlCheck(config.webhooks),
+    });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });

@@ -6,6 +6,8 @@ import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from './app.ts';
+import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
 
 /** One server process's parts, built but not listening. */
 export interface Service {
@@ -14,9 +16,14 @@ export interface Service {
   readonly database: OpenDatabase;
   /** The cache listener (PostgreSQL only: PGlite serves one process). */
   readonly listener: CacheListener | undefined;
+  /** The webhook delivery worker (absent with `WEBHOOK_WORKER=false`). */
+  readonly deliveryWorker: DeliveryWorker | undefined;
+  /** The pruner of events past their retention (absent with `WEBHOOK_WORKER=false`). */
+  readonly eventPruner: EventPruner | undefined;
   /**
    * Shuts down in order: stop accepting and finish in-flight requests (the app's close, which
-   * closes its Redis connection too), stop the cache listener, close the database.
+   * closes its Redis connection too), let the delivery worker finish its attempts in flight,
+   * stop the pruner and the cache listener, close the database.
    */
   close(): Promise<void>;
 }
@@ -34,7 +41,8 @@ export interface ServiceOptions {
 /**
  * Opens and migrates storage, builds the app over it with one `/metrics` registry, and on
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
- * process changes keys, workspaces or the catalogue. What `server.ts` runs, and what tests of
+ * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
+ * event pruner (unless `WEBHOOK_WORKER=false`). What `server.ts` runs, and what tests of
  * several replicas in one process build. Source: DESIGN.md ("What runs in the background …
  * is owned by server.ts, shut down in order"); SPEC.md Part B, "Running several replicas".
  */
@@ -63,13 +71,31 @@ export async function startService(config: Config, options: ServiceOptions = {})
         registry,
       })
     : undefined;
+  // Deliveries and pruning run beside the requests in every process (SPEC.md Part B, Events
+  // and webhooks); on PostgreSQL the workers of several replicas share the work.
+  const background = config.webhooks.worker
+    ? {
+        deliveryWorker: startDeliveryWorker({
+          db: database.db,
+          store,
+          config: config.webhooks,
+          log: app.log.child({ component: 'webhooks' }),
+          registry,
+        }),
+        eventPruner: startEventPruner({ db: database.db, intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
+      }
+    : undefined;
   return {
     app,
     store,
     database,
     listener,
+    deliveryWorker: background?.deliveryWorker,
+    eventPruner: background?.eventPruner,
     async close() {
       await app.close();
+      await background?.deliveryWorker.stop();
+      await background?.eventPruner.stop();
       await listener?.close();
       await database.close();
     },

@@ -1,9 +1,8 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import type { ApiKeyRecord, ApiKeyRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
+import { isUuid } from './uuid.ts';
 import { apiKeys, workspaces } from './schema.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const publicColumns = {
   id: apiKeys.id,
@@ -27,7 +26,7 @@ export function createApiKeyRepository(db: Database): ApiKeyRepository {
 
     async revoke(workspaceId, id) {
       // Not a UUID cannot name a key; answering "not found" beats a database type error.
-      if (!UUID.test(id)) return undefined;
+      if (!isUuid(id)) return undefined;
       const where = and(eq(apiKeys.workspaceId, workspaceId), eq(apiKeys.id, id));
       const [before] = await db.select(publicColumns).from(apiKeys).where(where).for('update');
       if (!before) return undefined;

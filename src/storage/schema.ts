@@ -242,6 +242,85 @@ export const events = pgTable(
   ],
 );
 
+/**
+ * Webhook endpoints of a workspace (SPEC.md Part B, Events and webhooks). `secret` is the
+ * Standard Webhooks signing key (`whsec_…`), kept as given because an HMAC needs the key
+ * itself; after a rotation `previous_secret` still signs until `previous_secret_expires_at`.
+ * `event_types` null means every type. A disabled endpoint gets no new deliveries and its
+ * pending ones wait until it is enabled again.
+ */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: uuid('id').notNull().defaultRandom(),
+    url: text('url').notNull(),
+    description: text('description').notNull().default(''),
+    eventTypes: text('event_types').array(),
+    secret: text('secret').notNull(),
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true, precision: 6 }),
+    enabled: boolean('enabled').notNull().default(true),
+    disabledReason: text('disabled_reason'),
+    /** The last time a delivery to it succeeded: a failing delivery disables it only if none has since. */
+    lastSuccessAt: timestamp('last_success_at', { withTimezone: true, precision: 6 }),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ name: 'webhook_endpoints__pk', columns: [t.workspaceId, t.id] })],
+);
+
+/**
+ * One event to be sent to one endpoint, written in the transaction of the event itself (so no
+ * crash can lose it) and claimed by the delivery worker of any process. `status` is `pending`
+ * until a `2xx` (`succeeded`) or the end of the retry schedule (`failed`); a claimed delivery
+ * has `next_attempt_at` pushed past its attempt's timeout (its lease), so a process that dies
+ * mid-attempt leaves it to be claimed again. `attempt_log` lists every attempt's time,
+ * response status, error and duration.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' }).notNull(),
+    id: uuid('id').notNull().defaultRandom(),
+    endpointId: uuid('endpoint_id').notNull(),
+    eventSequence: bigint('event_sequence', { mode: 'number' }).notNull(),
+    status: text('status').notNull().default('pending'),
+    /** Attempts made since the delivery was created or redelivered (the retry schedule's index). */
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    /** When a failing streak began (the first failed attempt since the last success or redelivery). */
+    firstFailedAt: timestamp('first_failed_at', { withTimezone: true, precision: 6 }),
+    lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true, precision: 6 }),
+    lastResponseStatus: integer('last_response_status'),
+    attemptLog: jsonb('attempt_log').notNull().default(sql`'[]'::jsonb`),
+    createdAt: createdAt(),
+    deliveredAt: timestamp('delivered_at', { withTimezone: true, precision: 6 }),
+  },
+  (t) => [
+    primaryKey({ name: 'webhook_deliveries__pk', columns: [t.workspaceId, t.id] }),
+    foreignKey({
+      name: 'webhook_deliveries__endpoint',
+      columns: [t.workspaceId, t.endpointId],
+      foreignColumns: [webhookEndpoints.workspaceId, webhookEndpoints.id],
+    }).onDelete('cascade'),
+    foreignKey({
+      name: 'webhook_deliveries__event',
+      columns: [t.workspaceId, t.eventSequence],
+      foreignColumns: [events.workspaceId, events.sequence],
+    }).onDelete('cascade'),
+    // What the worker claims: due pending deliveries, per endpoint, oldest first.
+    index('webhook_deliveries__due').on(t.endpointId, t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries__pending').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries__endpoint_created').on(t.workspaceId, t.endpointId, t.createdAt),
+    // Deleting (pruning) an event finds its deliveries.
+    index('webhook_deliveries__event').on(t.workspaceId, t.eventSequence),
+    check('webhook_deliveries__status', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
+  ],
+);
+
 /** Stored first responses of requests sent with an `Idempotency-Key` (SPEC.md Part B, Retries). */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',

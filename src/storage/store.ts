@@ -1,6 +1,7 @@
 import type { Repositories, Store } from '../core/ports.ts';
 import { createApiKeyRepository } from './api-keys.queries.ts';
 import { createAuditRepository } from './audit.queries.ts';
+import { createEventRepository } from './events.queries.ts';
 import { createGroupRepository } from './groups.queries.ts';
 import type { Database } from './database.ts';
 import { announceCacheChange } from './notify.ts';
@@ -8,6 +9,7 @@ import { mapDatabaseError } from './pg-errors.ts';
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createUserRepository } from './users.queries.ts';
+import { createWebhookRepository } from './webhooks.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
 
 function repositories(db: Database): Repositories {
@@ -18,6 +20,8 @@ function repositories(db: Database): Repositories {
     workspaces: createWorkspaceRepository(db),
     apiKeys: createApiKeyRepository(db),
     audit: createAuditRepository(db),
+    events: createEventRepository(db),
+    webhooks: createWebhookRepository(db),
   };
 }
 

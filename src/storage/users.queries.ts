@@ -106,8 +106,10 @@ function wireUserJson(apps: SQL): SQL {
 /**
  * Appends the outbox event of the change of the user row `s` of CTE `source` (if it wrote
  * one): the workspace's next sequence — taken by bumping `workspaces.event_sequence`, whose
- * row lock then orders the workspace's events by commit — and `{user, previous?}` as data.
- * Two CTEs, to follow others in a WITH list.
+ * row lock then orders the workspace's events by commit — and `{user, previous?}` as data;
+ * and one webhook delivery of it per enabled endpoint of the workspace that wants its type,
+ * so that no crash can lose a delivery (SPEC.md Part B, Events and webhooks). Three CTEs, to
+ * follow others in a WITH list.
  */
 function eventInsert(source: string): SQL {
   return sql`sequenced as (
@@ -121,6 +123,13 @@ function eventInsert(source: string): SQL {
         jsonb_build_object('user', ${wireUserJson(appsParamJson)})
           || case when ${ph('previous')}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${ph('previous')}::jsonb) end
       from ${sql.identifier(source)} s, sequenced q
+      returning type, sequence
+    ),
+    deliveries as (
+      insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence)
+      select ${workspaceParam}, ep.id, e.sequence from evented e
+      join webhook_endpoints ep on ep.workspace_id = ${workspaceParam} and ep.enabled
+        and (ep.event_types is null or e.type = any(ep.event_types))
     )`;
 }
 

@@ -8,6 +8,10 @@ import { createClient, type User } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
 import { runWum } from './run-wum.ts';
+import { spawn } from 'node:child_process';
+import { Webhook } from 'standardwebhooks';
+import { REPO_ROOT } from '../helpers/server-process.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 
@@ -100,7 +104,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
   const env = (subdomain: string) => ({ WUM_URL: server.workspaceUrl(subdomain), WUM_API_KEY: keys[subdomain]! });
 
   before(async () => {
-    server = await startWumServer({ RATE_LIMIT_PER_KEY: '0' });
+    server = await startWumServer({ RATE_LIMIT_PER_KEY: '0', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_POLL_INTERVAL_MS: '50' });
     dir = mkdtempSync(join(tmpdir(), 'wum-cli-'));
     adminEnv = { WUM_ADMIN_URL: server.adminUrl, WUM_ADMIN_TOKEN: server.adminToken };
   }, TIMEOUT);
@@ -297,5 +301,62 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const again = await runWum(['users', 'import', file], env('target'));
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /141 rows: 0 added, 0 reactivated, 141 skipped \(already active\), 0 rejected\./);
+  });
+  test('admin webhooks create/list/get/update/deliveries/redeliver/rotate-secret/delete; events tail', TIMEOUT, async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const created = await runWum(['admin', 'webhooks', 'create', 'source', receiver.url, '--event-type', 'user.created', '--json'], adminEnv);
+      assert.equal(created.code, 0, created.stderr);
+      const { id, secret } = created.json();
+      assert.match(secret, /^whsec_/);
+      const listed = await runWum(['admin', 'webhooks', 'list', 'source'], adminEnv);
+      assert.match(listed.stdout, new RegExp(id));
+      assert.ok(!listed.stdout.includes(secret));
+      const updated = await runWum(['admin', 'webhooks', 'update', 'source', id, '--description', 'CLI hook', '--json'], adminEnv);
+      assert.equal(updated.json().description, 'CLI hook');
+      assert.match((await runWum(['admin', 'webhooks', 'get', 'source', id], adminEnv)).stdout, /CLI hook/);
+      const bad = await runWum(['admin', 'webhooks', 'create', 'source', 'https://10.0.0.1/x'], adminEnv);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /validation_failed/);
+
+      // Following the feed: a change made now appears in the running tail.
+      const tail = spawn(process.execPath, ['bin/wum.js', 'events', 'tail', '--json', '--interval', '100'], { cwd: REPO_ROOT, env: { ...process.env, ...env('source') } });
+      let followed = '';
+      tail.stdout.on('data', (chunk: Buffer) => (followed += chunk.toString()));
+      try {
+        assert.equal((await runWum(['users', 'add', 'hooked@example.com', '--role', 'non_owner'], env('source'))).code, 0);
+        const [delivery] = await receiver.waitFor(1);
+        const event = new Webhook(secret).verify(delivery!.body, delivery!.headers as Record<string, string>) as { id: string; type: string };
+        assert.equal(event.type, 'user.created');
+        const deadline = Date.now() + 20_000;
+        while (!followed.includes('hooked@example.com') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        assert.ok(followed.includes(event.id), 'the tail printed the new event');
+      } finally {
+        tail.kill();
+      }
+      const lines = followed.trim().split('\n').map((line) => JSON.parse(line) as { sequence: number });
+      assert.deepEqual(lines.map((e) => e.sequence), lines.map((_, i) => i + 1), 'every event, in order');
+
+      const once = await runWum(['events', 'tail', '--no-follow', '--after', String(lines.length - 1)], env('source'));
+      assert.equal(once.code, 0, once.stderr);
+      assert.match(once.stdout, new RegExp(`^${lines.length}  \\S+  user\\.created  hooked@example\\.com$`, 'm'));
+
+      let deliveries: { deliveries: Array<{ id: string; status: string }> } = { deliveries: [] };
+      for (let i = 0; i < 100 && deliveries.deliveries[0]?.status !== 'succeeded'; i += 1) {
+        deliveries = (await runWum(['admin', 'webhooks', 'deliveries', 'source', id, '--json'], adminEnv)).json();
+      }
+      assert.equal(deliveries.deliveries[0]!.status, 'succeeded');
+      assert.equal((await runWum(['admin', 'webhooks', 'redeliver', 'source', id, deliveries.deliveries[0]!.id], adminEnv)).code, 0);
+      await receiver.waitFor(2);
+      assert.equal(receiver.received[1]!.headers['webhook-id'], receiver.received[0]!.headers['webhook-id']);
+      const rotated = await runWum(['admin', 'webhooks', 'rotate-secret', 'source', id], adminEnv);
+      assert.match(rotated.stdout, /whsec_\S+/);
+      assert.equal((await runWum(['admin', 'webhooks', 'delete', 'source', id], adminEnv)).code, 0);
+      const gone = await runWum(['admin', 'webhooks', 'get', 'source', id], adminEnv);
+      assert.equal(gone.code, 1);
+      assert.match(gone.stderr, /webhook_endpoint_not_found/);
+    } finally {
+      await receiver.close();
+    }
   });
 });

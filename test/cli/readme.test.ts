@@ -49,6 +49,9 @@ if (BACKEND === 'pglite') {
         DATA_DIR: join(dir, 'data'),
         ADMIN_TOKEN,
         LOG_LEVEL: 'warn',
+        // The SDK's webhook example receives on loopback.
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_POLL_INTERVAL_MS: '50',
       });
       const [, apiKey] = await server.waitForOutput(BANNER_EXPORT, 60_000);
       // `npx wum` as in this directory after `npm install`, without npm's start-up time.
@@ -97,6 +100,25 @@ if (BACKEND === 'pglite') {
       const again = await run(process.execPath, ['--import', tsx, 'example.mts'], { cwd: project, env });
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, /^409 user_already_exists: .* \(request \S+\)$/m);
+    });
+
+    test('## SDK: the webhook example creates an endpoint and verifies a delivery with standardwebhooks', TIMEOUT, async () => {
+      const [, example] = blocks(readme, '## SDK', 'ts');
+      assert.ok(example);
+      const project = join(dir, 'project');
+      mkdirSync(join(project, 'node_modules'), { recursive: true });
+      for (const name of ['wum', 'standardwebhooks']) {
+        const target = name === 'wum' ? REPO_ROOT : join(REPO_ROOT, 'node_modules', name);
+        try {
+          symlinkSync(target, join(project, 'node_modules', name), 'dir');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        }
+      }
+      writeFileSync(join(project, 'webhook.mts'), onPort(example));
+      const result = await run(process.execPath, ['--import', import.meta.resolve('tsx'), 'webhook.mts'], { cwd: project, env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^verified user\.created hook-\d+@example\.com$/m);
     });
 
     test('### The external API: the curl block runs as written, and leaves what it says', TIMEOUT, async () => {

@@ -180,6 +180,38 @@ describe(`loadConfig [${BACKEND}]`, () => {
     assert.equal(loadConfig({ REQUEST_TIMEOUT_MS: '0', HEADERS_TIMEOUT_MS: '2000' }).http.headersTimeoutMs, 2000);
   });
 
+  test('webhooks: the SPEC retry schedule, 15 s, https only by default; every variable parsed; bad ones refused', () => {
+    const defaults = loadConfig({}).webhooks;
+    assert.deepEqual(defaults.retryScheduleMs, [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    assert.equal(defaults.timeoutMs, 15_000);
+    assert.equal(defaults.allowHttp, false);
+    assert.deepEqual(defaults.allowedNetworks, []);
+    assert.equal(defaults.worker, true);
+    const set = loadConfig({
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOWED_NETWORKS: '10.20.0.0/16, fd12:3456::/48',
+      WEBHOOK_RETRY_SCHEDULE: '250ms,2s,1m,1h',
+      WEBHOOK_TIMEOUT_MS: '2000',
+      WEBHOOK_CONCURRENCY_PER_ENDPOINT: '3',
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_WORKER: 'false',
+      EVENTS_PRUNE_INTERVAL_MS: '60000',
+    }).webhooks;
+    assert.deepEqual(set, {
+      allowHttp: true,
+      allowedNetworks: ['10.20.0.0/16', 'fd12:3456::/48'],
+      retryScheduleMs: [250, 2_000, 60_000, 3_600_000],
+      timeoutMs: 2000,
+      concurrencyPerEndpoint: 3,
+      pollIntervalMs: 50,
+      worker: false,
+      pruneIntervalMs: 60_000,
+    });
+    assertRejected({ WEBHOOK_RETRY_SCHEDULE: '5s,soon' }, ['WEBHOOK_RETRY_SCHEDULE']);
+    assertRejected({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33' }, ['WEBHOOK_ALLOWED_NETWORKS']);
+    assertRejected({ WEBHOOK_TIMEOUT_MS: '99' }, ['WEBHOOK_TIMEOUT_MS']);
+  });
+
   test('empty strings count as unset', () => {
     const config = loadConfig({ PORT: '', HOST: '', DATABASE_URL: '', ADMIN_TOKEN: '', LOG_LEVEL: '', DATA_DIR: '' });
     assert.equal(config.port, 3000);

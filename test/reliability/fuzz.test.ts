@@ -67,6 +67,7 @@ describe(`fuzzing [${BACKEND}]`, () => {
   let ctx: TestContext;
   let app: FastifyInstance;
   let ws: TestWorkspace;
+  let endpointId: string;
 
   /** A fingerprint of everything a request could change (not `last_used_at`, which reads touch). */
   async function storedState(): Promise<string> {
@@ -79,7 +80,9 @@ describe(`fuzzing [${BACKEND}]`, () => {
         (select md5(coalesce(string_agg(concat_ws('|', id, subdomain, name), ',' order by id), '')) from workspaces) as workspaces,
         (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, key_hash, revoked_at), ',' order by workspace_id, id), '')) from api_keys) as keys,
         (select md5(coalesce(string_agg(concat_ws('|', name, array_to_string(roles, ','), updated_at), ',' order by name), '')) from products) as products,
-        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, product, role, external_id, updated_at), ',' order by workspace_id, id), '')) from scim_groups) as groups
+        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, product, role, external_id, updated_at), ',' order by workspace_id, id), '')) from scim_groups) as groups,
+        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, url, description, array_to_string(event_types, ','), secret, enabled, updated_at), ',' order by workspace_id, id), '')) from webhook_endpoints) as endpoints,
+        (select md5(coalesce(string_agg(concat_ws('|', workspace_id, id, status, attempts, next_attempt_at), ',' order by workspace_id, id), '')) from webhook_deliveries) as deliveries
     `)) as unknown as { rows: unknown[] };
     return JSON.stringify(result.rows[0]);
   }
@@ -153,6 +156,9 @@ describe(`fuzzing [${BACKEND}]`, () => {
       const role = email.startsWith('owner') ? 'owner' : 'non_owner';
       assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody(email, { role }) })).statusCode, 201);
     }
+    const endpoint = await ctx.admin('POST', `/workspaces/${ws.subdomain}/webhook-endpoints`, { url: 'https://93.184.215.14/hook' });
+    assert.equal(endpoint.statusCode, 201, endpoint.body);
+    endpointId = endpoint.json().id;
   });
   after(() => ctx.close());
 
@@ -251,6 +257,35 @@ describe(`fuzzing [${BACKEND}]`, () => {
     );
   });
 
+  test('bodies: admin POST and PATCH of webhook endpoints with any JSON', async () => {
+    const targets = fc.constantFrom(
+      { method: 'POST' as const, url: () => `/admin/v1/workspaces/${ws.subdomain}/webhook-endpoints` },
+      { method: 'PATCH' as const, url: () => `/admin/v1/workspaces/${ws.subdomain}/webhook-endpoints/${endpointId}` },
+    );
+    // Literal addresses, so no run waits for DNS; names that do not parse as URLs fail before it.
+    const urls = fc.oneof(
+      fc.constantFrom('https://93.184.215.14/h', 'https://10.0.0.1/', 'http://127.0.0.1:9/', 'https://[::1]/', 'https://169.254.169.254/', 'ftp://1.2.3.4/', 'https://u:p@93.184.215.14/', ''),
+      anyText,
+      fc.integer(),
+    );
+    const eventTypes = fc.oneof(fc.constant(null), fc.array(fc.oneof(fc.constantFrom('user.created', 'user.updated', 'user.deactivated', 'user.reactivated'), anyText), { maxLength: 5 }), fc.jsonValue({ maxDepth: 1 }));
+    const bodies = fc.oneof(
+      fc.record({ url: urls, description: fc.oneof(anyText, fc.integer()), event_types: eventTypes, enabled: fc.oneof(fc.boolean(), anyText) }, { requiredKeys: [] }),
+      fc.jsonValue({ maxDepth: 3 }),
+    );
+    await fc.assert(
+      fc.asyncProperty(targets, bodies, async (target, body) => {
+        await exchange({
+          method: target.method,
+          url: target.url(),
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          payload: JSON.stringify(body),
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   test('query strings: any parameters on every listing, encoded or raw', async () => {
     const listings = fc.constantFrom(
       { url: `${API}/users`, external: true },
@@ -258,9 +293,11 @@ describe(`fuzzing [${BACKEND}]`, () => {
       { url: '/admin/v1/workspaces', external: false },
       { url: '/admin/v1/audit-events', external: false },
       { url: `/admin/v1/workspaces/${'{ws}'}/audit-events`, external: false },
+      { url: `${API}/events`, external: true },
+      { url: `/admin/v1/workspaces/${'{ws}'}/webhook-endpoints/${'{ep}'}/deliveries`, external: false },
     );
     const names = fc.oneof(
-      fc.constantFrom('status', 'page_number', 'page_size', 'q', 'role', 'app', 'sort', 'action', 'actor_type', 'target_id', 'workspace', 'status[]', 'page_size[0]', '__proto__', 'constructor'),
+      fc.constantFrom('status', 'page_number', 'page_size', 'q', 'role', 'app', 'sort', 'action', 'actor_type', 'target_id', 'workspace', 'after', 'limit', 'status[]', 'page_size[0]', '__proto__', 'constructor'),
       anyText,
     );
     const values = fc.oneof(
@@ -272,7 +309,7 @@ describe(`fuzzing [${BACKEND}]`, () => {
     const raw = printable.map((s) => s.replaceAll('#', ''));
     await fc.assert(
       fc.asyncProperty(listings, fc.oneof(encoded, raw), remoteAddress, async (listing, query, address) => {
-        const url = `${listing.url.replace('{ws}', ws.subdomain)}?${query}`;
+        const url = `${listing.url.replace('{ws}', ws.subdomain).replace('{ep}', endpointId)}?${query}`;
         const headers: Record<string, string> = listing.external
           ? { host: ws.host, 'x-api-key': ws.apiKey }
           : { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -323,7 +360,7 @@ describe(`fuzzing [${BACKEND}]`, () => {
   });
 
   test('paths and methods: any method on any path under every prefix, with valid credentials', async () => {
-    const prefixes = fc.constantFrom('', '/', API, `${API}/`, `${API}/users/`, `${API}/products/`, '/admin/v1/', '/admin/v1/workspaces/', '/admin/v1/products/', '/docs/', '/healthz/', '/metrics', '/scim/v2/', '/scim/v2/Users/', '/scim/v2/groups/');
+    const prefixes = fc.constantFrom('', '/', API, `${API}/`, `${API}/users/`, `${API}/products/`, '/admin/v1/', '/admin/v1/workspaces/', `/admin/v1/workspaces/${ws?.subdomain ?? 'x'}/webhook-endpoints/`, '/admin/v1/products/', '/docs/', '/healthz/', '/metrics', '/scim/v2/', '/scim/v2/Users/', '/scim/v2/groups/');
     const segment = fc.oneof(
       fc.webSegment(),
       anyText.map((s) => encodeURIComponent(s)),

@@ -93,6 +93,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       own: { GET: { status: 200 }, HEAD: { status: 200 }, PATCH: { status: 200 }, DELETE: { status: 204 } },
     },
     { path: '/products', own: { GET: { status: 200 }, HEAD: { status: 200 } } },
+    { path: '/events', own: { GET: { status: 200 }, HEAD: { status: 200 } } },
   ];
 
   for (const { path, own } of endpoints) {
@@ -294,13 +295,41 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       { method: 'PUT', label: '/products/{name}', path: () => '/products/isolation-check', body: { roles: ['viewer'] }, ok: 201 },
       { method: 'GET', label: '/products/{name}', path: () => '/products/isolation-check', ok: 200 },
       { method: 'DELETE', label: '/products/{name}', path: () => '/products/isolation-check', ok: 204 },
+      ...webhookRoutes(),
       { method: 'DELETE', label: '/workspaces/{subdomain}', path: () => `/workspaces/${doomed}`, ok: 204 },
       { method: 'PATCH', label: '/workspaces (unserved method)', path: () => '/workspaces', body: {}, ok: 405 },
     ];
     let revokedKeyId: string;
     let doomed: string;
+    let endpointId: string;
+    let deliveryId: string;
+
+    /** The webhook endpoint routes, on an endpoint of `mine` with one delivery; deleted last. */
+    function webhookRoutes(): typeof routes {
+      const base = '/workspaces/{subdomain}/webhook-endpoints';
+      const at = (rest = '') => () => `/workspaces/${mine.subdomain}/webhook-endpoints${rest}`;
+      return [
+        { method: 'POST', label: base, path: at(), body: { url: 'https://93.184.215.14/hook' }, ok: 201 },
+        { method: 'GET', label: base, path: at(), ok: 200 },
+        { method: 'GET', label: `${base}/{id}`, path: () => at(`/${endpointId}`)(), ok: 200 },
+        { method: 'PATCH', label: `${base}/{id}`, path: () => at(`/${endpointId}`)(), body: { description: 'checked' }, ok: 200 },
+        { method: 'POST', label: `${base}/{id}/rotate-secret`, path: () => at(`/${endpointId}/rotate-secret`)(), ok: 200 },
+        { method: 'GET', label: `${base}/{id}/deliveries`, path: () => at(`/${endpointId}/deliveries`)(), ok: 200 },
+        {
+          method: 'POST',
+          label: `${base}/{id}/deliveries/{delivery_id}/redeliver`,
+          path: () => at(`/${endpointId}/deliveries/${deliveryId}/redeliver`)(),
+          ok: 202,
+        },
+        { method: 'DELETE', label: `${base}/{id}`, path: () => at(`/${endpointId}`)(), ok: 204 },
+      ];
+    }
 
     before(async () => {
+      const endpoint = await ctx.admin('POST', `/workspaces/${mine.subdomain}/webhook-endpoints`, { url: 'https://93.184.215.14/hook' });
+      endpointId = endpoint.json().id;
+      await ctx.api(mine, 'POST', '/users', { body: userBody(`hooked-${process.pid}@example.com`) });
+      deliveryId = (await ctx.admin('GET', `/workspaces/${mine.subdomain}/webhook-endpoints/${endpointId}/deliveries`)).json().deliveries[0].id;
       const keys = await ctx.admin('GET', `/workspaces/${mine.subdomain}/api-keys`);
       revokedKeyId = keys.json().api_keys.find((k: { revoked_at: string | null }) => k.revoked_at !== null).id;
       doomed = (await ctx.createWorkspace('doomed')).subdomain;

@@ -5,6 +5,7 @@ import type { Config } from '../../config/load-config.ts';
 import { ProblemSchema } from '../schemas/common.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
+import { EventSchema } from '../schemas/events.ts';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from './idempotency.ts';
 import { EXTERNAL_PREFIX } from './tenant.ts';
 
@@ -88,6 +89,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       tags: [
         { name: 'users', description: 'Users of the workspace' },
         { name: 'products', description: 'Products and their roles' },
+        { name: 'events', description: 'The feed of user changes (also sent to webhook endpoints)' },
         { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on any host' },
       ],
     },
@@ -96,7 +98,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  for (const schema of [ProblemSchema, UserSchema, ProductSchema]) app.addSchema(schema);
+  for (const schema of [ProblemSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
 }
 
 /** Serves the document and a readable API reference page at `/docs` (assets served locally). */

@@ -5,15 +5,21 @@ import { apiKeysRoutes } from './api-keys-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { catalogueRoutes } from './catalogue-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
+import { webhookEndpointsRoutes } from './webhook-endpoints-routes.ts';
+import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-service.ts';
 
 /**
- * The operator API under `/admin/v1`, behind the admin token: workspaces, their API keys and
- * audit trail, and the product catalogue, one plugin per resource.
+ * The operator API under `/admin/v1`, behind the admin token: workspaces, their API keys,
+ * audit trail and webhook endpoints, and the product catalogue, one plugin per resource.
  * Source: SPEC.md Part B, Operator interface.
  */
-export async function adminRoutes(app: FastifyInstance, options: { store: Store; adminToken: string }): Promise<void> {
+export async function adminRoutes(
+  app: FastifyInstance,
+  options: { store: Store; adminToken: string; checkWebhookUrl: WebhookUrlCheck },
+): Promise<void> {
   requireAdminToken(app, options.adminToken);
   for (const routes of [workspacesRoutes, apiKeysRoutes, auditRoutes, catalogueRoutes]) {
     await app.register(routes, { store: options.store });
   }
+  await app.register(webhookEndpointsRoutes, { store: options.store, checkUrl: options.checkWebhookUrl });
 }

@@ -1,0 +1,44 @@
+/*
+ * `npm run bench:webhooks [-- --quick]`: the webhooks section of `npm run bench` alone
+ * (`POST /users` with 1 and 3 endpoints against none; event-to-delivery latency at 500 changes
+ * per second), on a throw-away PostgreSQL cluster, in a few minutes. See bench/webhooks.ts and
+ * docs/performance.md.
+ */
+import { parseArgs } from 'node:util';
+import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { buildService, postmasterPid, startServer, type ServerHandle } from './processes.ts';
+import { renderReport } from './report.ts';
+import { addRequest } from './requests.ts';
+import { seedSmallAndAdds } from './seed.ts';
+import { measureWebhooks } from './webhooks.ts';
+
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const seconds = args.quick ? 3 : 10;
+
+buildService();
+const cluster = await startPostgresCluster();
+if (!cluster) throw new Error('npm run bench:webhooks needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
+const servers: ServerHandle[] = [];
+try {
+  const { adds } = await seedSmallAndAdds(cluster.url);
+  const section = await measureWebhooks({
+    env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn' },
+    start: async (env) => {
+      const server = await startServer('dist/http/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+      servers.push(server);
+      return server;
+    },
+    databasePid: await postmasterPid(cluster.url),
+    connections: 10,
+    warmupSeconds: args.quick ? 1 : 2,
+    seconds,
+    subdomain: adds.subdomain,
+    add: () => addRequest(adds),
+    log: (message) => process.stderr.write(`${message}\n`),
+  });
+  process.stdout.write(`\n10 connections, ${seconds} s measured per row; node --max-old-space-size=128; RATE_LIMIT_PER_KEY=0\n\n`);
+  process.stdout.write(`${renderReport([section])}\n`);
+} finally {
+  for (const server of servers) await server.stop().catch(() => {});
+  cluster.stop();
+}

@@ -1,0 +1,151 @@
+/*
+ * Webhooks (SPEC.md Part B, Events and webhooks): what delivering costs the writes, and how
+ * soon an event reaches its receiver. `POST /users` with one and with three webhook endpoints
+ * against none, on the same server and data in the same run (goal ≥ 0.9×: the delivery rows
+ * are written by the change's own statement, the sending happens beside the requests); and the
+ * event-to-delivery latency to a local receiver while changes come at 500 per second (goal
+ * p99 ≤ 1 s), measured from each event's `created_at` to its arrival.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sendRequest } from '../test/helpers/server-process.ts';
+import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
+import { LatencyRecorder, type Measurement } from './measurement.ts';
+import { sampleOwnCpu, sampleUsage } from './processes.ts';
+import type { ReportRow, ReportSection } from './report.ts';
+import type { SectionBench } from './section-bench.ts';
+
+/** What {@link measureWebhooks} needs from the benchmark run (the admin token and http receivers are added to `env`). */
+export interface WebhookBench extends SectionBench {
+  /** The postmaster's pid, for the database's CPU. */
+  readonly databasePid: number;
+  /** The workspace written to, and the `POST /users` of a new user in it. */
+  readonly subdomain: string;
+  readonly add: () => HttpRequestSpec;
+}
+
+/** Changes per second of the latency row (issue 11). */
+const LATENCY_RATE = 500;
+const ADMIN_TOKEN = 'bench-webhooks-admin-token-0123';
+
+/** A local receiver answering 204, keeping each event's first arrival and its latency. */
+async function startReceiver() {
+  const seen = new Set<string>();
+  let latencies = new LatencyRecorder();
+  let arrivals = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      res.writeHead(204).end();
+      const id = String(req.headers['webhook-id']);
+      const key = `${req.url} ${id}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      arrivals += 1;
+      const { created_at: createdAt } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { created_at: string };
+      latencies.record(Date.now() - Date.parse(createdAt));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: (path: string) => `http://127.0.0.1:${port}/${path}`,
+    /** Forgets the latencies so far; returns how many arrivals there were. */
+    reset() {
+      latencies = new LatencyRecorder();
+      const n = arrivals;
+      arrivals = 0;
+      return n;
+    },
+    measured: () => ({ latencies, arrivals }),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * Starts one server, measures `POST /users` with 0, 1 and 3 endpoints (draining the
+ * deliveries between rows), then the event-to-delivery latency at 500 changes per second with
+ * one endpoint. Stops what it started.
+ */
+export async function measureWebhooks(bench: WebhookBench): Promise<ReportSection> {
+  const receiver = await startReceiver();
+  const server = await bench.start({ ...bench.env, ADMIN_TOKEN, WEBHOOK_ALLOW_HTTP: 'true' });
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const endpoints: string[] = [];
+  const addEndpoint = async () => {
+    const res = await sendRequest(server.port, 'POST', `/admin/v1/workspaces/${bench.subdomain}/webhook-endpoints`, {
+      headers: admin,
+      body: { url: receiver.url(`e${endpoints.length + 1}`) },
+    });
+    if (res.status !== 201) throw new Error(`endpoint creation failed: ${res.status} ${res.body}`);
+    endpoints.push(res.json().id as string);
+  };
+  /** Waits until no delivery is pending; resolves with how long that took, in ms. */
+  const drained = async () => {
+    const started = Date.now();
+    for (;;) {
+      const metrics = (await sendRequest(server.port, 'GET', '/metrics')).body;
+      if (/^wum_webhook_deliveries_pending 0$/m.test(metrics)) return Date.now() - started;
+      if (Date.now() - started > 300_000) throw new Error('deliveries still pending after 5 minutes');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  const measure = async (rate?: number) => {
+    const load = { port: server.port, connections: bench.connections, next: bench.add, ...(rate ? { overallRate: rate } : {}) };
+    await runHttpLoad({ ...load, seconds: bench.warmupSeconds });
+    const serverUsage = sampleUsage(server.pid);
+    const databaseUsage = sampleUsage(bench.databasePid);
+    const client = sampleOwnCpu();
+    const measured = await runHttpLoad({ ...load, seconds: bench.seconds });
+    return { measured, client: client.stop(), server: serverUsage.stop(), database: databaseUsage.stop() };
+  };
+  try {
+    const rows: ReportRow[] = [];
+    const none = { scenario: 'POST /users, no webhook endpoint', ...(await measure()) };
+    bench.log(`${none.scenario}: ${none.measured.perSecond.toFixed(0)}/s`);
+    rows.push(none);
+    const baseline = { label: 'no endpoint', perSecond: none.measured.perSecond };
+    for (const count of [1, 3]) {
+      while (endpoints.length < count) await addEndpoint();
+      const row = { scenario: `POST /users, ${count} webhook endpoint${count > 1 ? 's' : ''}`, ...(await measure()) };
+      const ratio = row.measured.perSecond / baseline.perSecond;
+      const drainMs = await drained();
+      bench.log(`${row.scenario}: ${row.measured.perSecond.toFixed(0)}/s (${ratio.toFixed(2)}×), deliveries drained ${drainMs} ms after the load`);
+      rows.push({ ...row, baseline, target: { text: '≥ 0.9×', met: ratio >= 0.9 && row.measured.errors === 0 } });
+    }
+
+    // Latency: one endpoint, changes paced at 500 per second.
+    for (const id of endpoints.splice(1)) {
+      await sendRequest(server.port, 'DELETE', `/admin/v1/workspaces/${bench.subdomain}/webhook-endpoints/${id}`, { headers: admin });
+    }
+    await drained();
+    const paced = await measure(LATENCY_RATE);
+    receiver.reset();
+    // The warm-up's deliveries are forgotten; the measured window's are waited for.
+    const windowed = await measure(LATENCY_RATE);
+    await drained();
+    const { latencies, arrivals } = receiver.measured();
+    const delivery: Measurement = {
+      operations: arrivals,
+      seconds: windowed.measured.seconds,
+      perSecond: arrivals / windowed.measured.seconds,
+      p50Ms: latencies.quantile(0.5),
+      p99Ms: latencies.quantile(0.99),
+      errors: windowed.measured.errors,
+      errorDetail: windowed.measured.errorDetail,
+    };
+    bench.log(`event → delivery at ${LATENCY_RATE}/s: p50 ${delivery.p50Ms.toFixed(0)} ms, p99 ${delivery.p99Ms.toFixed(0)} ms over ${arrivals} deliveries (paced run: ${paced.measured.perSecond.toFixed(0)} changes/s)`);
+    rows.push({
+      scenario: `event → delivery latency, 1 endpoint, ${LATENCY_RATE} changes/s (deliveries/s, latency of delivery)`,
+      measured: delivery,
+      server: windowed.server,
+      database: windowed.database,
+      target: { text: 'p99 ≤ 1000 ms', met: delivery.p99Ms <= 1000 },
+    });
+    return { title: 'Webhooks (PostgreSQL, one server, local receiver)', rows };
+  } finally {
+    await server.stop();
+    await receiver.close();
+  }
+}

@@ -1,0 +1,249 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Store } from '../../../core/ports.ts';
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  getWebhookEndpoint,
+  listWebhookDeliveries,
+  listWebhookEndpoints,
+  redeliverWebhook,
+  rotateWebhookSecret,
+  updateWebhookEndpoint,
+  type EndpointWithSecret,
+  type WebhookUrlCheck,
+} from '../../../core/webhooks/webhook-endpoints-service.ts';
+import type { WebhookEndpointChanges } from '../../../core/webhooks/webhook-endpoint.ts';
+import { rejectOtherMethods } from '../../method-not-allowed.ts';
+import { ADMIN_EXAMPLES, AdminPageQuery, pageOf } from '../../schemas/admin.ts';
+import { LinkHeader, jsonResponse, problemResponses } from '../../schemas/common.ts';
+import {
+  CreateWebhookEndpointBody,
+  UpdateWebhookEndpointBody,
+  WEBHOOK_EXAMPLES,
+  WebhookDeliverySchema,
+  WebhookEndpointSchema,
+  WebhookEndpointWithSecretSchema,
+  toWireWebhookDelivery,
+  toWireWebhookEndpoint,
+} from '../../schemas/webhooks.ts';
+import { AUTH, Subdomain, SubdomainParams, adminActor, listed, security, tags } from './admin-common.ts';
+
+const { endpoint, secret, delivery } = WEBHOOK_EXAMPLES;
+const BASE = '/workspaces/:subdomain/webhook-endpoints';
+const EndpointId = Type.String({ description: 'The endpoint\'s id.', examples: [endpoint.id] });
+const EndpointParams = Type.Object({ subdomain: Subdomain, id: EndpointId });
+const DeliveryParams = Type.Object({
+  subdomain: Subdomain,
+  id: EndpointId,
+  delivery_id: Type.String({ description: 'The delivery\'s id.', examples: [delivery.id] }),
+});
+const NOT_FOUND = ['workspace_not_found', 'webhook_endpoint_not_found'] as const;
+
+const withSecret = ({ endpoint: e, secret: s }: EndpointWithSecret) => ({ ...toWireWebhookEndpoint(e), secret: s });
+
+/**
+ * Operator routes of a workspace's webhook endpoints: create (the secret shown once), list,
+ * get, update, delete, rotate the secret, list an endpoint's deliveries, redeliver one. Every
+ * change is audited. Source: SPEC.md Part B, Events and webhooks.
+ */
+export async function webhookEndpointsRoutes(app: FastifyInstance, options: { store: Store; checkUrl: WebhookUrlCheck }): Promise<void> {
+  const { store, checkUrl } = options;
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  api.post(BASE, {
+    schema: {
+      operationId: 'createWebhookEndpoint',
+      summary: 'Create a webhook endpoint (its secret is shown only in this response)',
+      description:
+        'Adds an endpoint that receives the workspace\'s events (all types, or `event_types`) as Standard Webhooks ' +
+        'deliveries signed with the returned `secret`. The URL is refused (`400 validation_failed`, field `url`) unless ' +
+        'it is `https://` to a public address (see the service\'s SSRF rules).',
+      tags,
+      security,
+      params: SubdomainParams,
+      body: CreateWebhookEndpointBody,
+      response: {
+        201: jsonResponse('The new endpoint with its secret, shown only here.', WebhookEndpointWithSecretSchema, { ...endpoint, secret }),
+        ...problemResponses(...AUTH, 'workspace_not_found', 'validation_failed', 'unsupported_media_type', 'malformed_json'),
+      },
+    },
+    handler: async (request, reply) => {
+      const body = request.body;
+      const created = await createWebhookEndpoint(
+        store,
+        request.params.subdomain,
+        {
+          url: body.url,
+          ...(body.description === undefined ? {} : { description: body.description }),
+          ...(body.event_types === undefined ? {} : { eventTypes: body.event_types }),
+        },
+        adminActor(request),
+        checkUrl,
+      );
+      return reply.code(201).send(withSecret(created));
+    },
+  });
+
+  api.get(BASE, {
+    schema: {
+      operationId: 'listWebhookEndpoints',
+      summary: "List a workspace's webhook endpoints (never their secrets)",
+      description: 'Every endpoint of the workspace, oldest first.',
+      tags,
+      security,
+      params: SubdomainParams,
+      response: {
+        200: jsonResponse(
+          'The workspace\'s endpoints.',
+          Type.Object({ webhook_endpoints: Type.Array(WebhookEndpointSchema, { description: 'Oldest first.' }) }),
+          { webhook_endpoints: [endpoint] },
+        ),
+        ...problemResponses(...AUTH, 'workspace_not_found'),
+      },
+    },
+    handler: async (request) => ({
+      webhook_endpoints: (await listWebhookEndpoints(store, request.params.subdomain)).map(toWireWebhookEndpoint),
+    }),
+  });
+  rejectOtherMethods(app, BASE, ['GET', 'POST']);
+
+  api.get(`${BASE}/:id`, {
+    schema: {
+      operationId: 'getWebhookEndpoint',
+      summary: 'Get a webhook endpoint',
+      description: 'The endpoint, without its secret.',
+      tags,
+      security,
+      params: EndpointParams,
+      response: { 200: jsonResponse('The endpoint.', WebhookEndpointSchema, endpoint), ...problemResponses(...AUTH, ...NOT_FOUND) },
+    },
+    handler: async (request) => toWireWebhookEndpoint(await getWebhookEndpoint(store, request.params.subdomain, request.params.id)),
+  });
+
+  api.patch(`${BASE}/:id`, {
+    schema: {
+      operationId: 'updateWebhookEndpoint',
+      summary: 'Change a webhook endpoint',
+      description:
+        'Changes the fields given: `url` (checked as on creation), `description`, `event_types` (null: every type), ' +
+        '`enabled` (`true` re-enables an endpoint the service disabled, and its pending deliveries resume).',
+      tags,
+      security,
+      params: EndpointParams,
+      body: UpdateWebhookEndpointBody,
+      response: {
+        200: jsonResponse('The endpoint after the change.', WebhookEndpointSchema, endpoint),
+        ...problemResponses(...AUTH, ...NOT_FOUND, 'validation_failed', 'unsupported_media_type', 'malformed_json'),
+      },
+    },
+    handler: async (request) => {
+      const body = request.body;
+      const changes: WebhookEndpointChanges = {
+        ...(body.url === undefined ? {} : { url: body.url }),
+        ...(body.description === undefined ? {} : { description: body.description }),
+        ...(body.event_types === undefined ? {} : { eventTypes: body.event_types }),
+        ...(body.enabled === undefined ? {} : { enabled: body.enabled }),
+      };
+      const updated = await updateWebhookEndpoint(store, request.params.subdomain, request.params.id, changes, adminActor(request), checkUrl);
+      return toWireWebhookEndpoint(updated);
+    },
+  });
+
+  api.delete(`${BASE}/:id`, {
+    schema: {
+      operationId: 'deleteWebhookEndpoint',
+      summary: 'Delete a webhook endpoint and its deliveries',
+      description: 'Removes the endpoint at once: nothing more is sent to it, and its delivery history goes with it.',
+      tags,
+      security,
+      params: EndpointParams,
+      response: { 204: { type: 'null', description: 'Deleted.' }, ...problemResponses(...AUTH, ...NOT_FOUND) },
+    },
+    handler: async (request, reply) => {
+      await deleteWebhookEndpoint(store, request.params.subdomain, request.params.id, adminActor(request));
+      return reply.code(204).send();
+    },
+  });
+  rejectOtherMethods(app, `${BASE}/:id`, ['GET', 'PATCH', 'DELETE']);
+
+  api.post(`${BASE}/:id/rotate-secret`, {
+    schema: {
+      operationId: 'rotateWebhookSecret',
+      summary: 'Rotate a webhook endpoint\'s secret (the new one is shown only in this response)',
+      description:
+        'Gives the endpoint a new secret. For 24 hours deliveries carry two signatures, one by the new secret and one ' +
+        'by the old, so the receiver can switch over without rejecting a delivery.',
+      tags,
+      security,
+      params: EndpointParams,
+      response: {
+        200: jsonResponse('The endpoint with its new secret, shown only here.', WebhookEndpointWithSecretSchema, {
+          ...endpoint,
+          previous_secret_expires_at: '2025-01-16T09:00:00.000Z',
+          secret,
+        }),
+        ...problemResponses(...AUTH, ...NOT_FOUND),
+      },
+    },
+    handler: async (request) => withSecret(await rotateWebhookSecret(store, request.params.subdomain, request.params.id, adminActor(request))),
+  });
+  rejectOtherMethods(app, `${BASE}/:id/rotate-secret`, ['POST']);
+
+  api.get(`${BASE}/:id/deliveries`, {
+    schema: {
+      operationId: 'listWebhookDeliveries',
+      summary: "List a webhook endpoint's deliveries, newest first",
+      description: 'Each event sent (or to be sent) to the endpoint, with its status and every attempt\'s time, response status and error.',
+      tags,
+      security,
+      params: EndpointParams,
+      querystring: AdminPageQuery,
+      response: {
+        200: jsonResponse(
+          'A page of deliveries with its pagination envelope.',
+          pageOf('deliveries', WebhookDeliverySchema),
+          { deliveries: [delivery], ...ADMIN_EXAMPLES.page(1) },
+          { Link: LinkHeader },
+        ),
+        ...problemResponses(...AUTH, ...NOT_FOUND, 'invalid_parameter'),
+      },
+    },
+    handler: async (request, reply) => {
+      const { page_number: pageNumber, page_size: pageSize } = request.query;
+      const page = await listWebhookDeliveries(store, request.params.subdomain, request.params.id, { pageNumber, pageSize });
+      return listed(request, reply, 'deliveries', page, toWireWebhookDelivery);
+    },
+  });
+  rejectOtherMethods(app, `${BASE}/:id/deliveries`, ['GET']);
+
+  api.post(`${BASE}/:id/deliveries/:delivery_id/redeliver`, {
+    schema: {
+      operationId: 'redeliverWebhook',
+      summary: 'Send a delivery again',
+      description:
+        'Makes the delivery pending again, due now, with a fresh retry schedule; it is sent with the same `webhook-id` ' +
+        '(the event id), so a receiver that already has it can tell.',
+      tags,
+      security,
+      params: DeliveryParams,
+      response: {
+        202: jsonResponse('The delivery, pending again.', WebhookDeliverySchema, {
+          ...delivery,
+          status: 'pending',
+          attempts: 0,
+          next_attempt_at: '2025-01-15T10:00:00.000Z',
+          delivered_at: null,
+        }),
+        ...problemResponses(...AUTH, ...NOT_FOUND, 'webhook_delivery_not_found', 'webhook_endpoint_disabled'),
+      },
+    },
+    handler: async (request, reply) => {
+      const { subdomain, id, delivery_id: deliveryId } = request.params;
+      const redelivered = await redeliverWebhook(store, subdomain, id, deliveryId, adminActor(request));
+      return reply.code(202).send(toWireWebhookDelivery(redelivered));
+    },
+  });
+  rejectOtherMethods(app, `${BASE}/:id/deliveries/:delivery_id/redeliver`, ['POST']);
+}

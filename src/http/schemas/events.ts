@@ -1,0 +1,49 @@
+import { Type } from '@sinclair/typebox';
+import { EVENT_PAGE, EVENT_TYPES } from '../../core/events/event.ts';
+import { StringEnum } from './common.ts';
+import { USER_EXAMPLE, UserSchema } from './users.ts';
+
+/** Query of `GET /events` (SPEC.md Part B, Events and webhooks). */
+export const ListEventsQuery = Type.Object({
+  after: Type.Integer({
+    minimum: 0,
+    default: 0,
+    description: 'Return the events with a `sequence` above this one (0: from the oldest kept). Pass the last `sequence` you processed.',
+    examples: [0],
+  }),
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: EVENT_PAGE.maxLimit,
+    default: EVENT_PAGE.defaultLimit,
+    description: `Most events to return, 1-${EVENT_PAGE.maxLimit}.`,
+    examples: [EVENT_PAGE.defaultLimit],
+  }),
+});
+
+/** An event as the feed lists it and a webhook delivery sends it. */
+export const EventSchema = Type.Object(
+  {
+    id: Type.String({ description: '`evt_` and 32 hex digits; the `webhook-id` of its deliveries, for de-duplication.', examples: ['evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60'] }),
+    type: StringEnum(EVENT_TYPES, { description: 'What happened to the user.' }),
+    sequence: Type.Integer({ description: 'Increases strictly within the workspace, in commit order.' }),
+    created_at: Type.String({ format: 'date-time', description: 'When the change committed (RFC 3339, UTC).' }),
+    workspace: Type.Object({ subdomain: Type.String({ description: 'The workspace\'s subdomain.' }) }),
+    data: Type.Object({
+      user: Type.Ref(UserSchema),
+      previous: Type.Optional(
+        Type.Record(Type.String(), Type.Unknown(), { description: 'The fields the change altered, with their values before it (absent for `user.created`).' }),
+      ),
+    }),
+  },
+  { $id: 'Event', description: 'A user change (SPEC.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`).' },
+);
+
+/** The example event of the OpenAPI document. */
+export const EVENT_EXAMPLE = {
+  id: 'evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60',
+  type: 'user.updated',
+  sequence: 42,
+  created_at: '2025-01-15T09:31:00.000Z',
+  workspace: { subdomain: 'acme' },
+  data: { user: { ...USER_EXAMPLE, role: 'owner', updated_at: '2025-01-15T09:31:00.000Z' }, previous: { role: 'non_owner' } },
+};

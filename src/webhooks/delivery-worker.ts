@@ -1,0 +1,201 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { WebhookConfig } from '../config/load-config.ts';
+import { toEventJson } from '../core/events/event.ts';
+import type { Store } from '../core/ports.ts';
+import type { DeliveryAttempt } from '../core/webhooks/webhook-endpoint.ts';
+import { disableFailingEndpoint } from '../core/webhooks/webhook-endpoints-service.ts';
+import type { Database } from '../storage/database.ts';
+import {
+  claimDueDeliveries,
+  countPendingDeliveries,
+  recordAttempt,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+} from '../storage/deliveries.queries.ts';
+import { retryDelayMs } from './retry-schedule.ts';
+import { createWebhookSender, type WebhookSender } from './send.ts';
+import { signDelivery } from './sign.ts';
+
+/** Options of {@link startDeliveryWorker}. */
+export interface DeliveryWorkerOptions {
+  readonly db: Database;
+  /** The same database as a domain store (the disabling rule runs through the core). */
+  readonly store: Store;
+  readonly config: WebhookConfig;
+  readonly log: FastifyBaseLogger;
+  /** Where the worker's metrics go (the `/metrics` registry). */
+  readonly registry: Registry;
+}
+
+/** A running delivery worker. */
+export interface DeliveryWorker {
+  /** Looks for due deliveries now rather than at the next poll (e.g. after this process wrote events). */
+  wake(): void;
+  /** Stops claiming, waits for the attempts in flight (each ends within the timeout), closes connections. */
+  stop(): Promise<void>;
+}
+
+/** Most endpoints one claim serves. */
+const MAX_ENDPOINTS = 64;
+/** Most deliveries one process sends at once, over all endpoints. */
+const MAX_IN_FLIGHT = 256;
+/** How much longer than an attempt's timeout a claim holds, in ms (recording the outcome takes a moment too). */
+const LEASE_MARGIN_MS = 5000;
+/** Wait after a failed claim (database unreachable), in ms, so an outage does not spin. */
+const ERROR_BACKOFF_MS = 1000;
+
+function metrics(registry: Registry, db: Database) {
+  return {
+    pending: new Gauge({
+      name: 'wum_webhook_deliveries_pending',
+      help: 'Webhook deliveries waiting to be sent (pending, of any endpoint), counted at scrape time.',
+      registers: [registry],
+      async collect() {
+        try {
+          this.set(await countPendingDeliveries(db));
+        } catch {
+          // Unknown while the database is away: keep the last value.
+        }
+      },
+    }),
+    latency: new Histogram({
+      name: 'wum_webhook_delivery_latency_seconds',
+      help: 'Time from an event to its successful delivery, in seconds (retries included).',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 36_000],
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: 'wum_webhook_attempt_duration_seconds',
+      help: 'Time a receiver took to answer one delivery attempt (or to fail), in seconds.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+      registers: [registry],
+    }),
+    failures: new Counter({
+      name: 'wum_webhook_delivery_failures_total',
+      help: 'Failed webhook delivery attempts (non-2xx, timeout, network error, refused address), by endpoint id.',
+      labelNames: ['endpoint'],
+      registers: [registry],
+    }),
+    disabled: new Counter({
+      name: 'wum_webhook_endpoints_disabled_total',
+      help: 'Endpoints disabled because a delivery used up its retry schedule.',
+      registers: [registry],
+    }),
+  };
+}
+
+/**
+ * Starts the delivery worker of this process (SPEC.md Part B, Events and webhooks): it claims
+ * due deliveries (`FOR UPDATE SKIP LOCKED`, so the workers of several replicas share the work
+ * and each delivery is sent by one), sends each as a signed Standard Webhooks POST with at
+ * most `concurrencyPerEndpoint` in flight per endpoint, records every attempt, schedules
+ * retries with jitter along `retryScheduleMs`, and disables (and audits) an endpoint whose
+ * delivery used up the schedule. It polls every `pollIntervalMs` while idle and claims again at
+ * once while there is work. It shares nothing with request handling but the database pool,
+ * and a request never waits for it.
+ */
+export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const { db, store, config, log } = options;
+  const sender: WebhookSender = createWebhookSender(config, config.timeoutMs);
+  const m = metrics(options.registry, db);
+  /** Deliveries being sent, by endpoint id (the per-endpoint bound). */
+  const inFlight = new Map<string, number>();
+  const tasks = new Set<Promise<void>>();
+  let stopping = false;
+  let wakeUp: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wakeUp = resolve;
+      timer = setTimeout(resolve, ms);
+    }).finally(() => {
+      clearTimeout(timer);
+      wakeUp = undefined;
+    });
+
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    const body = JSON.stringify(toEventJson(delivery.event));
+    const sentAt = new Date();
+    const headers = signDelivery(delivery.event.id, sentAt, body, delivery.secrets);
+    const started = performance.now();
+    const result = await sender.send(delivery.url, { ...headers }, body);
+    const durationMs = Math.round(performance.now() - started);
+    m.duration.observe(durationMs / 1000);
+    const ok = 'status' in result && result.status >= 200 && result.status < 300;
+    const entry: DeliveryAttempt = {
+      attempted_at: sentAt.toISOString(),
+      response_status: 'status' in result ? result.status : null,
+      error: 'error' in result ? result.error : null,
+      duration_ms: durationMs,
+    };
+    let outcome: AttemptOutcome;
+    if (ok) outcome = { kind: 'succeeded', attempt: entry };
+    else {
+      m.failures.inc({ endpoint: delivery.endpointId });
+      const retryInMs = retryDelayMs(config.retryScheduleMs, delivery.attempts + 1);
+      outcome = retryInMs === undefined ? { kind: 'failed', attempt: entry } : { kind: 'retry', attempt: entry, retryInMs };
+    }
+    const recorded = await recordAttempt(db, delivery, outcome);
+    if (!recorded.recorded) return;
+    if (ok) m.latency.observe((Date.now() - delivery.event.createdAt.getTime()) / 1000);
+    if (outcome.kind === 'failed') {
+      log.warn({ delivery: delivery.id, endpoint: delivery.endpointId, event: delivery.event.id, ...entry }, 'webhook delivery failed for good');
+      if (await disableFailingEndpoint(store, delivery.workspaceId, delivery.endpointId, recorded.failingSince)) {
+        m.disabled.inc();
+        log.warn({ endpoint: delivery.endpointId }, 'webhook endpoint disabled: its deliveries keep failing');
+      }
+    }
+  }
+
+  /** Sends one claimed delivery; its endpoint's slot is freed (and the loop woken) when done. */
+  function run(delivery: ClaimedDelivery): void {
+    inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1);
+    const task = attempt(delivery)
+      .catch((err) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
+      .then(() => {
+        const left = (inFlight.get(delivery.endpointId) ?? 1) - 1;
+        if (left > 0) inFlight.set(delivery.endpointId, left);
+        else inFlight.delete(delivery.endpointId);
+        tasks.delete(task);
+        wakeUp?.();
+      });
+    tasks.add(task);
+  }
+
+  async function loop(): Promise<void> {
+    while (!stopping) {
+      let claimed: ClaimedDelivery[] = [];
+      if (tasks.size < MAX_IN_FLIGHT) {
+        try {
+          claimed = await claimDueDeliveries(db, {
+            inFlight,
+            maxEndpoints: MAX_ENDPOINTS,
+            perEndpoint: config.concurrencyPerEndpoint,
+            leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
+          });
+        } catch (err) {
+          if (stopping) return;
+          log.warn({ err }, 'could not claim webhook deliveries');
+          await sleep(ERROR_BACKOFF_MS);
+          continue;
+        }
+      }
+      for (const delivery of claimed) run(delivery);
+      if (claimed.length === 0) await sleep(config.pollIntervalMs);
+    }
+  }
+
+  const running = loop();
+  return {
+    wake: () => wakeUp?.(),
+    async stop() {
+      stopping = true;
+      wakeUp?.();
+      await running;
+      await Promise.all(tasks);
+      await sender.close();
+    },
+  };
+}

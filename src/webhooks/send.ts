@@ -1,0 +1,70 @@
+import ipaddr from 'ipaddr.js';
+import { Agent, request } from 'undici';
+import { parseWebhookUrl, addressRefusal, guardedLookup, UrlRefusedError, type UrlPolicy } from './url-guard.ts';
+
+/** What one POST to a receiver came to: its status, or why none came. */
+export type SendResult = { readonly status: number } | { readonly error: string };
+
+/** Sends webhook POSTs through connections whose addresses the SSRF guard checked. */
+export interface WebhookSender {
+  send(url: string, headers: Record<string, string>, body: string): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+/** The most of a receiver's answer read (then dropped): wum needs only its status. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** The message of an error and its causes, e.g. `fetch failed: connect ECONNREFUSED 127.0.0.1:9`. */
+function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error as { message?: string; cause?: unknown } | undefined; e && parts.length < 4; e = e.cause as typeof e) {
+    if (e.message && !parts.includes(e.message)) parts.push(e.message);
+  }
+  return parts.join(': ') || String(error);
+}
+
+/**
+ * A sender for `policy`: every URL is checked again (scheme, literal address), names are
+ * resolved by a lookup that refuses forbidden addresses at connect time, and each attempt
+ * ends after `timeoutMs` (SPEC.md: 15 s) whatever the receiver does. Never throws: failures
+ * come back as `{error}`.
+ */
+export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): WebhookSender {
+  const agent = (protocol: 'http:' | 'https:') =>
+    new Agent({
+      connect: { lookup: guardedLookup(protocol, policy), timeout: timeoutMs },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      connections: 32,
+    });
+  const agents = { 'http:': agent('http:'), 'https:': agent('https:') };
+  return {
+    async send(raw, headers, body) {
+      try {
+        const url = parseWebhookUrl(raw, policy);
+        const protocol = url.protocol as 'http:' | 'https:';
+        const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+        // A literal address is connected to without a lookup: check it here.
+        const refusal = ipaddr.isValid(host) ? addressRefusal(host, protocol, policy) : undefined;
+        if (refusal) throw new UrlRefusedError(refusal);
+        const response = await request(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'user-agent': 'wum-webhooks/1', ...headers },
+          body,
+          dispatcher: agents[protocol],
+          signal: AbortSignal.timeout(timeoutMs),
+          // A redirect is not followed (undici's request never does): it counts as a failed attempt.
+        });
+        await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => {});
+        return { status: response.statusCode };
+      } catch (error) {
+        const name = (error as Error).name;
+        if (name === 'TimeoutError' || name === 'AbortError') return { error: `no answer within ${timeoutMs} ms` };
+        return { error: describe(error) };
+      }
+    },
+    async close() {
+      await Promise.all(Object.values(agents).map((a) => a.close()));
+    },
+  };
+}

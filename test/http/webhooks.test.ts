@@ -1,0 +1,307 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LightMyRequestResponse } from 'fastify';
+import { Registry } from 'prom-client';
+import { Webhook } from 'standardwebhooks';
+import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
+import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+/** Short retries, so a test sees a whole schedule: three retries 100 ms apart. */
+const ENV = {
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms',
+  WEBHOOK_POLL_INTERVAL_MS: '50',
+  WEBHOOK_TIMEOUT_MS: '2000',
+};
+
+interface Endpoint {
+  id: string;
+  url: string;
+  secret?: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  event_types: string[] | null;
+}
+
+describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}]`, () => {
+  let ctx: TestContext;
+  let worker: DeliveryWorker;
+  let receiver: WebhookReceiver;
+
+  function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
+    assert.equal(res.statusCode, status, res.body);
+    assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
+    assert.equal(res.json().code, code);
+  }
+
+  const base = (ws: TestWorkspace) => `/workspaces/${ws.subdomain}/webhook-endpoints`;
+
+  async function createEndpoint(ws: TestWorkspace, body: Record<string, unknown> = {}): Promise<Endpoint & { secret: string }> {
+    const res = await ctx.admin('POST', base(ws), { url: receiver.url, ...body });
+    assert.equal(res.statusCode, 201, res.body);
+    return res.json();
+  }
+
+  async function deliveries(ws: TestWorkspace, endpoint: Endpoint) {
+    const res = await ctx.admin('GET', `${base(ws)}/${endpoint.id}/deliveries`);
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json().deliveries as Array<{ id: string; status: string; attempts: number; event_id: string; attempt_log: Array<{ response_status: number | null; error: string | null }> }>;
+  }
+
+  async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await read();
+      if (done(value)) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+      await sleep(50);
+    }
+  }
+
+  /** Only the requests that carry this webhook-id. */
+  const sentFor = (eventId: string) => receiver.received.filter((r) => r.headers['webhook-id'] === eventId);
+
+  before(async () => {
+    ctx = await createTestContext(ENV);
+    await ctx.seedProducts();
+    receiver = await startWebhookReceiver();
+    worker = startDeliveryWorker({ db: ctx.database.db, store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
+  });
+  after(async () => {
+    await worker.stop();
+    await receiver.close();
+    await ctx.close();
+  });
+
+  test('create → 201 with a whsec_ secret shown once; list and get never show it; the change is audited without it', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const created = await createEndpoint(ws, { description: 'Billing seats', event_types: ['user.created'] });
+    assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.equal(created.enabled, true);
+    assert.deepEqual(created.event_types, ['user.created']);
+    const listed = await ctx.admin('GET', base(ws));
+    assert.equal(listed.statusCode, 200);
+    assert.deepEqual(listed.json().webhook_endpoints.map((e: Endpoint) => e.id), [created.id]);
+    const got = await ctx.admin('GET', `${base(ws)}/${created.id}`);
+    assert.equal(got.statusCode, 200);
+    for (const body of [listed.body, got.body]) assert.ok(!body.includes(created.secret) && !body.includes('"secret"'), body);
+    const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.created`);
+    assert.equal(audit.json().audit_events.length, 1);
+    assert.ok(!audit.body.includes(created.secret));
+  });
+
+  test('a user change is POSTed as its event, signed by the official standardwebhooks package', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(ws);
+    const added = await ctx.api(ws, 'POST', '/users', { body: userBody('signed@example.com') });
+    assert.equal(added.statusCode, 201);
+    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+    const [delivery] = await until('the delivery', async () => sentFor(event.id), (r) => r.length >= 1);
+    const verified = new Webhook(endpoint.secret).verify(delivery!.body, delivery!.headers as Record<string, string>);
+    assert.deepEqual(verified, event, 'the body is the event exactly as GET /events lists it');
+    assert.equal(delivery!.headers['content-type'], 'application/json');
+    assert.match(delivery!.headers['webhook-timestamp'] as string, /^\d+$/);
+    assert.deepEqual((verified as { data: { user: unknown } }).data.user, added.json());
+    assert.throws(() => new Webhook('whsec_' + Buffer.alloc(32, 1).toString('base64')).verify(delivery!.body, delivery!.headers as Record<string, string>));
+    const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
+    assert.equal(row!.event_id, event.id);
+    assert.equal(row!.attempts, 1);
+    assert.equal(row!.attempt_log[0]!.response_status, 204);
+  });
+
+  test('a receiver that fails, then succeeds: retried with the same webhook-id; every attempt listed', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(ws);
+    receiver.respondWith(503, 500, 204);
+    await ctx.api(ws, 'POST', '/users', { body: userBody('retry@example.com') });
+    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+    const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
+    receiver.respondWith(204);
+    assert.deepEqual(row!.attempt_log.map((a) => a.response_status), [503, 500, 204]);
+    assert.equal(row!.attempts, 3);
+    const sent = sentFor(event.id);
+    assert.equal(sent.length, 3);
+    assert.deepEqual(sent.map((r) => r.status), [503, 500, 204]);
+    for (const r of sent) new Webhook(endpoint.secret).verify(r.body, r.headers as Record<string, string>);
+  });
+
+  test('redeliver: sent again with the same webhook-id; 404 for an unknown delivery', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(ws);
+    await ctx.api(ws, 'POST', '/users', { body: userBody('again@example.com') });
+    const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
+    const res = await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/${row!.id}/redeliver`);
+    assert.equal(res.statusCode, 202, res.body);
+    assert.equal(res.json().status, 'pending');
+    await until('a second request', async () => sentFor(row!.event_id), (r) => r.length >= 2);
+    const [after] = await until('the redelivery recorded', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded' && d[0].attempt_log.length === 2);
+    assert.equal(after!.attempts, 1);
+    assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`), 404, 'webhook_delivery_not_found');
+    assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/nope/redeliver`), 404, 'webhook_delivery_not_found');
+    const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_delivery.redelivered`);
+    assert.equal(audit.json().audit_events.length, 1);
+  });
+
+  test('an endpoint whose delivery uses up the retry schedule is disabled, and that is audited; enabling resumes it', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const failing = await startWebhookReceiver();
+    try {
+      failing.respondWith(500);
+      const created = await ctx.admin('POST', base(ws), { url: failing.url });
+      const endpoint: Endpoint = created.json();
+      await ctx.api(ws, 'POST', '/users', { body: userBody('doomed@example.com') });
+      const [row] = await until('a failed delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'failed');
+      assert.equal(row!.attempts, 4, 'the first attempt and the three retries');
+      const disabled: Endpoint = (
+        await until('the endpoint disabled', async () => (await ctx.admin('GET', `${base(ws)}/${endpoint.id}`)).json(), (e: Endpoint) => !e.enabled)
+      );
+      assert.equal(disabled.disabled_reason, 'failing');
+      const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.disabled`);
+      const [entry] = audit.json().audit_events;
+      assert.equal(entry.actor_type, 'system');
+      assert.equal(entry.target_id, endpoint.id);
+      assert.equal(entry.before.enabled, true);
+      assert.equal(entry.after.enabled, false);
+
+      // While disabled: no delivery is made for new events, and redelivery is refused.
+      await ctx.api(ws, 'POST', '/users', { body: userBody('unseen@example.com') });
+      assert.equal((await deliveries(ws, endpoint)).length, 1);
+      assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/${row!.id}/redeliver`), 409, 'webhook_endpoint_disabled');
+
+      failing.respondWith(204);
+      const enabled = await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { enabled: true });
+      assert.equal(enabled.statusCode, 200, enabled.body);
+      assert.equal(enabled.json().disabled_reason, null);
+      assert.equal((await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/${row!.id}/redeliver`)).statusCode, 202);
+      await until('the redelivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
+    } finally {
+      await failing.close();
+    }
+  });
+
+  test('rotate: a new secret shown once; for 24 h deliveries verify with the new and the old secret', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(ws);
+    const rotated = await ctx.admin('POST', `${base(ws)}/${endpoint.id}/rotate-secret`);
+    assert.equal(rotated.statusCode, 200, rotated.body);
+    const { secret, previous_secret_expires_at: expires } = rotated.json();
+    assert.match(secret, /^whsec_/);
+    assert.notEqual(secret, endpoint.secret);
+    const hours = (Date.parse(expires) - Date.now()) / 3_600_000;
+    assert.ok(hours > 23.9 && hours <= 24, `old secret valid for 24 h, got ${hours}`);
+    await ctx.api(ws, 'POST', '/users', { body: userBody('rotated@example.com') });
+    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+    const [delivery] = await until('the delivery', async () => sentFor(event.id), (r) => r.length >= 1);
+    const headers = delivery!.headers as Record<string, string>;
+    assert.equal(headers['webhook-signature']!.split(' ').length, 2);
+    new Webhook(secret).verify(delivery!.body, headers);
+    new Webhook(endpoint.secret).verify(delivery!.body, headers);
+    const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.secret_rotated`);
+    assert.equal(audit.json().audit_events.length, 1);
+    assert.ok(!audit.body.includes(secret));
+  });
+
+  test('event_types: only the chosen types are delivered', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(ws, { event_types: ['user.deactivated'] });
+    await ctx.api(ws, 'POST', '/users', { body: userBody('owner@example.com', { role: 'owner' }) });
+    await ctx.api(ws, 'POST', '/users', { body: userBody('leaver@example.com') });
+    assert.equal((await ctx.api(ws, 'DELETE', '/users/leaver@example.com')).statusCode, 204);
+    const [row] = await until('the delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
+    const all = await deliveries(ws, endpoint);
+    assert.equal(all.length, 1);
+    const [event] = (await ctx.api(ws, 'GET', '/events', { query: { after: '2' } })).json().events;
+    assert.equal(event.type, 'user.deactivated');
+    assert.equal(row!.event_id, event.id);
+  });
+
+  test('update and delete: PATCH changes the fields given, DELETE → 204 and then 404; audited', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(ws);
+    const patched = await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { description: 'New', event_types: null, url: `${receiver.url}?v=2` });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal(patched.json().url, `${receiver.url}?v=2`);
+    assert.equal(patched.json().description, 'New');
+    assertProblem(await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { url: 'https://10.0.0.7/hook' }), 400, 'validation_failed');
+    assertProblem(await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { secret: 'whsec_x' }), 400, 'validation_failed');
+    assert.equal((await ctx.admin('DELETE', `${base(ws)}/${endpoint.id}`)).statusCode, 204);
+    assertProblem(await ctx.admin('GET', `${base(ws)}/${endpoint.id}`), 404, 'webhook_endpoint_not_found');
+    assertProblem(await ctx.admin('DELETE', `${base(ws)}/${endpoint.id}`), 404, 'webhook_endpoint_not_found');
+    assertProblem(await ctx.admin('GET', `${base(ws)}/not-a-uuid/deliveries`), 404, 'webhook_endpoint_not_found');
+    assertProblem(await ctx.admin('GET', `/workspaces/nobody-here/webhook-endpoints`), 404, 'workspace_not_found');
+    const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=${endpoint.id}`);
+    assert.deepEqual(audit.json().audit_events.map((e: { action: string }) => e.action), [
+      'webhook_endpoint.created',
+      'webhook_endpoint.updated',
+      'webhook_endpoint.deleted',
+    ]);
+  });
+
+  test('SSRF: non-https, private, loopback, link-local and metadata addresses are refused with 400 and nothing stored', async () => {
+    const ws = await ctx.createWorkspace('ssrf');
+    const strict = await ctx.buildApp({ WEBHOOK_ALLOW_HTTP: 'false' });
+    const post = (app: typeof strict, url: string) =>
+      app.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'https://127.0.0.1/hook',
+      'https://localhost/hook',
+      'https://10.0.0.1/hook',
+      'https://192.168.1.10/hook',
+      'https://172.16.0.1/hook',
+      'https://169.254.169.254/latest/meta-data/',
+      'https://[::1]/hook',
+      'https://[fd00:ec2::254]/hook',
+      'https://[::ffff:10.0.0.1]/hook',
+      'https://100.64.0.1/hook',
+      'https://0.0.0.0/hook',
+      'ftp://example.com/hook',
+      'https://user:pass@93.184.215.14/hook',
+      'not a url',
+    ]) {
+      const res = await post(strict, url);
+      assertProblem(res, 400, 'validation_failed');
+      assert.equal(res.json().errors[0].field, 'url', url);
+    }
+    // With WEBHOOK_ALLOW_HTTP, http goes to loopback only.
+    for (const url of ['http://10.1.2.3/hook', 'http://93.184.215.14/hook']) assertProblem(await post(ctx.app, url), 400, 'validation_failed');
+    assert.deepEqual((await ctx.admin('GET', base(ws))).json().webhook_endpoints, []);
+    // An allow-list admits a private network (https), and a public address needs none.
+    const allowed = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/8' });
+    assert.equal((await post(allowed, 'https://10.0.0.1/hook')).statusCode, 201);
+    assert.equal((await post(strict, 'https://93.184.215.14/hook')).statusCode, 201);
+  });
+
+  test('SSRF at delivery time: a worker whose rules refuse the address sends nothing and records why', async () => {
+    const ws = await ctx.createWorkspace('ssrf');
+    const endpoint = await createEndpoint(ws);
+    await worker.stop();
+    const strictConfig = testConfig({ ...ENV, WEBHOOK_ALLOW_HTTP: 'false' }).webhooks;
+    const strict = startDeliveryWorker({ db: ctx.database.db, store: ctx.store, config: strictConfig, log: ctx.app.log, registry: new Registry() });
+    try {
+      await ctx.api(ws, 'POST', '/users', { body: userBody('guarded@example.com') });
+      const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+      const [row] = await until('a refused attempt', () => deliveries(ws, endpoint), (d) => (d[0]?.attempt_log.length ?? 0) >= 1);
+      assert.equal(row!.attempt_log[0]!.response_status, null);
+      assert.match(row!.attempt_log[0]!.error!, /https/);
+      assert.equal(sentFor(event.id).length, 0);
+    } finally {
+      await strict.stop();
+      worker = startDeliveryWorker({ db: ctx.database.db, store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
+    }
+  });
+
+  test('another workspace\'s endpoints are out of reach', async () => {
+    const a = await ctx.createWorkspace('wh');
+    const b = await ctx.createWorkspace('wh');
+    const endpoint = await createEndpoint(a);
+    assertProblem(await ctx.admin('GET', `${base(b)}/${endpoint.id}`), 404, 'webhook_endpoint_not_found');
+    assertProblem(await ctx.admin('DELETE', `${base(b)}/${endpoint.id}`), 404, 'webhook_endpoint_not_found');
+    assertProblem(await ctx.admin('GET', `${base(b)}/${endpoint.id}/deliveries`), 404, 'webhook_endpoint_not_found');
+    await ctx.api(b, 'POST', '/users', { body: userBody('b-only@example.com') });
+    await sleep(300);
+    assert.equal((await deliveries(a, endpoint)).length, 0, 'b\'s events are not sent to a\'s endpoint');
+  });
+});
