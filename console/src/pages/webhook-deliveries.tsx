@@ -150,7 +150,7 @@ export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id
               </table>
             </div>
           )}
-          <Pager pagination={deliveries.data.pagination} noun="deliveries" url={url} />
+          <Pager pagination={deliveries.data.pagination} noun="deliveries" one="delivery" url={url} />
         </section>
       )}
       <ConfirmDialog
