@@ -1,11 +1,11 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
 import { Link } from 'wouter-preact';
 import { webhooksApi, type WebhookDelivery } from '../api/webhooks.ts';
-import { ConfirmDialog } from '../components/confirm-dialog.tsx';
+import { ConfirmDialog, useConfirmation } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager, PAGE_SIZES } from '../components/pager.tsx';
+import { Table } from '../components/table.tsx';
 import { dateTime } from '../format.ts';
 import { positiveParam, useUrlParams } from '../url-state.ts';
 import { EndpointStatus } from './webhook-endpoints.tsx';
@@ -49,11 +49,11 @@ export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id
     placeholderData: keepPreviousData,
     refetchInterval: (q) => (q.state.data?.deliveries.some((d) => d.status === 'pending') ? PENDING_REFRESH_MS : false),
   });
-  const [confirming, setConfirming] = useState<WebhookDelivery | undefined>();
   const redeliver = useMutation({
     mutationFn: (delivery: WebhookDelivery) => webhooksApi.redeliver(subdomain, id, delivery.id),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: deliveriesKey }),
   });
+  const confirmRedeliver = useConfirmation((delivery: WebhookDelivery) => redeliver.mutate(delivery));
   const title = endpoint.data ? `Deliveries to ${endpoint.data.url}` : 'Webhook deliveries';
   return (
     <Page
@@ -102,69 +102,53 @@ export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id
               <p>Nothing sent to this endpoint yet: a delivery appears when a user of {subdomain} changes.</p>
             </div>
           ) : (
-            <div class="table-wrap">
-              <table class="table" aria-busy={deliveries.isFetching && deliveries.isPlaceholderData ? 'true' : undefined}>
-                <caption class="visually-hidden">Deliveries, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Event</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Response</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Actions</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {deliveries.data.deliveries.map((delivery) => (
-                    <tr key={delivery.id}>
-                      <th scope="row">
-                        {delivery.event_type}
-                        <div>
-                          <code class="request-id">{delivery.event_id}</code>
-                        </div>
-                      </th>
-                      <td>
-                        <span class={`status status-${delivery.status}`}>{STATUS_LABELS[delivery.status]}</span>
-                        {delivery.next_attempt_at && <div class="muted">Next attempt {dateTime(delivery.next_attempt_at)}</div>}
-                      </td>
-                      <td>{delivery.last_response_status ?? '—'}</td>
-                      <td>
-                        <Attempts delivery={delivery} />
-                      </td>
-                      <td>{dateTime(delivery.created_at)}</td>
-                      <td>
-                        <button
-                          type="button"
-                          class="button"
-                          disabled={redeliver.isPending}
-                          aria-label={`Redeliver ${delivery.event_type} ${delivery.event_id}`}
-                          onClick={() => setConfirming(delivery)}
-                        >
-                          Redeliver
-                        </button>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table
+              caption="Deliveries, newest first"
+              columns={['Event', 'Status', 'Response', 'Attempts', 'Created', 'Actions']}
+              busy={deliveries.isFetching && deliveries.isPlaceholderData}
+            >
+              {deliveries.data.deliveries.map((delivery) => (
+                <tr key={delivery.id}>
+                  <th scope="row">
+                    {delivery.event_type}
+                    <div>
+                      <code class="request-id">{delivery.event_id}</code>
+                    </div>
+                  </th>
+                  <td>
+                    <span class={`status status-${delivery.status}`}>{STATUS_LABELS[delivery.status]}</span>
+                    {delivery.next_attempt_at && <div class="muted">Next attempt {dateTime(delivery.next_attempt_at)}</div>}
+                  </td>
+                  <td>{delivery.last_response_status ?? '—'}</td>
+                  <td>
+                    <Attempts delivery={delivery} />
+                  </td>
+                  <td>{dateTime(delivery.created_at)}</td>
+                  <td>
+                    <button
+                      type="button"
+                      class="button"
+                      disabled={redeliver.isPending}
+                      aria-label={`Redeliver ${delivery.event_type} ${delivery.event_id}`}
+                      onClick={() => confirmRedeliver.ask(delivery)}
+                    >
+                      Redeliver
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </Table>
           )}
           <Pager pagination={deliveries.data.pagination} noun="deliveries" one="delivery" url={url} />
         </section>
       )}
       <ConfirmDialog
-        open={confirming !== undefined}
+        {...confirmRedeliver.dialog}
         title="Send this delivery again?"
         confirmLabel="Redeliver"
-        onCancel={() => setConfirming(undefined)}
-        onConfirm={() => {
-          redeliver.mutate(confirming!);
-          setConfirming(undefined);
-        }}
       >
         <p>
-          The event {confirming?.event_type} (<code>{confirming?.event_id}</code>) is sent again now, with a fresh retry schedule and
+          The event {confirmRedeliver.subject?.event_type} (<code>{confirmRedeliver.subject?.event_id}</code>) is sent again now, with a fresh retry schedule and
           the same <code>webhook-id</code>, so a receiver that already has it can tell.
         </p>
       </ConfirmDialog>

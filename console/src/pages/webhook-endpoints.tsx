@@ -2,9 +2,11 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter-preact';
 import { webhooksApi, type WebhookEndpoint, type WebhookEndpointWithSecret } from '../api/webhooks.ts';
-import { ConfirmDialog } from '../components/confirm-dialog.tsx';
+import { Chips } from '../components/chips.tsx';
+import { ConfirmDialog, useConfirmation } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
+import { Table } from '../components/table.tsx';
 import { dateTime } from '../format.ts';
 import { WebhookEndpointForm } from './webhook-endpoint-form.tsx';
 
@@ -22,9 +24,6 @@ export function EndpointStatus({ endpoint }: { endpoint: WebhookEndpoint }) {
   return <span class="status status-deactivated">Disabled{endpoint.disabled_reason ? ` (${endpoint.disabled_reason})` : ''}</span>;
 }
 
-/** An action on one endpoint that waits for a confirmation. */
-type Pending = { action: 'rotate' | 'delete'; endpoint: WebhookEndpoint };
-
 /**
  * A workspace's webhook endpoints (operator): list them (URL, event types, status, created),
  * add one (its signing secret shown once, with a copy button), edit its URL, event types and
@@ -38,7 +37,6 @@ export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
   const [adding, setAdding] = useState(false);
   const [editing, setEditing] = useState<WebhookEndpoint | undefined>();
   const [secret, setSecret] = useState<{ label: string; endpoint: WebhookEndpointWithSecret } | undefined>();
-  const [pending, setPending] = useState<Pending | undefined>();
   const refresh = () => void queryClient.invalidateQueries({ queryKey: key });
   const rotate = useMutation({
     mutationFn: (id: string) => webhooksApi.rotateSecret(subdomain, id),
@@ -47,6 +45,8 @@ export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
   });
   const remove = useMutation({ mutationFn: (endpoint: WebhookEndpoint) => webhooksApi.remove(subdomain, endpoint.id), onSettled: refresh });
   const busy = rotate.isPending || remove.isPending;
+  const confirmRotate = useConfirmation((endpoint: WebhookEndpoint) => rotate.mutate(endpoint.id));
+  const confirmDelete = useConfirmation((endpoint: WebhookEndpoint) => remove.mutate(endpoint));
   return (
     <section aria-labelledby="webhooks-title">
       <div class="page-head">
@@ -108,102 +108,66 @@ export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
         </div>
       )}
       {endpoints.data && endpoints.data.length > 0 && (
-        <div class="table-wrap">
-          <table class="table">
-            <caption class="visually-hidden">Webhook endpoints of {subdomain}, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Event types</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {endpoints.data.map((endpoint) => (
-                <tr key={endpoint.id}>
-                  <th scope="row">
-                    <code class="url">{endpoint.url}</code>
-                    {endpoint.description && <div class="muted">{endpoint.description}</div>}
-                  </th>
-                  <td>
-                    {endpoint.event_types ? (
-                      <ul class="chips">
-                        {endpoint.event_types.map((type) => (
-                          <li key={type} class="chip">
-                            {type}
-                          </li>
-                        ))}
-                      </ul>
-                    ) : (
-                      'All types'
-                    )}
-                  </td>
-                  <td>
-                    <EndpointStatus endpoint={endpoint} />
-                  </td>
-                  <td>{dateTime(endpoint.created_at)}</td>
-                  <td class="row-actions">
-                    <Link href={deliveriesHref(subdomain, endpoint.id)} class="button" aria-label={`Deliveries of ${endpoint.url}`}>
-                      Deliveries
-                    </Link>
-                    <button type="button" class="button" aria-label={`Edit ${endpoint.url}`} onClick={() => setEditing(endpoint)}>
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      class="button"
-                      disabled={busy}
-                      aria-label={`Rotate the secret of ${endpoint.url}`}
-                      onClick={() => setPending({ action: 'rotate', endpoint })}
-                    >
-                      Rotate secret
-                    </button>
-                    <button
-                      type="button"
-                      class="button button-danger"
-                      disabled={busy}
-                      aria-label={`Delete ${endpoint.url}`}
-                      onClick={() => setPending({ action: 'delete', endpoint })}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption={`Webhook endpoints of ${subdomain}, oldest first`} columns={['URL', 'Event types', 'Status', 'Created', 'Actions']}>
+          {endpoints.data.map((endpoint) => (
+            <tr key={endpoint.id}>
+              <th scope="row">
+                <code class="url">{endpoint.url}</code>
+                {endpoint.description && <div class="muted">{endpoint.description}</div>}
+              </th>
+              <td>{endpoint.event_types ? <Chips items={endpoint.event_types} /> : 'All types'}</td>
+              <td>
+                <EndpointStatus endpoint={endpoint} />
+              </td>
+              <td>{dateTime(endpoint.created_at)}</td>
+              <td class="row-actions">
+                <Link href={deliveriesHref(subdomain, endpoint.id)} class="button" aria-label={`Deliveries of ${endpoint.url}`}>
+                  Deliveries
+                </Link>
+                <button type="button" class="button" aria-label={`Edit ${endpoint.url}`} onClick={() => setEditing(endpoint)}>
+                  Edit
+                </button>
+                <button
+                  type="button"
+                  class="button"
+                  disabled={busy}
+                  aria-label={`Rotate the secret of ${endpoint.url}`}
+                  onClick={() => confirmRotate.ask(endpoint)}
+                >
+                  Rotate secret
+                </button>
+                <button
+                  type="button"
+                  class="button button-danger"
+                  disabled={busy}
+                  aria-label={`Delete ${endpoint.url}`}
+                  onClick={() => confirmDelete.ask(endpoint)}
+                >
+                  Delete
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <ConfirmDialog
-        open={pending?.action === 'rotate'}
+        {...confirmRotate.dialog}
         title="Rotate this endpoint’s signing secret?"
         confirmLabel="Rotate the secret"
-        onCancel={() => setPending(undefined)}
-        onConfirm={() => {
-          rotate.mutate(pending!.endpoint.id);
-          setPending(undefined);
-        }}
       >
         <p>
-          <code>{pending?.endpoint.url}</code> gets a new secret, shown once. For 24 hours deliveries carry a second signature by the
+          <code>{confirmRotate.subject?.url}</code> gets a new secret, shown once. For 24 hours deliveries carry a second signature by the
           old secret, so the receiver can switch over without rejecting one.
         </p>
       </ConfirmDialog>
       <ConfirmDialog
-        open={pending?.action === 'delete'}
+        {...confirmDelete.dialog}
         title="Delete this webhook endpoint?"
         confirmLabel="Delete the endpoint"
         danger
-        onCancel={() => setPending(undefined)}
-        onConfirm={() => {
-          remove.mutate(pending!.endpoint);
-          setPending(undefined);
-        }}
       >
         <p>
-          Nothing more is sent to <code>{pending?.endpoint.url}</code>, and its delivery history is deleted with it. It cannot be
+          Nothing more is sent to <code>{confirmDelete.subject?.url}</code>, and its delivery history is deleted with it. It cannot be
           undone.
         </p>
       </ConfirmDialog>
