@@ -8,7 +8,7 @@ import { Pager, PAGE_SIZES } from '../components/pager.tsx';
 import { Table } from '../components/table.tsx';
 import { dateTime } from '../format.ts';
 import { positiveParam, useUrlParams } from '../url-state.ts';
-import { EndpointStatus } from './webhook-endpoints.tsx';
+import { EndpointStatus, endpointsKey } from './webhook-endpoints.tsx';
 
 /** While a delivery is pending the page asks again this often, in ms, so its outcome shows. */
 const PENDING_REFRESH_MS = 2000;
@@ -41,7 +41,7 @@ export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id
   const page = positiveParam(url.params, 'page', 1);
   const size = positiveParam(url.params, 'size', 30);
   const query = { page_number: page, page_size: (PAGE_SIZES as readonly number[]).includes(size) ? size : 30 };
-  const endpoint = useQuery({ queryKey: ['webhook-endpoint', subdomain, id], queryFn: ({ signal }) => webhooksApi.get(subdomain, id, signal) });
+  const endpoint = useQuery({ queryKey: [...endpointsKey(subdomain), id], queryFn: ({ signal }) => webhooksApi.get(subdomain, id, signal) });
   const deliveriesKey = ['webhook-deliveries', subdomain, id];
   const deliveries = useQuery({
     queryKey: [...deliveriesKey, query],

@@ -10,7 +10,7 @@ import { Table } from '../components/table.tsx';
 import { dateTime } from '../format.ts';
 import { WebhookEndpointForm } from './webhook-endpoint-form.tsx';
 
-/** Cache key of a workspace's endpoints (the deliveries page reads one of them too). */
+/** Cache key of a workspace's endpoints; one endpoint's is under it, so a change here refreshes both. */
 export const endpointsKey = (subdomain: string) => ['webhook-endpoints', subdomain];
 
 /** The address of an endpoint's deliveries page. */
