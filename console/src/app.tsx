@@ -9,6 +9,7 @@ import { UserPage } from './pages/user.tsx';
 import { ImportPage } from './pages/import.tsx';
 import { WorkspacesPage } from './pages/workspaces.tsx';
 import { WorkspacePage } from './pages/workspace.tsx';
+import { WebhookDeliveriesPage } from './pages/webhook-deliveries.tsx';
 import { ProductsPage } from './pages/products.tsx';
 import { AuditPage } from './pages/audit.tsx';
 import { Page } from './components/page.tsx';
@@ -146,6 +147,13 @@ export function App() {
               {(params: { subdomain: string }) => (
                 <Needs what="adminToken">
                   <WorkspacePage subdomain={params.subdomain} />
+                </Needs>
+              )}
+            </Route>
+            <Route path="/workspaces/:subdomain/webhooks/:id">
+              {(params: { subdomain: string; id: string }) => (
+                <Needs what="adminToken">
+                  <WebhookDeliveriesPage subdomain={params.subdomain} id={params.id} />
                 </Needs>
               )}
             </Route>

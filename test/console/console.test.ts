@@ -7,6 +7,7 @@ import { CONSOLE_CSP } from '../../src/http/plugins/console.ts';
 import { assertAccessible, launchChromium, openPage, saveScreenshot, type WatchedPage } from '../helpers/browser.ts';
 import { sendRequest, type HttpResponse } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
 
 /*
@@ -31,6 +32,8 @@ describe(`web console [${BACKEND}]`, () => {
   let apiKey: string;
   let origin: string;
   let opened: WatchedPage[] = [];
+  /** Receives the webhooks of the endpoint the console adds (plain http on loopback). */
+  let receiver: WebhookReceiver;
 
   /** A request to the server as a script would send it (to arrange data, or check what the console did). */
   function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> {
@@ -64,9 +67,29 @@ describe(`web console [${BACKEND}]`, () => {
     return page;
   }
 
+  /**
+   * Opens the console off any workspace host (no key form there), signed in with the operator
+   * token, on the Workspaces page; the clipboard is allowed (for the copy buttons).
+   */
+  async function signedInAsOperator(): Promise<Page> {
+    const page = await open();
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://localhost:${server.port}` });
+    await page.goto(`http://localhost:${server.port}/console/`);
+    assert.equal(await page.getByLabel('API key').count(), 0, 'no workspace key form off a workspace host');
+    await page.getByLabel('Operator token').fill(server.adminToken);
+    await page.getByRole('button', { name: 'Sign in as operator' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    return page;
+  }
+
   before(async () => {
     await buildConsole({ ifStale: true });
-    [server, browser] = await Promise.all([startWumServer(), launchChromium()]);
+    // Webhooks to the local receiver: plain http to loopback, polled often.
+    [server, browser, receiver] = await Promise.all([
+      startWumServer({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_POLL_INTERVAL_MS: '50', WEBHOOK_RETRY_SCHEDULE: '100ms,100ms' }),
+      launchChromium(),
+      startWebhookReceiver(),
+    ]);
     origin = `http://${WORKSPACE}.localhost:${server.port}`;
     for (const [name, roles] of [
       ['analytics', ['viewer', 'editor']],
@@ -82,6 +105,7 @@ describe(`web console [${BACKEND}]`, () => {
   after(async () => {
     await browser?.close();
     await server?.stop();
+    await receiver?.close();
   });
 
   test.afterEach(async () => {
@@ -381,13 +405,7 @@ describe(`web console [${BACKEND}]`, () => {
   });
 
   test('operator pages: workspaces (key shown once, typed deletion), keys, products with product_in_use explained, audit log', TEST_TIMEOUT, async () => {
-    const page = await open();
-    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://localhost:${server.port}` });
-    await page.goto(`http://localhost:${server.port}/console/`);
-    assert.equal(await page.getByLabel('API key').count(), 0, 'no workspace key form off a workspace host');
-    await page.getByLabel('Operator token').fill(server.adminToken);
-    await page.getByRole('button', { name: 'Sign in as operator' }).click();
-    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    const page = await signedInAsOperator();
     await page.getByRole('row', { name: /acme/ }).waitFor();
     await assertAccessible(page, 'workspaces');
 
@@ -484,5 +502,117 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('cell', { name: 'user.created' }).waitFor();
     await assertAccessible(page, 'audit log');
     if (SCREENSHOTS) await saveScreenshot(page, 'audit');
+  });
+  test('operator pages: webhook endpoints (secret shown once, edit, rotate, delete) and their deliveries with redelivery', TEST_TIMEOUT, async () => {
+    const page = await signedInAsOperator();
+    await page.goto(`http://localhost:${server.port}/console/workspaces/${WORKSPACE}`);
+    const section = page.getByRole('region', { name: 'Webhook endpoints' });
+    await section.getByText('No webhook endpoints yet').waitFor();
+
+    // A URL the service refuses: the API's reason beside the field, the request id in the notice.
+    await section.getByRole('button', { name: 'Add a webhook endpoint' }).click();
+    const form = section.getByRole('form', { name: 'Add a webhook endpoint' });
+    await form.getByLabel('Endpoint URL').fill('ftp://hooks.example.com/wum');
+    await form.getByRole('button', { name: 'Add endpoint' }).click();
+    await form.getByRole('alert').getByText('validation_failed').waitFor();
+    assert.match(await form.getByRole('alert').innerText(), /Request id [0-9a-f-]{36}/);
+    assert.equal(await form.getByLabel('Endpoint URL').getAttribute('aria-invalid'), 'true');
+    await assertAccessible(page, 'webhook endpoint form with errors');
+
+    await form.getByLabel('Endpoint URL').fill(receiver.url);
+    await form.getByLabel('Description (optional)').fill('Seats');
+    await form.getByLabel('user.created').check();
+    await form.getByLabel('user.updated').check();
+    await form.getByRole('button', { name: 'Add endpoint' }).click();
+    const secretField = page.getByLabel(`Signing secret of ${receiver.url}`, { exact: true });
+    const secret = await secretField.inputValue();
+    assert.match(secret, /^whsec_/);
+    await page.getByRole('button', { name: `Copy Signing secret of ${receiver.url}` }).click();
+    await page.getByText('Copied.').waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
+    const row = section.getByRole('row', { name: new RegExp(receiver.url.replace(/[.]/g, '\\.')) });
+    await row.getByText('Enabled').waitFor();
+    assert.deepEqual(await row.locator('.chip').allInnerTexts(), ['user.created', 'user.updated']);
+    await assertAccessible(page, 'webhook endpoint created');
+    if (SCREENSHOTS) {
+      await section.evaluate((element) => element.scrollIntoView({ block: 'start' }));
+      await saveScreenshot(page, 'webhooks');
+    }
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    assert.equal(await page.getByLabel(`Signing secret of ${receiver.url}`, { exact: true }).count(), 0, 'the secret is gone from the page');
+    await page.reload();
+    await row.waitFor();
+    assert.doesNotMatch(await page.locator('main').innerText(), /whsec_/, 'and never shown again');
+    const listed = (await call('GET', `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints`)).json().webhook_endpoints;
+    assert.equal(listed.length, 1);
+    const endpointId: string = listed[0].id;
+    const endpointPath = `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints/${endpointId}`;
+
+    // Edit: event types and enabled.
+    await row.getByRole('button', { name: `Edit ${receiver.url}` }).click();
+    const edit = section.getByRole('form', { name: 'Edit the webhook endpoint' });
+    await edit.getByLabel('user.updated').uncheck();
+    await edit.getByLabel('user.deactivated').check();
+    await edit.getByLabel('Enabled (deliveries are sent)').uncheck();
+    await edit.getByRole('button', { name: 'Save the endpoint' }).click();
+    await row.getByText('Disabled').waitFor();
+    let stored = (await call('GET', endpointPath)).json();
+    assert.deepEqual({ event_types: stored.event_types, enabled: stored.enabled }, { event_types: ['user.created', 'user.deactivated'], enabled: false });
+    await row.getByRole('button', { name: `Edit ${receiver.url}` }).click();
+    await edit.getByLabel('Enabled (deliveries are sent)').check();
+    await edit.getByRole('button', { name: 'Save the endpoint' }).click();
+    await row.getByText('Enabled').waitFor();
+    assert.equal((await call('GET', endpointPath)).json().enabled, true);
+
+    // Rotate: cancel changes nothing; confirmed, a new secret is shown once.
+    await row.getByRole('button', { name: `Rotate the secret of ${receiver.url}` }).click();
+    const rotateDialog = page.getByRole('dialog', { name: /Rotate this endpoint/ });
+    await assertAccessible(page, 'rotate confirmation');
+    await rotateDialog.getByRole('button', { name: 'Cancel' }).click();
+    await rotateDialog.waitFor({ state: 'hidden' });
+    assert.equal((await call('GET', endpointPath)).json().previous_secret_expires_at, null, 'cancel rotates nothing');
+    await row.getByRole('button', { name: `Rotate the secret of ${receiver.url}` }).click();
+    await rotateDialog.getByRole('button', { name: 'Rotate the secret' }).click();
+    const rotated = await page.getByLabel(`New signing secret of ${receiver.url}`, { exact: true }).inputValue();
+    assert.match(rotated, /^whsec_/);
+    assert.notEqual(rotated, secret);
+    assert.notEqual((await call('GET', endpointPath)).json().previous_secret_expires_at, null);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+
+    // A user change is delivered (the receiver fails the first attempt); the deliveries page shows both attempts.
+    receiver.respondWith(500, 204);
+    await addUser('hooked@example.com');
+    await receiver.waitFor(2);
+    await row.getByRole('link', { name: `Deliveries of ${receiver.url}` }).click();
+    await page.getByRole('heading', { name: `Deliveries to ${receiver.url}` }).waitFor();
+    const deliveries = page.getByRole('region', { name: 'Deliveries' });
+    const delivery = deliveries.getByRole('row', { name: /user\.created/ });
+    await delivery.getByText('Succeeded').waitFor();
+    const attempts = await delivery.locator('.attempts li').allInnerTexts();
+    assert.equal(attempts.length, 2);
+    assert.match(attempts[0]!, /: 500 \(\d+ ms\)$/);
+    assert.match(attempts[1]!, /: 204 \(\d+ ms\)$/);
+    assert.equal(await delivery.getByRole('cell').nth(1).innerText(), '204');
+    await deliveries.getByText('Page 1 of 1 · 1 delivery').waitFor();
+    await assertAccessible(page, 'webhook deliveries');
+
+    // Redeliver after a confirmation: the same event (webhook-id) is sent again.
+    const eventId = receiver.received[1]!.headers['webhook-id'];
+    await delivery.getByRole('button', { name: /^Redeliver user\.created/ }).click();
+    const redeliverDialog = page.getByRole('dialog', { name: 'Send this delivery again?' });
+    await assertAccessible(page, 'redeliver confirmation');
+    await redeliverDialog.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByRole('status').getByText(`Event ${eventId} will be sent again now.`).waitFor();
+    const [, , again] = await receiver.waitFor(3);
+    assert.equal(again!.headers['webhook-id'], eventId);
+    await delivery.getByText('Succeeded').waitFor();
+
+    // Delete after a confirmation.
+    await page.getByRole('link', { name: `← Workspace ${WORKSPACE}` }).click();
+    await row.getByRole('button', { name: `Delete ${receiver.url}` }).click();
+    await page.getByRole('dialog', { name: 'Delete this webhook endpoint?' }).getByRole('button', { name: 'Delete the endpoint' }).click();
+    await section.getByRole('status').getByText(`Deleted the endpoint ${receiver.url}.`).waitFor();
+    await section.getByText('No webhook endpoints yet').waitFor();
+    assert.equal((await call('GET', endpointPath)).status, 404);
   });
 });

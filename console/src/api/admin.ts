@@ -5,7 +5,8 @@
 import type { operations } from '../../../sdk/schema.ts';
 import { api, send } from './client.ts';
 
-type Json<Op extends keyof operations, Status extends number> = operations[Op]['responses'] extends Record<Status, { content: { 'application/json': infer T } }>
+/** The JSON body an operation answers with `Status`, from the generated types. */
+export type Json<Op extends keyof operations, Status extends number> = operations[Op]['responses'] extends Record<Status, { content: { 'application/json': infer T } }>
   ? T
   : never;
 

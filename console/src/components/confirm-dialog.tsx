@@ -16,6 +16,36 @@ export interface ConfirmDialogProps {
   readonly onCancel: () => void;
 }
 
+/** What {@link useConfirmation} returns. */
+export interface Confirmation<T> {
+  /** What is being confirmed, while the dialog is open. */
+  readonly subject: T | undefined;
+  /** Opens the dialog about `subject`. */
+  readonly ask: (subject: T) => void;
+  /** The dialog's `open`, `onConfirm` and `onCancel`. */
+  readonly dialog: Pick<ConfirmDialogProps, 'open' | 'onConfirm' | 'onCancel'>;
+}
+
+/**
+ * The state of a {@link ConfirmDialog} about one thing (a row, an item): `ask(subject)` opens
+ * it; confirming runs `act(subject)` and closes it; cancelling only closes it.
+ */
+export function useConfirmation<T>(act: (subject: T) => void): Confirmation<T> {
+  const [subject, setSubject] = useState<{ value: T } | undefined>();
+  return {
+    subject: subject?.value,
+    ask: (value) => setSubject({ value }),
+    dialog: {
+      open: subject !== undefined,
+      onCancel: () => setSubject(undefined),
+      onConfirm: () => {
+        if (subject) act(subject.value);
+        setSubject(undefined);
+      },
+    },
+  };
+}
+
 /**
  * A modal confirmation built on the HTML `<dialog>` element, whose `showModal()` gives what a
  * modal needs without a library: the rest of the page inert, focus moved in and restored on

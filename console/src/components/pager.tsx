@@ -11,6 +11,8 @@ export interface PagerProps {
   readonly pagination: { total_records: number; current_page_number: number; total_pages: number; page_size: number };
   /** What is counted, plural, e.g. "users". */
   readonly noun: string;
+  /** The noun for one, when dropping the plural's "s" does not make it (e.g. "delivery"). */
+  readonly one?: string;
   readonly url: UrlParams;
   /** Names of the URL parameters (a page with two listings keeps them apart). */
   readonly pageParam?: string;
@@ -23,7 +25,7 @@ export interface PagerProps {
  * Pagination whose state is the URL (`page`, `size`): real links, so back/forward, a new tab
  * and a shared address all land on the same page; exact totals from the API.
  */
-export function Pager({ pagination, noun, url, pageParam = 'page', sizeParam = 'size', label = 'Pagination' }: PagerProps) {
+export function Pager({ pagination, noun, one = noun.replace(/s$/, ''), url, pageParam = 'page', sizeParam = 'size', label = 'Pagination' }: PagerProps) {
   const sizeId = useId();
   const { current_page_number: page, total_pages: pages, total_records: total } = pagination;
   const link = (target: number, label: string) =>
@@ -41,7 +43,7 @@ export function Pager({ pagination, noun, url, pageParam = 'page', sizeParam = '
       <p class="pager-status" aria-live="polite">
         {total === 0
           ? `No ${noun}`
-          : `Page ${page.toLocaleString('en')} of ${pages.toLocaleString('en')} · ${total.toLocaleString('en')} ${total === 1 ? noun.replace(/s$/, '') : noun}`}
+          : `Page ${page.toLocaleString('en')} of ${pages.toLocaleString('en')} · ${total.toLocaleString('en')} ${total === 1 ? one : noun}`}
       </p>
       <div class="pager-links">
         {link(1, 'First')}

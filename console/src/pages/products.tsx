@@ -3,6 +3,7 @@ import { useId, useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { WumApiError } from '../../../sdk/errors.ts';
 import { adminApi, type CatalogueProduct } from '../api/admin.ts';
+import { Chips } from '../components/chips.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
@@ -147,13 +148,7 @@ export function ProductsPage() {
                     {editing === product.name ? (
                       <ProductEditor product={product} onDone={() => setEditing(undefined)} />
                     ) : (
-                      <ul class="chips">
-                        {product.roles.map((role) => (
-                          <li key={role} class="chip">
-                            {role}
-                          </li>
-                        ))}
-                      </ul>
+                      <Chips items={product.roles} />
                     )}
                   </td>
                   <td>{dateTime(product.updated_at)}</td>

@@ -7,11 +7,13 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { dateTime } from '../format.ts';
+import { WebhookEndpointsSection } from './webhook-endpoints.tsx';
 
 /**
  * One workspace's API keys (operator): create (the plaintext shown once, with a copy button),
- * revoke after a confirmation, and when each was last used (to the minute). Source: SPEC.md
- * Part B, Authentication and Operator interface.
+ * revoke after a confirmation, and when each was last used (to the minute); then its webhook
+ * endpoints ({@link WebhookEndpointsSection}). Source: SPEC.md Part B, Authentication,
+ * Operator interface, and Events and webhooks.
  */
 export function WorkspacePage({ subdomain }: { subdomain: string }) {
   const queryClient = useQueryClient();
@@ -80,6 +82,7 @@ export function WorkspacePage({ subdomain }: { subdomain: string }) {
           </div>
         </section>
       )}
+      <WebhookEndpointsSection subdomain={subdomain} />
       <ConfirmDialog
         open={revoking !== undefined}
         title="Revoke this API key?"
