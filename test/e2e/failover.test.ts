@@ -7,6 +7,7 @@ import { startFormation, type Formation, type FormationNode } from '../helpers/p
 import { freePort } from '../helpers/postgres-cluster.ts';
 import { sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /*
  * The database fails over under write load (SPEC.md Part B, "A highly available database";
@@ -20,8 +21,8 @@ import { BACKEND } from '../helpers/test-context.ts';
  * new primary is killed in turn. Each time: only 201 and 503 (no 500, no hang), writes again
  * within 10 s of the kill and within 5 s of the promotion, /readyz 503 while there is no
  * primary and /healthz 200 throughout, a key revoked afterwards refused by both processes
- * within 1 s, and every acknowledged user in the database with its audit row and its event,
- * nothing else. PostgreSQL only; every process is killed in `after`.
+ * within 1 s, every acknowledged user in the database with its audit row and its event,
+ * nothing else, and each of those events delivered to a webhook receiver. PostgreSQL only; every process is killed in `after`.
  */
 
 const ADMIN_TOKEN = 'failover-admin-token-0123456789';
@@ -42,6 +43,8 @@ const LOAD_AFTER_RECOVERY_MS = 2000;
 const RECOVERY_AFTER_KILL_MS = 10_000;
 const REACH_AFTER_PROMOTION_MS = 5000;
 const REVOCATION_MS = 1000;
+/** How long the delivery workers have to send every acknowledged write's event after the switch. */
+const DELIVERY_MS = 30_000;
 
 interface Attempt {
   readonly email: string;
@@ -67,6 +70,8 @@ if (BACKEND === 'postgres') {
     const subdomain = 'failover';
     const host = `${subdomain}.localhost`;
     let apiKey: string;
+    /** The webhook endpoint of the workspace: every `user.created` event is sent here. */
+    let receiver: WebhookReceiver;
     /** Every logical write acknowledged (201), by email. */
     const acknowledged = new Set<string>();
 
@@ -85,6 +90,11 @@ if (BACKEND === 'postgres') {
         RATE_LIMIT_PER_KEY: '0',
         // Long enough that only LISTEN/NOTIFY (or reading afresh) can explain a refused revoked key.
         CACHE_TTL_MS: '600000',
+        // The delivery worker of each process sends to the test's receiver on loopback, and
+        // retries quickly, so that a delivery failed during the switch is sent again in time.
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,2s,2s,2s,2s,2s,2s,2s',
+        WEBHOOK_POLL_INTERVAL_MS: '100',
         ...WUM_LIMITS,
       });
       const replica = { port, process: server };
@@ -117,10 +127,14 @@ if (BACKEND === 'postgres') {
       const created = await admin(a!, 'POST', '/workspaces', { subdomain });
       assert.equal(created.status, 201, created.body);
       apiKey = created.json().api_key.key;
+      receiver = await startWebhookReceiver();
+      const endpoint = await admin(a!, 'POST', `/workspaces/${subdomain}/webhook-endpoints`, { url: receiver.url, event_types: ['user.created'] });
+      assert.equal(endpoint.status, 201, endpoint.body);
     });
-    after(() => {
+    after(async () => {
       for (const replica of replicas) replica.process.kill();
       formation?.stop();
+      await receiver?.close();
     });
 
     /**
@@ -302,6 +316,21 @@ if (BACKEND === 'postgres') {
       assert.deepEqual(sorted(stored.users), sorted([...acknowledged]), 'the users are exactly the acknowledged ones');
       assert.deepEqual(sorted(stored.audited), sorted([...acknowledged]), 'one audit row per acknowledged user');
       assert.deepEqual(sorted(stored.events), sorted([...acknowledged]), 'one event per acknowledged user');
+
+      // The delivery workers carried on across the failover: every acknowledged user's event
+      // reached the receiver (at least once: a delivery may repeat, never go missing).
+      const delivered = () =>
+        new Set(receiver.received.filter((r) => r.status < 300).map((r) => JSON.parse(r.body).data.user.email as string));
+      const deliveryDeadline = Date.now() + DELIVERY_MS;
+      let missing = [...acknowledged];
+      while (Date.now() < deliveryDeadline) {
+        const got = delivered();
+        missing = [...acknowledged].filter((email) => !got.has(email));
+        if (missing.length === 0) break;
+        await sleep(200);
+      }
+      assert.deepEqual(missing, [], `events of acknowledged writes delivered to the webhook receiver within ${DELIVERY_MS} ms`);
+      t.diagnostic(`${acknowledged.size} acknowledged users, ${receiver.received.length} webhook requests received`);
     }
 
     /** A key used (so cached) by both processes, revoked through one: refused by both within 1 s. */
