@@ -6,7 +6,7 @@
 import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { generateApiKey } from '../src/core/api-keys/api-key-secret.ts';
 import { openDatabase } from '../src/storage/database.ts';
-import { USER_COUNT_BLOCK_IDS } from '../src/storage/schema.ts';
+import { USER_COUNT_LEVEL_BITS } from '../src/storage/schema.ts';
 import { withClient } from '../test/helpers/postgres-cluster.ts';
 
 /** Runs one SQL statement with positional parameters and returns its rows. */
@@ -93,12 +93,14 @@ export async function seedWorkspaces(run: RunSql, subdomains: readonly string[],
          from users u where u.workspace_id = any($1::int8[])`,
         [ids],
       );
-      // The exact per-status, per-block counts the service keeps (any slot will do: a count is their sum).
+      // The exact counts the service keeps, at every level, spread over slots as its adds spread them.
       await run(
-        `insert into user_counts (workspace_id, status, block, slot, user_count)
-         select workspace_id, status, id / $2::int8, 0, count(*) from users where workspace_id = any($1::int8[])
-         group by workspace_id, status, id / $2::int8`,
-        [ids, USER_COUNT_BLOCK_IDS],
+        `insert into user_counts (workspace_id, status, level, block, slot, user_count)
+         select u.workspace_id, u.status, (l.n - 1)::smallint, u.id >> l.bits, (u.id % 16)::smallint, count(*)
+         from users u cross join unnest($2::int[]) with ordinality as l(bits, n)
+         where u.workspace_id = any($1::int8[])
+         group by 1, 2, 3, 4, 5`,
+        [ids, USER_COUNT_LEVEL_BITS],
       );
     } finally {
       await run('set session_replication_role = origin');

@@ -6,7 +6,7 @@ import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, Worksp
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { USER_COUNT_BLOCK_IDS } from './schema.ts';
+import { USER_COUNT_FANOUT, USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, orderSql } from './user-conditions.ts';
 
 /*
@@ -144,19 +144,22 @@ function writeParams(workspaceId: number, user: UserWrite, record: UserChangeRec
   };
 }
 
+/** `(level, bits)` of every level of the counts, as a VALUES list (see USER_COUNT_LEVEL_BITS). */
+const countLevels = sql.raw(`(values ${USER_COUNT_LEVEL_BITS.map((bits, level) => `(${level}::smallint, ${bits})`).join(', ')})`);
+
 /**
  * Adds each `(status, delta)` of `changes` (a VALUES list over the row `s` of CTE `source`) to
- * that user's count slot, for the rows where `when` holds. Count rows are taken in status
- * order, so two transactions moving users between the two statuses cannot deadlock.
+ * that user's count slot at every level, for the rows where `when` holds. Count rows are taken
+ * in key order, so two transactions moving users between the two statuses cannot deadlock.
  */
 function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
-  return sql`insert into user_counts (workspace_id, status, block, slot, user_count)
-    select ${workspaceParam}, c.status, s.id / ${sql.raw(String(USER_COUNT_BLOCK_IDS))},
-      (s.id % ${sql.raw(String(COUNT_SLOTS))})::smallint, c.delta
+  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
+    select ${workspaceParam}, c.status, l.level, s.id >> l.bits, (s.id % ${sql.raw(String(COUNT_SLOTS))})::smallint, c.delta
     from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
+      cross join ${countLevels} as l(level, bits)
     where ${when}
-    order by c.status
-    on conflict (workspace_id, status, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
+    order by c.status, l.level
+    on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
 /** How a reference names a user: by email (any letter case), by public id, or by row id. */
@@ -278,37 +281,90 @@ const countActiveOwners = new NamedStatement(
     where workspace_id = ${workspaceParam} and status = 'active' and role = 'owner'`,
 );
 
+/** The level of the counts that holds a workspace's total (one block). */
+const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
+/** Ids in a block of the lowest level, as a shift. */
+const LEAF_BITS = USER_COUNT_LEVEL_BITS[0];
 /**
- * The total and the rows of one page, in one statement: the per-block counts give the total
- * and, by their running sum, the block holding the page's first row and how many rows of that
- * block come before it; the ids are then read from the `(workspace_id, status, id)` index (the
- * primary key for `all`) starting in that block, skipping at most one block's worth of index
- * entries however deep the page, and only the page's own rows are fetched, with their apps.
+ * A page starting fewer than this many rows from the end it is read from walks the index from
+ * that end, as plain `OFFSET` would: cheaper than summing the levels of counts. Deeper pages
+ * go down the levels and skip at most 511 index entries.
+ */
+const DIRECT_WALK_ROWS = 1_024;
+
+/**
+ * The total and the rows of one page, in one statement (one snapshot). The page is read from
+ * the nearer end of the listing (the ids in reverse for the last half). The top level of the
+ * counts gives the total; unless the page starts within {@link DIRECT_WALK_ROWS} of that end,
+ * a running sum over at most 32 blocks (16 slot rows each) at each lower level finds the
+ * 512-id block holding the page's first row (from that end) and how many rows of it come
+ * before, and the index walk starts at that block. The lower levels are only read when used
+ * (PostgreSQL evaluates a CASE branch's subqueries lazily). Only the page's own rows are
+ * fetched, with their apps.
  */
 function pageStatement(name: string, ofStatus: (alias: string) => SQL): NamedStatement {
   const offset = sql`${ph('offset')}::int8`;
+  const size = sql`${ph('pageSize')}::int8`;
+  const counts = (level: number, parent: string | undefined) => sql`select c.block, sum(c.user_count)::int8 as n
+    from user_counts c
+    where c.workspace_id = ${workspaceParam}${ofStatus('c')} and c.level = ${sql.raw(String(level))}${
+      parent === undefined
+        ? sql``
+        : sql` and c.block between (select block from ${sql.identifier(parent)}) * ${sql.raw(String(USER_COUNT_FANOUT))}
+          and (select block from ${sql.identifier(parent)}) * ${sql.raw(String(USER_COUNT_FANOUT))} + ${sql.raw(String(USER_COUNT_FANOUT - 1))}`
+    }
+    group by c.block`;
+  const descent: SQL[] = [];
+  for (let level = TOP_LEVEL - 1; level >= 0; level -= 1) {
+    const parent = level === TOP_LEVEL - 1 ? undefined : `at${level + 1}`;
+    const rank = parent === undefined ? sql`(select rank from walk)` : sql`(select rest from ${sql.identifier(parent)})`;
+    descent.push(sql`${sql.identifier(`at${level}`)} as (
+        select b.block, ${rank} - b.before as rest from (
+          select l.block, l.n,
+            (sum(l.n) over (order by case when w.forward then l.block else -l.block end))::int8 - l.n as before
+          from (${counts(level, parent)}) l cross join walk w
+        ) b
+        where b.before <= ${rank} and ${rank} < b.before + b.n
+      )`);
+  }
+  const direct = sql`w.rank < ${sql.raw(String(DIRECT_WALK_ROWS))}`;
   return new NamedStatement(
     name,
-    () => sql`with blocks as (
-        select c.block, sum(c.user_count)::int8 as n from user_counts c
-        where c.workspace_id = ${workspaceParam}${ofStatus('c')}
-        group by c.block
+    () => sql`with walk as (
+        select t.n as total, 2 * ${offset} + ${size} <= t.n as forward,
+          case when 2 * ${offset} + ${size} <= t.n then ${offset} else greatest(t.n - ${offset} - ${size}, 0) end as rank,
+          greatest(least(${size}, t.n - ${offset}), 0) as take
+        from (
+          select coalesce(sum(c.user_count), 0)::int8 as n from user_counts c
+          where c.workspace_id = ${workspaceParam}${ofStatus('c')} and c.level = ${sql.raw(String(TOP_LEVEL))}
+        ) t
       ),
-      placed as (
-        select block, n, (sum(n) over (order by block))::int8 - n as before from blocks
-      ),
+      ${sql.join(descent, sql`,
+      `)},
       start as (
-        select block, ${offset} - before as skip from placed
-        where before <= ${offset} and ${offset} < before + n
+        select case when ${direct} then w.rank else (select rest from at0) end as skip,
+          case when ${direct} then 0 else (select block from at0) << ${sql.raw(String(LEAF_BITS))} end as low,
+          case when ${direct} then 9223372036854775807 else ((select block from at0) + 1) << ${sql.raw(String(LEAF_BITS))} end as high
+        from walk w
+      ),
+      forward_ids as (
+        select u.id from users u
+        where u.workspace_id = ${workspaceParam}${ofStatus('u')} and (select forward from walk) and u.id >= (select low from start)
+        order by u.id
+        limit ${size} offset (select skip from start)
+      ),
+      backward_ids as (
+        select u.id from users u
+        where u.workspace_id = ${workspaceParam}${ofStatus('u')} and not (select forward from walk) and u.id < (select high from start)
+        order by u.id desc
+        limit ${size} offset (select skip from start)
       ),
       page_ids as (
-        select u.id from users u
-        where u.workspace_id = ${workspaceParam}${ofStatus('u')}
-          and u.id >= (select block from start) * ${sql.raw(String(USER_COUNT_BLOCK_IDS))}
-        order by u.id
-        limit ${ph('pageSize')} offset (select skip from start)
+        select id from forward_ids
+        union all
+        (select id from backward_ids order by id desc limit (select take from walk))
       )
-      select (select coalesce(sum(n), 0) from blocks)::int8 as total, p.*
+      select (select total from walk) as total, p.*
       from (select 1) as one
       left join lateral (
         select ${userColumnsOf('users')}, ${appsOf('users')} as apps
@@ -408,7 +464,8 @@ export function createUserRepository(db: Database): UserRepository {
         query.where || query.excludeScimDeleted
           ? sql`(select count(*) from users u where ${where})`
           : sql`(select coalesce(sum(c.user_count), 0) from user_counts c
-              where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`})`;
+              where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`}
+                and c.level = ${sql.raw(String(TOP_LEVEL))})`;
       const found = (await list(
         matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
       )) as Array<UserRow & { total: number | string }>;
