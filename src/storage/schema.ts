@@ -118,12 +118,10 @@ export const users = pgTable(
  * of 2^`USER_COUNT_LEVEL_BITS[k]` ids (`user_counts.block` = id >> those bits). Level 0 blocks
  * hold 512 ids, each next level 32 blocks of the one below, and the last level one block for
  * the whole workspace (its total). Part of the schema: the rows of `user_counts` are bucketed
- * with it (migration 0006 too), so changing it means re-bucketing that table.
+ * with it, and migration 0006 (its count and the `user_page_ids` function) spells the same
+ * levels out, so changing it means a migration re-bucketing that table.
  */
 export const USER_COUNT_LEVEL_BITS = [9, 14, 19, 24, 63] as const;
-
-/** How many blocks of one level make one block of the next (2^5), below the workspace total. */
-export const USER_COUNT_FANOUT = 32;
 
 /**
  * How many users each workspace has in each status, per level and block of user ids (see

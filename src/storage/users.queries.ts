@@ -6,7 +6,7 @@ import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, Worksp
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { USER_COUNT_FANOUT, USER_COUNT_LEVEL_BITS } from './schema.ts';
+import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, orderSql } from './user-conditions.ts';
 
 /*
@@ -283,98 +283,33 @@ const countActiveOwners = new NamedStatement(
 
 /** The level of the counts that holds a workspace's total (one block). */
 const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
-/** Ids in a block of the lowest level, as a shift. */
-const LEAF_BITS = USER_COUNT_LEVEL_BITS[0];
 /**
  * A page starting fewer than this many rows from the end it is read from walks the index from
- * that end, as plain `OFFSET` would: cheaper than summing the levels of counts. Deeper pages
- * go down the levels and skip at most 511 index entries.
+ * that end, as plain `OFFSET` would: cheaper than going down the levels of counts. Deeper
+ * pages go down the levels and skip at most 511 index entries.
  */
 const DIRECT_WALK_ROWS = 1_024;
 
 /**
- * The total and the rows of one page, in one statement (one snapshot). The page is read from
- * the nearer end of the listing (the ids in reverse for the last half). The top level of the
- * counts gives the total; unless the page starts within {@link DIRECT_WALK_ROWS} of that end,
- * a running sum over at most 32 blocks (16 slot rows each) at each lower level finds the
- * 512-id block holding the page's first row (from that end) and how many rows of it come
- * before, and the index walk starts at that block. The lower levels are only read when used
- * (PostgreSQL evaluates a CASE branch's subqueries lazily). Only the page's own rows are
- * fetched, with their apps.
+ * The total and the rows of one page, in one statement (one snapshot): `user_page_ids`
+ * (migration 0006) reads the total from the top level of the counts and finds the page's ids
+ * from the nearer end of the listing, going down the levels for a deep page; only the page's
+ * own rows are then fetched, with their apps. `status` is null for all users.
  */
-function pageStatement(name: string, ofStatus: (alias: string) => SQL): NamedStatement {
-  const offset = sql`${ph('offset')}::int8`;
-  const size = sql`${ph('pageSize')}::int8`;
-  const counts = (level: number, parent: string | undefined) => sql`select c.block, sum(c.user_count)::int8 as n
-    from user_counts c
-    where c.workspace_id = ${workspaceParam}${ofStatus('c')} and c.level = ${sql.raw(String(level))}${
-      parent === undefined
-        ? sql``
-        : sql` and c.block between (select block from ${sql.identifier(parent)}) * ${sql.raw(String(USER_COUNT_FANOUT))}
-          and (select block from ${sql.identifier(parent)}) * ${sql.raw(String(USER_COUNT_FANOUT))} + ${sql.raw(String(USER_COUNT_FANOUT - 1))}`
-    }
-    group by c.block`;
-  const descent: SQL[] = [];
-  for (let level = TOP_LEVEL - 1; level >= 0; level -= 1) {
-    const parent = level === TOP_LEVEL - 1 ? undefined : `at${level + 1}`;
-    const rank = parent === undefined ? sql`(select rank from walk)` : sql`(select rest from ${sql.identifier(parent)})`;
-    descent.push(sql`${sql.identifier(`at${level}`)} as (
-        select b.block, ${rank} - b.before as rest from (
-          select l.block, l.n,
-            (sum(l.n) over (order by case when w.forward then l.block else -l.block end))::int8 - l.n as before
-          from (${counts(level, parent)}) l cross join walk w
-        ) b
-        where b.before <= ${rank} and ${rank} < b.before + b.n
-      )`);
-  }
-  const direct = sql`w.rank < ${sql.raw(String(DIRECT_WALK_ROWS))}`;
-  return new NamedStatement(
-    name,
-    () => sql`with walk as (
-        select t.n as total, 2 * ${offset} + ${size} <= t.n as forward,
-          case when 2 * ${offset} + ${size} <= t.n then ${offset} else greatest(t.n - ${offset} - ${size}, 0) end as rank,
-          greatest(least(${size}, t.n - ${offset}), 0) as take
-        from (
-          select coalesce(sum(c.user_count), 0)::int8 as n from user_counts c
-          where c.workspace_id = ${workspaceParam}${ofStatus('c')} and c.level = ${sql.raw(String(TOP_LEVEL))}
-        ) t
-      ),
-      ${sql.join(descent, sql`,
-      `)},
-      start as (
-        select case when ${direct} then w.rank else (select rest from at0) end as skip,
-          case when ${direct} then 0 else (select block from at0) << ${sql.raw(String(LEAF_BITS))} end as low,
-          case when ${direct} then 9223372036854775807 else ((select block from at0) + 1) << ${sql.raw(String(LEAF_BITS))} end as high
-        from walk w
-      ),
-      forward_ids as (
-        select u.id from users u
-        where u.workspace_id = ${workspaceParam}${ofStatus('u')} and (select forward from walk) and u.id >= (select low from start)
-        order by u.id
-        limit ${size} offset (select skip from start)
-      ),
-      backward_ids as (
-        select u.id from users u
-        where u.workspace_id = ${workspaceParam}${ofStatus('u')} and not (select forward from walk) and u.id < (select high from start)
-        order by u.id desc
-        limit ${size} offset (select skip from start)
-      ),
-      page_ids as (
-        select id from forward_ids
-        union all
-        (select id from backward_ids order by id desc limit (select take from walk))
-      )
-      select (select total from walk) as total, p.*
-      from (select 1) as one
-      left join lateral (
-        select ${userColumnsOf('users')}, ${appsOf('users')} as apps
-        from page_ids join users on users.workspace_id = ${workspaceParam} and users.id = page_ids.id
-      ) p on true
-      order by p.id`,
-  );
-}
-const pageOfAll = pageStatement('wum_users_page', () => sql``);
-const pageOfStatus = pageStatement('wum_users_page_of_status', (alias) => sql` and ${sql.identifier(alias)}.status = ${ph('status')}`);
+const pageStatement = new NamedStatement(
+  'wum_users_page',
+  () => sql`with page as materialized (
+      select * from user_page_ids(${workspaceParam}::int8, ${ph('status')}::text, ${ph('offset')}::int8, ${ph('pageSize')}::int8,
+        ${sql.raw(String(DIRECT_WALK_ROWS))})
+    )
+    select (select total from page limit 1) as total, p.*
+    from (select 1) as one
+    left join lateral (
+      select ${userColumnsOf('users')}, ${appsOf('users')} as apps
+      from page join users on users.workspace_id = ${workspaceParam} and users.id = page.id
+    ) p on true
+    order by p.id`,
+);
 
 /** Same apps in the same order. */
 function sameApps(a: readonly AppRole[], b: readonly AppRole[]): boolean {
@@ -446,8 +381,8 @@ export function createUserRepository(db: Database): UserRepository {
     },
 
     async findPage(workspaceId, status, page: PageRequest): Promise<Slice<StoredUser>> {
-      const values = { workspaceId, status, offset: pageOffset(page), pageSize: page.pageSize };
-      const found = await (status === 'all' ? pageOfAll : pageOfStatus).run<UserRow & { total: number | string }>(db, values);
+      const values = { workspaceId, status: status === 'all' ? null : status, offset: pageOffset(page), pageSize: page.pageSize };
+      const found = await pageStatement.run<UserRow & { total: number | string }>(db, values);
       const total = Number(found[0]?.total ?? 0);
       return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };
     },

@@ -11,3 +11,76 @@ INSERT INTO "user_counts" ("workspace_id", "status", "level", "block", "slot", "
 SELECT u."workspace_id", u."status", l."level", u."id" >> l."bits", (u."id" % 16)::smallint, count(*)
 FROM "users" u CROSS JOIN (VALUES (0::smallint, 9), (1::smallint, 14), (2::smallint, 19), (3::smallint, 24), (4::smallint, 63)) AS l("level", "bits")
 GROUP BY 1, 2, 3, 4, 5;
+--> statement-breakpoint
+-- The ids of one page of a workspace's users with one of `statuses` (by id), and the exact
+-- total, from the levels of user_counts (storage/users.queries.ts, findPage). The page is read
+-- from the nearer end of the listing. A page starting fewer than `direct_rows` rows from that
+-- end is walked to from it, as OFFSET would; a deeper one goes down the levels (a running sum
+-- over at most 32 blocks of each, stopping at the block holding its first row) and walks at
+-- most 511 index entries of its 512-id block. A function so that PostgreSQL plans these short
+-- statements once per session instead of planning one long statement on every call.
+CREATE FUNCTION "user_page_ids"(p_workspace_id bigint, p_status text, p_offset bigint, p_page_size bigint, p_direct_rows bigint)
+RETURNS TABLE ("total" bigint, "id" bigint) LANGUAGE plpgsql STABLE ROWS 100 AS $$
+DECLARE
+  v_total bigint;
+  v_forward boolean;
+  v_rank bigint;
+  v_take bigint;
+  v_block bigint := 0;
+  v_low bigint := 0;
+  v_high bigint := 9223372036854775807;
+  v_level int;
+  v_found boolean;
+  v_statuses text[] := CASE WHEN p_status IS NULL THEN ARRAY['active', 'deactivated'] ELSE ARRAY[p_status] END;
+  r record;
+BEGIN
+  SELECT coalesce(sum(c.user_count), 0)::int8 INTO v_total FROM user_counts c
+  WHERE c.workspace_id = p_workspace_id AND c.status = ANY (v_statuses) AND c.level = 4;
+  v_forward := 2 * p_offset + p_page_size <= v_total;
+  v_rank := CASE WHEN v_forward THEN p_offset ELSE greatest(v_total - p_offset - p_page_size, 0) END;
+  v_take := greatest(least(p_page_size, v_total - p_offset), 0);
+  IF v_take > 0 AND v_rank >= p_direct_rows THEN
+    FOR v_level IN REVERSE 3..0 LOOP
+      v_found := false;
+      FOR r IN
+        SELECT c.block, sum(c.user_count)::int8 AS n FROM user_counts c
+        WHERE c.workspace_id = p_workspace_id AND c.status = ANY (v_statuses)
+          AND c.level = v_level AND c.block BETWEEN v_low AND v_high
+        GROUP BY c.block
+        ORDER BY CASE WHEN v_forward THEN c.block ELSE -c.block END
+      LOOP
+        IF v_rank < r.n THEN
+          v_block := r.block;
+          v_found := true;
+          EXIT;
+        END IF;
+        v_rank := v_rank - r.n;
+      END LOOP;
+      IF NOT v_found THEN
+        v_take := 0;
+        EXIT;
+      END IF;
+      v_low := v_block * 32;
+      v_high := v_block * 32 + 31;
+    END LOOP;
+    v_low := v_block << 9;
+    v_high := (v_block + 1) << 9;
+  END IF;
+  IF v_take = 0 THEN
+    -- No row: the total alone.
+    RETURN QUERY SELECT v_total, NULL::int8;
+  ELSIF v_forward AND p_status IS NULL THEN
+    RETURN QUERY SELECT v_total, u.id FROM users u
+      WHERE u.workspace_id = p_workspace_id AND u.id >= v_low ORDER BY u.id LIMIT v_take OFFSET v_rank;
+  ELSIF v_forward THEN
+    RETURN QUERY SELECT v_total, u.id FROM users u
+      WHERE u.workspace_id = p_workspace_id AND u.status = p_status AND u.id >= v_low ORDER BY u.id LIMIT v_take OFFSET v_rank;
+  ELSIF p_status IS NULL THEN
+    RETURN QUERY SELECT v_total, u.id FROM users u
+      WHERE u.workspace_id = p_workspace_id AND u.id < v_high ORDER BY u.id DESC LIMIT v_take OFFSET v_rank;
+  ELSE
+    RETURN QUERY SELECT v_total, u.id FROM users u
+      WHERE u.workspace_id = p_workspace_id AND u.status = p_status AND u.id < v_high ORDER BY u.id DESC LIMIT v_take OFFSET v_rank;
+  END IF;
+END
+$$;
