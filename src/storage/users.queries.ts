@@ -25,7 +25,7 @@ import { conditionSql, orderSql } from './user-conditions.ts';
  * workspace lock different count rows. Any value is correct, since a count is the sum
  * over all slots; changing it needs no migration.
  */
-const COUNT_SLOTS = 16;
+const COUNT_SLOTS = 4;
 
 /** The workspace every statement is confined to. */
 const workspaceParam = ph('workspaceId');
@@ -288,7 +288,7 @@ const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
  * that end, as plain `OFFSET` would: cheaper than going down the levels of counts. Deeper
  * pages go down the levels and skip at most 511 index entries.
  */
-const DIRECT_WALK_ROWS = 1_024;
+const DIRECT_WALK_ROWS = 2_048;
 
 /**
  * The total and the rows of one page, in one statement (one snapshot): `user_page_ids`

@@ -152,7 +152,7 @@ describe(`deep pages of a listing [${BACKEND}]`, () => {
       await addUser(store, neighbour, { email: `n${first}@example.com`, role: 'non_owner', apps: [] }, SYSTEM_ACTOR);
     }
     await db.execute(sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
-      select u.workspace_id, u.status, (l.n - 1)::smallint, u.id >> l.bits, (u.id % 16)::smallint, count(*)
+      select u.workspace_id, u.status, (l.n - 1)::smallint, u.id >> l.bits, (u.id % 4)::smallint, count(*)
       from users u cross join unnest(${sql.param([...USER_COUNT_LEVEL_BITS])}::int[]) with ordinality as l(bits, n)
       where u.workspace_id = ${workspaceId} group by 1, 2, 3, 4, 5`);
     for (let i = 0; i < 40; i += 1) {
