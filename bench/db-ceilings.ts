@@ -11,7 +11,7 @@ import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
 import { createStore } from '../src/storage/store.ts';
 import type { HttpRequestSpec } from './http-load.ts';
 import type { Measurement } from './measurement.ts';
-import { recordQueries, replaySql, toTemplate } from './sql-replay.ts';
+import { recordQueries, replaySql, toTemplate, type SqlTemplate } from './sql-replay.ts';
 
 /** One endpoint's ceiling to measure. */
 export interface CeilingSpec {
@@ -42,6 +42,9 @@ export interface Ceiling {
   readonly measured: Measurement;
   readonly extra: object;
   readonly sql: readonly string[];
+  /** The replayed operation, and what the service answered to the recorded request. */
+  readonly template: SqlTemplate;
+  readonly response: { readonly method: HttpRequestSpec['method']; readonly status: number; readonly body: unknown };
 }
 
 /** Measures ceilings one at a time (so each can run right before the scenario it is compared to). */
@@ -73,6 +76,7 @@ export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
       ...(spec.body ? { payload: spec.body } : {}),
     });
     if (response.statusCode >= 300) throw new Error(`${spec.method} ${spec.path} → ${response.statusCode} ${response.body}`);
+    return { status: response.statusCode, body: response.body === '' ? undefined : (JSON.parse(response.body) as unknown) };
   };
   return {
     async measure(spec) {
@@ -80,9 +84,10 @@ export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
       // Let the first request's fire-and-forget write (the key's last use) finish unrecorded.
       await new Promise((resolve) => setTimeout(resolve, 100));
       let recordedRequest: HttpRequestSpec | undefined;
+      let response: Ceiling['response'] | undefined;
       const queries = await recordQueries(async () => {
         recordedRequest = spec.request();
-        await send(recordedRequest);
+        response = { method: recordedRequest.method, ...(await send(recordedRequest)) };
       });
       const template = toTemplate(queries, spec.email?.of(recordedRequest!));
       const { result: measured, extra } = await run.around(() =>
@@ -94,7 +99,7 @@ export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
           ...(spec.email ? { nextEmail: spec.email.next } : {}),
         }),
       );
-      return { label: spec.label, measured, extra, sql: queries.map((q) => q.text) };
+      return { label: spec.label, measured, extra, sql: queries.map((q) => q.text), template, response: response! };
     },
     async close() {
       await app.close();

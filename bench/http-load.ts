@@ -9,7 +9,7 @@ import { FailureTally, LatencyRecorder, measurement, type Measurement } from './
 
 /** One request of a scenario. */
 export interface HttpRequestSpec {
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body?: string;

@@ -24,6 +24,11 @@ export interface ReportRow {
   readonly baseline?: { readonly label: string; readonly perSecond: number };
   /** Target on the ratio to the baseline (e.g. 0.7), or on p99 in ms, with whether it was met. */
   readonly target?: { readonly text: string; readonly met: boolean };
+  /**
+   * The rate of the bare Fastify route running the same recorded SQL (bench/framework-ceiling.ts)
+   * and the least ratio to it that meets the goal.
+   */
+  readonly sqlCeiling?: { readonly perSecond: number; readonly goal: number };
   /** Free text for figures that are not rates (start-up time, exactness checks). */
   readonly note?: string;
 }
@@ -53,6 +58,7 @@ const HEAD = [
   'Σ CPU µs/req',
   'vs baseline',
   'target',
+  'vs bare Fastify + same SQL',
 ];
 
 function mb(bytes: number | undefined): string {
@@ -90,6 +96,13 @@ export function ratio(row: ReportRow): number | undefined {
   return row.measured && row.baseline && row.baseline.perSecond > 0 ? row.measured.perSecond / row.baseline.perSecond : undefined;
 }
 
+/** `0.83× (≥ 0.8× met)`: the rate against the bare route running the same SQL, and its goal. */
+function sqlCeilingCell(row: ReportRow): string {
+  if (!row.measured || !row.sqlCeiling || row.sqlCeiling.perSecond <= 0) return '';
+  const r = row.measured.perSecond / row.sqlCeiling.perSecond;
+  return `${r.toFixed(2)}× (≥ ${row.sqlCeiling.goal}× ${r >= row.sqlCeiling.goal && row.measured.errors === 0 ? 'met' : 'NOT met'})`;
+}
+
 function cells(row: ReportRow): string[] {
   const m = row.measured;
   const r = ratio(row);
@@ -107,6 +120,7 @@ function cells(row: ReportRow): string[] {
     totalCpu(row),
     r === undefined ? (m && row.note ? row.note : '') : `${r.toFixed(2)}× ${row.baseline!.label}`,
     row.target ? `${row.target.text} ${row.target.met ? 'met' : 'NOT met'}` : '',
+    sqlCeilingCell(row),
   ];
 }
 

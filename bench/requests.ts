@@ -53,6 +53,32 @@ export function removeRequest(ws: SeededWorkspace, email: string): HttpRequestSp
   return { method: 'DELETE', path: `${API}/users/${encodeURIComponent(email)}`, headers: headersOf(ws) };
 }
 
+/** `PATCH /users/{email}` giving the user a first name no other request of this process gave. */
+export function patchRequest(ws: SeededWorkspace, email: string): HttpRequestSpec {
+  emailCounter += 1;
+  return {
+    method: 'PATCH',
+    path: `${API}/users/${encodeURIComponent(email)}`,
+    headers: headersOf(ws, true),
+    body: JSON.stringify({ user: { first_name: `Patched ${runTag}-${emailCounter}` } }),
+  };
+}
+
+/** `GET /users?q=…`: the users whose email, first or last name starts with `prefix`. */
+export function searchRequest(ws: SeededWorkspace, prefix: string): HttpRequestSpec {
+  return { method: 'GET', path: `${API}/users?q=${encodeURIComponent(prefix)}&page_size=${PAGE_SIZE}`, headers: headersOf(ws) };
+}
+
+/** SCIM `GET /Users?filter=userName eq "…"`, authenticated the SCIM way (a bearer key). */
+export function scimFindRequest(ws: SeededWorkspace, email: string): HttpRequestSpec {
+  const { 'x-api-key': key, ...headers } = headersOf(ws);
+  return {
+    method: 'GET',
+    path: `/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`,
+    headers: { ...headers, authorization: `Bearer ${key}` },
+  };
+}
+
 /** `GET /products`. */
 export function productsRequest(ws: SeededWorkspace): HttpRequestSpec {
   return { method: 'GET', path: `${API}/products`, headers: headersOf(ws) };

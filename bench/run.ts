@@ -9,7 +9,7 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import ts from 'typescript';
@@ -26,12 +26,17 @@ import {
   addRequest,
   lastPage,
   listRequest,
+  patchRequest,
   productsRequest,
   removalCursor,
   removeRequest,
+  scimFindRequest,
+  searchRequest,
   uniqueEmail,
 } from './requests.ts';
-import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
+import type { SqlCeilingFile } from './framework-ceiling.ts';
+import { templateToJson } from './sql-replay.ts';
+import { seededEmail, seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -55,7 +60,11 @@ const SERVER_SCRIPT = 'dist/http/server.js';
  */
 const NODE_FLAGS = ['--max-old-space-size=128'];
 const CEILING_DIR = join('node_modules', '.cache', 'wum-bench');
-const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.mjs');
+const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.js');
+/** The bare Fastify server and the modules it imports, compiled into CEILING_DIR. */
+const CEILING_SOURCES = ['bench/framework-ceiling.ts', 'bench/sql-replay.ts', 'bench/measurement.ts'];
+/** Goal of every endpoint against the bare Fastify route running its SQL (issue 12). */
+const SQL_CEILING_GOAL = 0.8;
 const MB = 1024 * 1024;
 const started = performance.now();
 
@@ -74,11 +83,14 @@ async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
 /** Compiles the service (npm run build) and the framework-ceiling server to plain JavaScript. */
 function build(): void {
   buildService();
-  const { outputText } = ts.transpileModule(readFileSync('bench/framework-ceiling.ts', 'utf8'), {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  });
   mkdirSync(CEILING_DIR, { recursive: true });
-  writeFileSync(CEILING_SCRIPT, outputText);
+  writeFileSync(join(CEILING_DIR, 'package.json'), '{ "type": "module" }\n');
+  for (const source of CEILING_SOURCES) {
+    const { outputText } = ts.transpileModule(readFileSync(source, 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, rewriteRelativeImportExtensions: true },
+    });
+    writeFileSync(join(CEILING_DIR, basename(source).replace(/\.ts$/, '.js')), outputText);
+  }
 }
 
 function serverEnv(databaseUrl: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
@@ -154,7 +166,10 @@ async function main(): Promise<void> {
     const database = await postmasterPid(url);
     /** After writes: vacuum now, rather than let autovacuum run into the next scenario's window. */
     const settle = () => withClient(url, (client) => client.query('vacuum (analyze) users, user_apps, user_counts, audit_events'));
-    const half = Math.floor(PLAN.removals / 2);
+    // Seeded users each removal scenario deactivates: the service, its db ceiling, the bare route.
+    const third = Math.floor(PLAN.removals / 3);
+    // Users of the big workspace each PATCH scenario renames, likewise.
+    const patchThird = Math.floor(PLAN.big / 3);
     const bigLast = lastPage(seeded.big.users);
 
     /** Warm-up, then the measured window, sampling the server's and the database's processes. */
@@ -172,6 +187,34 @@ async function main(): Promise<void> {
       return server;
     };
     type Scenario = { readonly scenario: string; readonly next: () => HttpRequestSpec };
+    /**
+     * A scenario compared to its database ceiling and to the bare Fastify route running the
+     * same SQL at `bare.url` (with its own requests when they use seeded users up).
+     */
+    type CeiledScenario = Scenario & {
+      readonly ceiling?: CeilingSpec;
+      readonly bare?: { readonly url: string; readonly emailAt?: 'path' | 'body'; readonly next?: () => HttpRequestSpec };
+    };
+    let sqlCeilings = 0;
+    /** The bare Fastify route running `ceiling`'s SQL, under the scenario's load. */
+    const measureSqlCeiling = async (scenario: CeiledScenario, ceiling: Ceiling): Promise<ReportRow> => {
+      const file = join(scratch, `sql-ceiling-${(sqlCeilings += 1)}.json`);
+      const spec: SqlCeilingFile = {
+        method: ceiling.response.method,
+        url: scenario.bare!.url,
+        ...(scenario.bare!.emailAt ? { emailAt: scenario.bare!.emailAt } : {}),
+        template: templateToJson(ceiling.template),
+        status: ceiling.response.status,
+        body: ceiling.response.body,
+      };
+      writeFileSync(file, JSON.stringify(spec));
+      const server = await runServer(CEILING_SCRIPT, serverEnv(url, { CEILING_SQL_FILE: file, DATABASE_POOL_SIZE: '10' }));
+      try {
+        return { scenario: `sql ceiling: bare Fastify + SQL of ${scenario.scenario}`, ...(await measureHttp(server, scenario.bare!.next ?? scenario.next)) };
+      } finally {
+        await server.stop();
+      }
+    };
     const measureAll = async (server: ServerHandle, list: readonly Scenario[]) => {
       const rows = new Map<Scenario, ReportRow>();
       for (const s of list) {
@@ -192,7 +235,8 @@ async function main(): Promise<void> {
     };
     await bare.stop();
     log(`framework ceiling: ${framework.measured!.perSecond.toFixed(0)}/s`);
-    const removeForCeiling = removalCursor(seeded.removals, half + 1, PLAN.removals);
+    const removeForCeiling = removalCursor(seeded.removals, third + 1, 2 * third);
+    const patchForCeiling = removalCursor(seeded.big, patchThird + 1, 2 * patchThird);
     const emailOfRemoval = (request: HttpRequestSpec) => decodeURIComponent(request.path.slice(request.path.lastIndexOf('/') + 1));
     const ceilingSpecs = {
       smallFirst: { key: 'smallFirst', label: `db ceiling: GET /users page 1 of ${seeded.small.users} SQL`, request: () => listRequest(seeded.small, 1) },
@@ -215,6 +259,12 @@ async function main(): Promise<void> {
         request: () => removeRequest(seeded.removals, removeForCeiling()),
         email: { of: emailOfRemoval, next: removeForCeiling },
       },
+      patch: {
+        key: 'patch',
+        label: 'db ceiling: PATCH /users/{email} SQL',
+        request: () => patchRequest(seeded.big, patchForCeiling()),
+        email: { of: emailOfRemoval, next: patchForCeiling },
+      },
     } satisfies Record<string, CeilingSpec>;
     const meter = await openCeilingMeter({
       databaseUrl: url,
@@ -229,26 +279,59 @@ async function main(): Promise<void> {
       },
     });
     const ceilings = new Map<string, Ceiling>();
+    const sqlCeilingRows = new Map<string, ReportRow>();
 
-    const removeHttp = removalCursor(seeded.removals, 2, half);
+    const removeHttp = removalCursor(seeded.removals, 2, third);
+    const removeBare = removalCursor(seeded.removals, 2 * third + 1, PLAN.removals);
+    const patchHttp = removalCursor(seeded.big, 2, patchThird);
+    const patchBare = removalCursor(seeded.big, 2 * patchThird + 1, PLAN.big);
+    const randomBigUser = () => seededEmail(seeded.big.subdomain, 1 + Math.floor(Math.random() * seeded.big.users));
+    // Emails u10000@… to u99999@…: each prefix matches itself and ten to a hundred longer ones.
+    const selectivePrefix = () => `u${10_000 + Math.floor(Math.random() * 90_000)}`;
+    const usersRoute = '/api/external/v2/users';
+    const userRoute = '/api/external/v2/users/:email';
     const removeMixed = removalCursor(seeded.mixed, 2, seeded.mixed.users);
+    /** `GET /users` of one page, against its ceilings. */
+    const listing = (label: string, ws: SeededWorkspace, page: number, ceiling: CeilingSpec): CeiledScenario => ({
+      scenario: `GET /users ${label}`,
+      next: () => listRequest(ws, page),
+      ceiling,
+      bare: { url: usersRoute },
+    });
     const s = {
       products: { scenario: 'GET /products', next: () => productsRequest(seeded.small) },
-      add: { scenario: 'POST /users (unique emails)', next: () => addRequest(seeded.adds), ceiling: ceilingSpecs.add },
-      smallFirst: { scenario: `GET /users page 1 of ${seeded.small.users}`, next: () => listRequest(seeded.small, 1), ceiling: ceilingSpecs.smallFirst },
-      smallLast: {
-        scenario: `GET /users last page of ${seeded.small.users}`,
-        next: () => listRequest(seeded.small, lastPage(seeded.small.users)),
-        ceiling: ceilingSpecs.smallLast,
+      add: {
+        scenario: 'POST /users (unique emails)',
+        next: () => addRequest(seeded.adds),
+        ceiling: ceilingSpecs.add,
+        bare: { url: usersRoute, emailAt: 'body' },
       },
-      bigFirst: { scenario: `GET /users page 1 of ${seeded.big.users}`, next: () => listRequest(seeded.big, 1), ceiling: ceilingSpecs.bigFirst },
-      bigLast: { scenario: `GET /users last page of ${seeded.big.users}`, next: () => listRequest(seeded.big, bigLast), ceiling: ceilingSpecs.bigLast },
+      smallFirst: listing(`page 1 of ${seeded.small.users}`, seeded.small, 1, ceilingSpecs.smallFirst),
+      smallLast: listing(`last page of ${seeded.small.users}`, seeded.small, lastPage(seeded.small.users), ceilingSpecs.smallLast),
+      bigFirst: listing(`page 1 of ${seeded.big.users}`, seeded.big, 1, ceilingSpecs.bigFirst),
+      bigLast: listing(`last page of ${seeded.big.users}`, seeded.big, bigLast, ceilingSpecs.bigLast),
       bigMiddle: { scenario: `GET /users middle page of ${seeded.big.users}`, next: () => listRequest(seeded.big, Math.ceil(bigLast / 2)) },
       bigRandom: {
         scenario: `GET /users random page of ${seeded.big.users}`,
         next: () => listRequest(seeded.big, 1 + Math.floor(Math.random() * bigLast)),
       },
-      remove: { scenario: 'DELETE /users/{email}', next: () => removeRequest(seeded.removals, removeHttp()), ceiling: ceilingSpecs.remove },
+      remove: {
+        scenario: 'DELETE /users/{email}',
+        next: () => removeRequest(seeded.removals, removeHttp()),
+        ceiling: ceilingSpecs.remove,
+        bare: { url: userRoute, emailAt: 'path', next: () => removeRequest(seeded.removals, removeBare()) },
+      },
+      patch: {
+        scenario: `PATCH /users/{email} (first name, ${seeded.big.users} users)`,
+        next: () => patchRequest(seeded.big, patchHttp()),
+        ceiling: ceilingSpecs.patch,
+        bare: { url: userRoute, emailAt: 'path', next: () => patchRequest(seeded.big, patchBare()) },
+      },
+      scimFind: {
+        scenario: `SCIM GET /Users?filter=userName eq "…" (${seeded.big.users} users)`,
+        next: () => scimFindRequest(seeded.big, randomBigUser()),
+      },
+      search: { scenario: `GET /users?q=<selective prefix> (${seeded.big.users} users)`, next: () => searchRequest(seeded.big, selectivePrefix()) },
       mixed: {
         scenario: 'mixed: 70% list, 20% add, 10% remove',
         next: (): HttpRequestSpec => {
@@ -263,14 +346,15 @@ async function main(): Promise<void> {
         scenario: `GET /users page 1, random workspace of ${seeded.tenants.length}`,
         next: () => listRequest(seeded.tenants[Math.floor(Math.random() * seeded.tenants.length)]!, 1),
       },
-    } satisfies Record<string, Scenario & { readonly ceiling?: CeilingSpec }>;
+    } satisfies Record<string, CeiledScenario>;
 
     const w1 = await runServer(SERVER_SCRIPT, serverEnv(url));
     // Reads first, then the writes: vacuum runs between, not during, the scenarios.
     const r1 = new Map<Scenario, ReportRow>();
     for (const scenario of [
-      s.products, s.smallFirst, s.smallLast, s.bigFirst, s.bigLast, s.bigMiddle, s.bigRandom, s.oneTenant, s.anyTenant, s.add, s.remove, s.mixed,
-    ] as ReadonlyArray<Scenario & { readonly ceiling?: CeilingSpec }>) {
+      s.products, s.smallFirst, s.smallLast, s.bigFirst, s.bigLast, s.bigMiddle, s.bigRandom, s.oneTenant, s.anyTenant,
+      s.scimFind, s.search, s.add, s.remove, s.patch, s.mixed,
+    ] as readonly CeiledScenario[]) {
       if (scenario.ceiling) {
         const ceiling = await meter.measure(scenario.ceiling);
         ceilings.set(scenario.ceiling.key, ceiling);
@@ -278,6 +362,12 @@ async function main(): Promise<void> {
         if (args.sql) process.stderr.write(`-- ${scenario.ceiling.key}\n${ceiling.sql.join(';\n')};\n\n`);
         // The replay wrote tens of thousands of rows: vacuum now, not during the scenario.
         if (scenario.ceiling.email) await settle();
+        if (scenario.bare) {
+          const row = await measureSqlCeiling(scenario, ceiling);
+          sqlCeilingRows.set(scenario.ceiling.key, row);
+          log(`${row.scenario}: ${row.measured!.perSecond.toFixed(0)}/s`);
+          if (scenario.ceiling.email) await settle();
+        }
       }
       for (const [measuredScenario, row] of await measureAll(w1, [scenario])) r1.set(measuredScenario, row);
     }
@@ -287,8 +377,19 @@ async function main(): Promise<void> {
       const ceiling = ceilings.get(key)!;
       return { scenario: ceiling.label, measured: ceiling.measured, ...ceiling.extra };
     };
-    sections.push({ title: 'Baselines (same run)', rows: [framework, ...Object.values(ceilingSpecs).map((c) => ceilingRow(c.key))] });
+    sections.push({
+      title: 'Baselines (same run)',
+      rows: [
+        framework,
+        ...Object.values(ceilingSpecs).flatMap((c) => [ceilingRow(c.key), ...(sqlCeilingRows.has(c.key) ? [sqlCeilingRows.get(c.key)!] : [])]),
+      ],
+    });
     const base = (key: string) => ({ label: 'db ceiling', perSecond: ceilings.get(key)!.measured.perSecond });
+    /** The row with its rate against the bare route running the same SQL. */
+    const againstSql = (key: string, row: ReportRow): ReportRow => {
+      const bareRow = sqlCeilingRows.get(key);
+      return bareRow ? { ...row, sqlCeiling: { perSecond: bareRow.measured!.perSecond, goal: SQL_CEILING_GOAL } } : row;
+    };
     const lastOfBig = listRequest(seeded.big, bigLast);
     const reported = ((await sendRequest(w1.port, 'GET', lastOfBig.path, { host: lastOfBig.headers.host!, headers: lastOfBig.headers })).json() as {
       total_count: number;
@@ -307,14 +408,17 @@ async function main(): Promise<void> {
       title: 'PostgreSQL, WORKERS=1',
       rows: [
         withRatio(row1(s.products), { label: 'framework', perSecond: framework.measured!.perSecond }, '≥ 0.6×', 0.6),
-        withRatio(row1(s.add), base('add'), '≥ 0.7×', 0.7),
-        withRatio(row1(s.smallFirst), base('smallFirst'), '≥ 0.7×', 0.7),
-        { ...row1(s.smallLast), baseline: base('smallLast') },
-        p99Target({ ...row1(s.bigFirst), baseline: base('bigFirst') }),
-        p99Target({ ...row1(s.bigLast), baseline: base('bigLast') }),
+        againstSql('add', withRatio(row1(s.add), base('add'), '≥ 0.7×', 0.7)),
+        againstSql('smallFirst', withRatio(row1(s.smallFirst), base('smallFirst'), '≥ 0.7×', 0.7)),
+        againstSql('smallLast', { ...row1(s.smallLast), baseline: base('smallLast') }),
+        againstSql('bigFirst', p99Target({ ...row1(s.bigFirst), baseline: base('bigFirst') })),
+        againstSql('bigLast', p99Target({ ...row1(s.bigLast), baseline: base('bigLast') })),
         p99Target(row1(s.bigMiddle)),
         p99Target(row1(s.bigRandom)),
-        { ...row1(s.remove), baseline: base('remove') },
+        againstSql('remove', { ...row1(s.remove), baseline: base('remove') }),
+        againstSql('patch', withRatio(row1(s.patch), base('patch'), '≥ 0.8×', 0.8)),
+        { ...row1(s.scimFind), target: target('p99 ≤ 10 ms', row1(s.scimFind).measured!.p99Ms <= 10 && row1(s.scimFind).measured!.errors === 0) },
+        { ...row1(s.search), target: target('p99 ≤ 50 ms', row1(s.search).measured!.p99Ms <= 50 && row1(s.search).measured!.errors === 0) },
         { ...row1(s.mixed), target: target('RSS ≤ 200 MB', within200Mb(row1(s.mixed))) },
         row1(s.oneTenant),
         { ...row1(s.anyTenant), baseline: { label: 'one workspace', perSecond: row1(s.oneTenant).measured!.perSecond } },

@@ -6,11 +6,14 @@
 import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { generateApiKey } from '../src/core/api-keys/api-key-secret.ts';
 import { openDatabase } from '../src/storage/database.ts';
-import { USER_COUNT_BLOCK_IDS } from '../src/storage/schema.ts';
+import { USER_COUNT_LEVEL_BITS } from '../src/storage/schema.ts';
 import { withClient } from '../test/helpers/postgres-cluster.ts';
 
-/** Runs one SQL statement with positional parameters and returns its rows. */
-export type RunSql = (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
+/**
+ * Runs one SQL statement with positional parameters and returns its rows; with `name`, as that
+ * prepared statement (where the runner supports it: parsed and planned once per connection).
+ */
+export type RunSql = (text: string, params?: unknown[], name?: string) => Promise<Array<Record<string, unknown>>>;
 
 /** A seeded workspace: where to send requests and the key that opens it. */
 export interface SeededWorkspace {
@@ -27,7 +30,9 @@ export interface SeededWorkspace {
  */
 export async function withSeedingClient<T>(url: string, work: (run: RunSql) => Promise<T>): Promise<T> {
   await (await openDatabase({ kind: 'postgres', url, poolSize: 1 })).close();
-  return withClient(url, (client) => work(async (text, params) => (await client.query(text, params as unknown[])).rows));
+  return withClient(url, (client) =>
+    work(async (text, params, name) => (await client.query({ text, values: params as unknown[], ...(name ? { name } : {}) })).rows),
+  );
 }
 
 /** The email of the `index`-th (1-based) seeded user of a workspace. */
@@ -43,6 +48,29 @@ export async function seedProducts(run: RunSql): Promise<void> {
       product.roles,
     ]);
   }
+}
+
+/** From this many users in one load, the secondary indexes are dropped and built afterwards. */
+const BULK_LOAD_USERS = 2_000_000;
+
+/**
+ * Drops the indexes of `users` that back no constraint (the primary key stays: ids arrive in
+ * order) and returns the statements that build them again, with memory and workers for it.
+ */
+async function dropSecondaryIndexes(run: RunSql): Promise<string[]> {
+  const indexes = await run(
+    `select i.indexname as name, i.indexdef as definition from pg_indexes i
+     where i.tablename = 'users' and i.schemaname = current_schema()
+       and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`,
+  );
+  for (const index of indexes) await run(`drop index "${String(index.name)}"`);
+  return [
+    "set maintenance_work_mem = '512MB'",
+    'set max_parallel_maintenance_workers = 2',
+    ...indexes.map((index) => String(index.definition)),
+    'reset maintenance_work_mem',
+    'reset max_parallel_maintenance_workers',
+  ];
 }
 
 /**
@@ -72,6 +100,9 @@ export async function seedWorkspaces(run: RunSql, subdomains: readonly string[],
   );
   if (usersEach > 0) {
     await run('set session_replication_role = replica');
+    // A large load builds the secondary indexes once at the end (sorting, in parallel) rather
+    // than inserting ten million random keys (public ids, emails) one by one into them.
+    const rebuild = subdomains.length * usersEach >= BULK_LOAD_USERS ? await dropSecondaryIndexes(run) : [];
     try {
       await run(
         `insert into users (workspace_id, email, role, first_name, last_name, status)
@@ -93,14 +124,24 @@ export async function seedWorkspaces(run: RunSql, subdomains: readonly string[],
          from users u where u.workspace_id = any($1::int8[])`,
         [ids],
       );
-      // The exact per-status, per-block counts the service keeps (any slot will do: a count is their sum).
+      // The exact counts the service keeps, spread over slots as its adds spread them (in key
+      // order): the lowest level from the users, every other level from the one below (same slots).
       await run(
-        `insert into user_counts (workspace_id, status, block, slot, user_count)
-         select workspace_id, status, id / $2::int8, 0, count(*) from users where workspace_id = any($1::int8[])
-         group by workspace_id, status, id / $2::int8`,
-        [ids, USER_COUNT_BLOCK_IDS],
+        `insert into user_counts (workspace_id, status, level, block, slot, user_count)
+         select workspace_id, status, 0, id >> $2::int, (id % 4)::smallint, count(*) from users
+         where workspace_id = any($1::int8[]) group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5`,
+        [ids, USER_COUNT_LEVEL_BITS[0]],
       );
+      for (let level = 1; level < USER_COUNT_LEVEL_BITS.length; level += 1) {
+        await run(
+          `insert into user_counts (workspace_id, status, level, block, slot, user_count)
+           select workspace_id, status, $2::smallint, block >> $3::int, slot, sum(user_count) from user_counts
+           where workspace_id = any($1::int8[]) and level = $2::smallint - 1 group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5`,
+          [ids, level, USER_COUNT_LEVEL_BITS[level]! - USER_COUNT_LEVEL_BITS[level - 1]!],
+        );
+      }
     } finally {
+      for (const definition of rebuild) await run(definition);
       await run('set session_replication_role = origin');
     }
   }

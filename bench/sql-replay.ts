@@ -138,6 +138,7 @@ export function toTemplate(recorded: readonly RecordedQuery[], email?: string): 
   const generated = generatedUuids(recorded);
   const withMarks = (value: string) =>
     (pattern ? value.replace(pattern, EMAIL_MARK) : value).replace(UUID, (uuid) => (generated.has(uuid.toLowerCase()) ? UUID_MARK : uuid));
+  const sources: ParameterSource[][] = [];
   return {
     statements: recorded.map((query, index) => ({
       name: query.name,
@@ -145,8 +146,14 @@ export function toTemplate(recorded: readonly RecordedQuery[], email?: string): 
       rowMode: query.rowMode,
       types: query.types,
       rowCount: query.rowCount,
-      parameters: query.values.map((value): ParameterSource => {
+      parameters: (sources[index] = query.values.map((value): ParameterSource => {
         if (typeof value === 'string' && withMarks(value) !== value) return { kind: 'email', template: withMarks(value) };
+        // An id an earlier statement returned and the service passed on more than once (lock,
+        // then read, then write the same row) follows that result every time.
+        const passedOn = sources
+          .flatMap((earlier, i) => earlier.filter((source, j) => source.kind === 'result' && String(recorded[i]!.values[j]) === String(value)))
+          .at(0);
+        if (passedOn) return passedOn;
         const fromApp = recorded.slice(0, index).some((q) => q.values.some((v) => String(v) === String(value)));
         if (!fromApp && (typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value)))) {
           for (let earlier = index - 1; earlier >= 0; earlier -= 1) {
@@ -155,13 +162,16 @@ export function toTemplate(recorded: readonly RecordedQuery[], email?: string): 
           }
         }
         return { kind: 'constant', value };
-      }),
+      })),
     })),
   };
 }
 
-/** Runs one operation of `template` on `client`; returns each statement's row count. */
-async function runOperation(client: pg.Client, template: SqlTemplate, email: string): Promise<Array<number | null>> {
+/**
+ * Runs one operation of `template` on `client` (a connection of its own or from a pool) with
+ * `email` and a new UUID for the ids the service generated; returns each statement's row count.
+ */
+export async function runOperation(client: pg.ClientBase, template: SqlTemplate, email: string): Promise<Array<number | null>> {
   const results: Array<{ rows: unknown[]; rowCount: number | null }> = [];
   const uuid = randomUUID();
   try {
@@ -185,6 +195,38 @@ async function runOperation(client: pg.Client, template: SqlTemplate, email: str
     throw error;
   }
   return results.map((r) => r.rowCount);
+}
+
+/** A type parser override as the driver options carry it (node-postgres `types`). */
+type TypeOverrides = { getTypeParser: (oid: number, format?: string) => unknown };
+
+/**
+ * The template as JSON, for a replay in another process. Driver `types` (functions) are
+ * written as the built-in type ids (below 10,000) whose text the recorded options leave undecoded (Drizzle's
+ * timestamps, dates and intervals) and read back by {@link templateFromJson} as the same
+ * options.
+ */
+export function templateToJson(template: SqlTemplate): string {
+  const undecoded = (types: unknown) => {
+    if (!types) return undefined;
+    const parser = (types as TypeOverrides).getTypeParser;
+    // Every built-in type id (arrays included) is below 10,000.
+    return Array.from({ length: 10_000 }, (_, oid) => oid).filter(
+      (oid) => parser(oid, 'text') !== pg.types.getTypeParser(oid, 'text') && (parser(oid, 'text') as (v: string) => unknown)('1') === '1',
+    );
+  };
+  return JSON.stringify({ statements: template.statements.map((s) => ({ ...s, types: undecoded(s.types) })) });
+}
+
+/** The template {@link templateToJson} wrote. */
+export function templateFromJson(json: string): SqlTemplate {
+  const parsed = JSON.parse(json) as { statements: Array<SqlTemplate['statements'][number] & { types?: number[] }> };
+  const overrides = (undecoded: number[] | undefined): TypeOverrides | undefined => {
+    if (!undecoded) return undefined;
+    const raw = new Set(undecoded);
+    return { getTypeParser: (oid, format) => (raw.has(oid) ? (value: string) => value : pg.types.getTypeParser(oid, format as 'text')) };
+  };
+  return { statements: parsed.statements.map((s) => ({ ...s, types: overrides(s.types) })) };
 }
 
 /** How to replay a template. */

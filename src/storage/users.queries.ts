@@ -6,7 +6,7 @@ import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, Worksp
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { USER_COUNT_BLOCK_IDS } from './schema.ts';
+import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, orderSql } from './user-conditions.ts';
 
 /*
@@ -25,7 +25,7 @@ import { conditionSql, orderSql } from './user-conditions.ts';
  * workspace lock different count rows. Any value is correct, since a count is the sum
  * over all slots; changing it needs no migration.
  */
-const COUNT_SLOTS = 16;
+const COUNT_SLOTS = 4;
 
 /** The workspace every statement is confined to. */
 const workspaceParam = ph('workspaceId');
@@ -153,19 +153,22 @@ function writeParams(workspaceId: number, user: UserWrite, record: UserChangeRec
   };
 }
 
+/** `(level, bits)` of every level of the counts, as a VALUES list (see USER_COUNT_LEVEL_BITS). */
+const countLevels = sql.raw(`(values ${USER_COUNT_LEVEL_BITS.map((bits, level) => `(${level}::smallint, ${bits})`).join(', ')})`);
+
 /**
  * Adds each `(status, delta)` of `changes` (a VALUES list over the row `s` of CTE `source`) to
- * that user's count slot, for the rows where `when` holds. Count rows are taken in status
- * order, so two transactions moving users between the two statuses cannot deadlock.
+ * that user's count slot at every level, for the rows where `when` holds. Count rows are taken
+ * in key order, so two transactions moving users between the two statuses cannot deadlock.
  */
 function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
-  return sql`insert into user_counts (workspace_id, status, block, slot, user_count)
-    select ${workspaceParam}, c.status, s.id / ${sql.raw(String(USER_COUNT_BLOCK_IDS))},
-      (s.id % ${sql.raw(String(COUNT_SLOTS))})::smallint, c.delta
+  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
+    select ${workspaceParam}, c.status, l.level, s.id >> l.bits, (s.id % ${sql.raw(String(COUNT_SLOTS))})::smallint, c.delta
     from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
+      cross join ${countLevels} as l(level, bits)
     where ${when}
-    order by c.status
-    on conflict (workspace_id, status, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
+    order by c.status, l.level
+    on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
 /** How a reference names a user: by email (any letter case), by public id, or by row id. */
@@ -287,47 +290,35 @@ const countActiveOwners = new NamedStatement(
     where workspace_id = ${workspaceParam} and status = 'active' and role = 'owner'`,
 );
 
+/** The level of the counts that holds a workspace's total (one block). */
+const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
 /**
- * The total and the rows of one page, in one statement: the per-block counts give the total
- * and, by their running sum, the block holding the page's first row and how many rows of that
- * block come before it; the ids are then read from the `(workspace_id, status, id)` index (the
- * primary key for `all`) starting in that block, skipping at most one block's worth of index
- * entries however deep the page, and only the page's own rows are fetched, with their apps.
+ * A page starting fewer than this many rows from the end it is read from walks the index from
+ * that end, as plain `OFFSET` would: cheaper than going down the levels of counts. Deeper
+ * pages go down the levels and skip at most 511 index entries.
  */
-function pageStatement(name: string, ofStatus: (alias: string) => SQL): NamedStatement {
-  const offset = sql`${ph('offset')}::int8`;
-  return new NamedStatement(
-    name,
-    () => sql`with blocks as (
-        select c.block, sum(c.user_count)::int8 as n from user_counts c
-        where c.workspace_id = ${workspaceParam}${ofStatus('c')}
-        group by c.block
-      ),
-      placed as (
-        select block, n, (sum(n) over (order by block))::int8 - n as before from blocks
-      ),
-      start as (
-        select block, ${offset} - before as skip from placed
-        where before <= ${offset} and ${offset} < before + n
-      ),
-      page_ids as (
-        select u.id from users u
-        where u.workspace_id = ${workspaceParam}${ofStatus('u')}
-          and u.id >= (select block from start) * ${sql.raw(String(USER_COUNT_BLOCK_IDS))}
-        order by u.id
-        limit ${ph('pageSize')} offset (select skip from start)
-      )
-      select (select coalesce(sum(n), 0) from blocks)::int8 as total, p.*
-      from (select 1) as one
-      left join lateral (
-        select ${userColumnsOf('users')}, ${appsOf('users')} as apps
-        from page_ids join users on users.workspace_id = ${workspaceParam} and users.id = page_ids.id
-      ) p on true
-      order by p.id`,
-  );
-}
-const pageOfAll = pageStatement('wum_users_page', () => sql``);
-const pageOfStatus = pageStatement('wum_users_page_of_status', (alias) => sql` and ${sql.identifier(alias)}.status = ${ph('status')}`);
+const DIRECT_WALK_ROWS = 2_048;
+
+/**
+ * The total and the rows of one page, in one statement (one snapshot): `user_page_ids`
+ * (migration 0006) reads the total from the top level of the counts and finds the page's ids
+ * from the nearer end of the listing, going down the levels for a deep page; only the page's
+ * own rows are then fetched, with their apps. `status` is null for all users.
+ */
+const pageStatement = new NamedStatement(
+  'wum_users_page',
+  () => sql`with page as materialized (
+      select * from user_page_ids(${workspaceParam}::int8, ${ph('status')}::text, ${ph('offset')}::int8, ${ph('pageSize')}::int8,
+        ${sql.raw(String(DIRECT_WALK_ROWS))})
+    )
+    select (select total from page limit 1) as total, p.*
+    from (select 1) as one
+    left join lateral (
+      select ${userColumnsOf('users')}, ${appsOf('users')} as apps
+      from page join users on users.workspace_id = ${workspaceParam} and users.id = page.id
+    ) p on true
+    order by p.id`,
+);
 
 /** Same apps in the same order. */
 function sameApps(a: readonly AppRole[], b: readonly AppRole[]): boolean {
@@ -399,8 +390,8 @@ export function createUserRepository(db: Database): UserRepository {
     },
 
     async findPage(workspaceId, status, page: PageRequest): Promise<Slice<StoredUser>> {
-      const values = { workspaceId, status, offset: pageOffset(page), pageSize: page.pageSize };
-      const found = await (status === 'all' ? pageOfAll : pageOfStatus).run<UserRow & { total: number | string }>(db, values);
+      const values = { workspaceId, status: status === 'all' ? null : status, offset: pageOffset(page), pageSize: page.pageSize };
+      const found = await pageStatement.run<UserRow & { total: number | string }>(db, values);
       const total = Number(found[0]?.total ?? 0);
       return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };
     },
@@ -417,7 +408,8 @@ export function createUserRepository(db: Database): UserRepository {
         query.where || query.excludeScimDeleted
           ? sql`(select count(*) from users u where ${where})`
           : sql`(select coalesce(sum(c.user_count), 0) from user_counts c
-              where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`})`;
+              where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`}
+                and c.level = ${sql.raw(String(TOP_LEVEL))})`;
       const found = (await list(
         matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
       )) as Array<UserRow & { total: number | string }>;

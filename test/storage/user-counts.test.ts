@@ -6,7 +6,7 @@ import { AppError } from '../../src/core/errors.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { addUser, deactivateUser, listUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace, deleteWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
-import { USER_COUNT_BLOCK_IDS } from '../../src/storage/schema.ts';
+import { USER_COUNT_LEVEL_BITS } from '../../src/storage/schema.ts';
 import { openFreshStoreWithProducts, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
@@ -49,16 +49,17 @@ describe(`exact user counts [${BACKEND}]`, () => {
     return { active: await total('active'), deactivated: await total('deactivated'), all: await total('all') };
   }
 
-  /** The stored counts, by status and block of ids, against count(*) over the users. */
+  /** The stored counts, by status, level and block of ids, against count(*) over the users. */
   async function blockCounts(workspaceId: number): Promise<{ stored: string[]; counted: string[] }> {
     const query = async (text: ReturnType<typeof sql>) =>
-      ((await fresh.database.db.execute(text)) as unknown as { rows: Array<{ status: string; block: number; n: number }> }).rows
-        .map((r) => `${r.status}/${r.block}: ${r.n}`);
+      ((await fresh.database.db.execute(text)) as unknown as { rows: Array<{ status: string; level: number; block: number; n: number }> }).rows
+        .map((r) => `${r.status}/${r.level}/${r.block}: ${r.n}`);
     return {
-      stored: await query(sql`select status, block::int as block, sum(user_count)::int as n from user_counts
-        where workspace_id = ${workspaceId} group by status, block having sum(user_count) <> 0 order by status, block`),
-      counted: await query(sql`select status, (id / ${USER_COUNT_BLOCK_IDS})::int as block, count(*)::int as n from users
-        where workspace_id = ${workspaceId} group by 1, 2 order by status, block`),
+      stored: await query(sql`select status, level::int as level, block::int as block, sum(user_count)::int as n from user_counts
+        where workspace_id = ${workspaceId} group by status, level, block having sum(user_count) <> 0 order by status, level, block`),
+      counted: await query(sql`select status, (l.n - 1)::int as level, (id >> l.bits)::int as block, count(*)::int as n
+        from users cross join unnest(${sql.param([...USER_COUNT_LEVEL_BITS])}::int[]) with ordinality as l(bits, n)
+        where workspace_id = ${workspaceId} group by 1, 2, 3 order by 1, 2, 3`),
     };
   }
 
@@ -69,10 +70,10 @@ describe(`exact user counts [${BACKEND}]`, () => {
     assert.deepEqual(stored, counted, `${message}: per block`);
   }
 
-  /** Moves the user id sequence on to the next block of ids. */
+  /** Moves the user id sequence on to the next block of ids at level 1 (so at level 0 too). */
   async function nextBlock(): Promise<void> {
     await fresh.database.db.execute(
-      sql`select setval(pg_get_serial_sequence('users', 'id'), (nextval(pg_get_serial_sequence('users', 'id')) / ${USER_COUNT_BLOCK_IDS} + 1) * ${USER_COUNT_BLOCK_IDS})`,
+      sql`select setval(pg_get_serial_sequence('users', 'id'), (nextval(pg_get_serial_sequence('users', 'id')) / ${2 ** USER_COUNT_LEVEL_BITS[1]} + 1) * ${2 ** USER_COUNT_LEVEL_BITS[1]})`,
     );
   }
 

@@ -6,26 +6,42 @@ import type { Store } from '../../src/core/ports.ts';
 import type { StatusFilter, User } from '../../src/core/users/user.ts';
 import { addUser, deactivateUser, listUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
-import { USER_COUNT_BLOCK_IDS } from '../../src/storage/schema.ts';
+import { USER_COUNT_LEVEL_BITS } from '../../src/storage/schema.ts';
 import { openFreshStoreWithProducts, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
- * A page is found through the per-block user counts (issue 5: deep pages without long
- * OFFSET scans). The users here are spread over several blocks of ids (the id sequence is
- * moved on between them), some blocks holding no active user at all, so that pages start in,
- * and cross, every kind of block. Every way of paging must give the same rows, in creation
- * order, as one straight read of the whole table, with the same totals.
+ * A page is found through the levels of user counts (issues 5 and 12: deep pages without long
+ * OFFSET scans). The users here are spread over several blocks of ids at every level (the id
+ * sequence is moved on between them), some blocks holding no active user at all, so that
+ * pages start in, and cross, every kind of block. Every way of paging must give the same rows,
+ * in creation order, as one straight read of the whole table, with the same totals.
  */
+
+/** Ids in a block of `level` of the counts. */
+const blockIds = (level: number) => 2 ** USER_COUNT_LEVEL_BITS[level]!;
+
+/** Moves the user id sequence on to the next multiple of `ids` (plus `extra`). */
+const jumpSql = (ids: number, extra = 0) =>
+  sql`select setval(pg_get_serial_sequence('users', 'id'), (nextval(pg_get_serial_sequence('users', 'id')) / ${ids} + 1) * ${ids} + ${extra})`;
+
+/** Emails of the users of `workspaceId` with `status`, by id, read in one plain query. */
+async function straightRead(fresh: FreshStore, workspaceId: number, status: StatusFilter): Promise<string[]> {
+  const filter = status === 'all' ? sql`` : sql` and status = ${status}`;
+  const result = (await fresh.database.db.execute(
+    sql`select email from users where workspace_id = ${workspaceId}${filter} order by id`,
+  )) as unknown as { rows: Array<{ email: string }> };
+  return result.rows.map((r) => r.email);
+}
 
 const USERS = 47;
 /** Users 20–24 are the only ones of their block: deactivating them all empties it for `active`. */
 const DEACTIVATED = new Set([0, 1, 5, 17, 20, 21, 22, 23, 24, 40, 46]);
 /** Before these users, the id sequence jumps to the next block (or, for 33, within the block). */
 const JUMPS = new Map([
-  [10, USER_COUNT_BLOCK_IDS],
-  [20, USER_COUNT_BLOCK_IDS],
-  [25, USER_COUNT_BLOCK_IDS * 2],
+  [10, blockIds(0)],
+  [20, blockIds(1)],
+  [25, blockIds(0) * 2],
   [33, 7],
 ]);
 
@@ -43,9 +59,7 @@ describe(`pages of a listing [${BACKEND}]`, () => {
     for (let i = 0; i < USERS; i += 1) {
       const jump = JUMPS.get(i);
       if (jump !== undefined) {
-        await fresh.database.db.execute(
-          sql`select setval(pg_get_serial_sequence('users', 'id'), (nextval(pg_get_serial_sequence('users', 'id')) / ${jump} + 1) * ${jump})`,
-        );
+        await fresh.database.db.execute(jumpSql(jump));
       }
       const apps = i % 3 === 0 ? [] : [{ name: 'crm', role: 'member' }, { name: 'analytics', role: i % 2 ? 'viewer' : 'editor' }];
       await addUser(store, workspaceId, { email: `p${i}@example.com`, role: 'non_owner', apps, firstName: `F${i}` }, SYSTEM_ACTOR);
@@ -56,25 +70,16 @@ describe(`pages of a listing [${BACKEND}]`, () => {
   });
   after(() => fresh.close());
 
-  test('the users really are spread over four blocks of ids', async () => {
+  test('the users really are spread over four blocks of the lowest level', async () => {
     const result = (await fresh.database.db.execute(
-      sql`select count(distinct id / ${USER_COUNT_BLOCK_IDS})::int as blocks from users where workspace_id = ${workspaceId}`,
+      sql`select count(distinct id / ${blockIds(0)})::int as blocks from users where workspace_id = ${workspaceId}`,
     )) as unknown as { rows: Array<{ blocks: number }> };
     assert.equal(Number(result.rows[0]!.blocks), 4);
   });
 
-  /** Emails of the workspace's users with `status`, by id, read in one plain query. */
-  async function expectedEmails(status: StatusFilter): Promise<string[]> {
-    const filter = status === 'all' ? sql`` : sql` and status = ${status}`;
-    const result = (await fresh.database.db.execute(
-      sql`select email from users where workspace_id = ${workspaceId}${filter} order by id`,
-    )) as unknown as { rows: Array<{ email: string }> };
-    return result.rows.map((r) => r.email);
-  }
-
   for (const status of ['active', 'deactivated', 'all'] as const) {
     test(`status=${status}: every page size gives the same rows as one straight read, with exact totals`, async () => {
-      const expected = await expectedEmails(status);
+      const expected = await straightRead(fresh, workspaceId, status);
       const full = (await listUsers(store, workspaceId, { status: status }, { pageNumber: 1, pageSize: 100 })).items;
       assert.deepEqual(full.map((u) => u.email), expected);
       const byEmail = new Map<string, User>(full.map((u) => [u.email, u]));
@@ -109,4 +114,86 @@ describe(`pages of a listing [${BACKEND}]`, () => {
       assert.deepEqual(page.pagination, { totalRecords: 0, currentPageNumber: pageNumber, totalPages: 0, pageSize: 30 });
     }
   });
+});
+
+/*
+ * Deep pages: 6,000 users, half of them deactivated, in chunks separated by jumps of the id
+ * sequence to the next block of each level, so that pages deeper than the direct walk from
+ * either end go down every level of the counts. The chunks are loaded set-based and counted
+ * as migration 0006 counts them; then users are added and deactivated through the service,
+ * whose statements must keep every level exact.
+ */
+describe(`deep pages of a listing [${BACKEND}]`, () => {
+  let fresh: FreshStore;
+  let store: Store;
+  let workspaceId: number;
+  /** [users in the chunk, ids of the block the sequence jumps to the next of before it]. */
+  const CHUNKS: Array<[number, number]> = [
+    [1_500, 1],
+    [700, blockIds(1)],
+    [1_300, blockIds(2)],
+    [1_500, blockIds(3)],
+    [1_000, blockIds(0) * 2],
+  ];
+
+  before(async () => {
+    fresh = await openFreshStoreWithProducts();
+    store = fresh.store;
+    workspaceId = (await createWorkspace(store, 'deep', undefined, SYSTEM_ACTOR)).workspace.id;
+    const neighbour = (await createWorkspace(store, 'deep-neighbour', undefined, SYSTEM_ACTOR)).workspace.id;
+    const db = fresh.database.db;
+    let first = 0;
+    for (const [count, jump] of CHUNKS) {
+      await db.execute(jumpSql(jump));
+      await db.execute(sql`insert into users (workspace_id, email, role, first_name, last_name, status)
+        select ${workspaceId}::int8, 'd' || g || '@example.com', 'non_owner', 'F', 'L', case when g % 2 = 0 then 'deactivated' else 'active' end
+        from generate_series(${first}::int, ${first + count - 1}::int) as g order by g`);
+      first += count;
+      await addUser(store, neighbour, { email: `n${first}@example.com`, role: 'non_owner', apps: [] }, SYSTEM_ACTOR);
+    }
+    await db.execute(sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
+      select u.workspace_id, u.status, (l.n - 1)::smallint, u.id >> l.bits, (u.id % 4)::smallint, count(*)
+      from users u cross join unnest(${sql.param([...USER_COUNT_LEVEL_BITS])}::int[]) with ordinality as l(bits, n)
+      where u.workspace_id = ${workspaceId} group by 1, 2, 3, 4, 5`);
+    for (let i = 0; i < 40; i += 1) {
+      await addUser(store, workspaceId, { email: `late${i}@example.com`, role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] }, SYSTEM_ACTOR);
+    }
+    for (let i = 1; i < 6_000; i += 97) await deactivateUser(store, workspaceId, { email: `d${i}@example.com` }, SYSTEM_ACTOR);
+    for (let i = 0; i < 40; i += 9) await deactivateUser(store, workspaceId, { email: `late${i}@example.com` }, SYSTEM_ACTOR);
+  });
+  after(() => fresh.close());
+
+  test('the users really are spread over several blocks at every level below the total', async () => {
+    for (let level = 0; level < USER_COUNT_LEVEL_BITS.length - 1; level += 1) {
+      const result = (await fresh.database.db.execute(
+        sql`select count(distinct id / ${blockIds(level)})::int as blocks from users where workspace_id = ${workspaceId}`,
+      )) as unknown as { rows: Array<{ blocks: number }> };
+      assert.ok(Number(result.rows[0]!.blocks) >= 2, `level ${level}: ${result.rows[0]!.blocks} blocks`);
+    }
+  });
+
+  for (const status of ['active', 'deactivated', 'all'] as const) {
+    test(`status=${status}: pages at every depth, read from either end, equal one straight read`, async () => {
+      const expected = await straightRead(fresh, workspaceId, status);
+      assert.ok(expected.length > 2_500, `${expected.length} users`);
+      for (const pageSize of [1, 7, 30, 100]) {
+        const pages = Math.ceil(expected.length / pageSize);
+        // Every page for the larger sizes; for the smaller ones a spread of depths and the ends.
+        const numbers =
+          pageSize >= 30
+            ? Array.from({ length: pages + 1 }, (_, i) => i + 1)
+            : [...new Set([1, 2, pages - 1, pages, pages + 1, ...Array.from({ length: 60 }, (_, i) => Math.max(1, Math.round((i * pages) / 60)))])];
+        for (const pageNumber of numbers) {
+          const page = await listUsers(store, workspaceId, { status }, { pageNumber, pageSize });
+          const from = (pageNumber - 1) * pageSize;
+          assert.equal(page.pagination.totalRecords, expected.length, `size ${pageSize}, page ${pageNumber}: total`);
+          assert.deepEqual(
+            page.items.map((u) => u.email),
+            expected.slice(from, from + pageSize),
+            `size ${pageSize}, page ${pageNumber}`,
+          );
+        }
+      }
+    });
+  }
 });
