@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -120,7 +121,7 @@ function pgliteStartParams(defaults: readonly string[]): string[] {
  */
 const PGLITE_BASELINE = process.env.WUM_PGLITE_BASELINE === '1';
 
-async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
+async function openPglite(dataDir: string | undefined, from?: string): Promise<OpenDatabase> {
   let created = true;
   // A new database starts from the pre-initialised data directory instead of running initdb
   // (pglite-template.ts); without a template for the installed PGlite, PGlite runs initdb.
@@ -129,6 +130,8 @@ async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
     created = !isInitialisedDataDir(dataDir);
     if (created && !PGLITE_BASELINE) await unpackPgliteTemplate(dataDir);
     mkdirSync(dataDir, { recursive: true });
+  } else if (from !== undefined) {
+    template = new Blob([await readFile(from)]);
   } else if (!PGLITE_BASELINE) {
     template = await readPgliteTemplate();
   }
@@ -156,12 +159,14 @@ async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
 /**
  * Opens the configured storage and applies pending migrations: PostgreSQL through a pool
  * (migrations under an advisory lock, so replicas may start together), or embedded PGlite
- * in `dataDir` (`dataDir` undefined in storage config means in memory, for tests).
+ * in `dataDir`, or in memory (tests): from the tar of a data directory `from` (as PGlite's
+ * `dumpDataDir` writes; `npm test` makes a migrated one once), else from the template.
  * Source: SPEC.md Part B, Running; DESIGN.md, Storage.
  */
 export async function openDatabase(
-  config: StorageConfig | { readonly kind: 'memory' },
+  config: StorageConfig | { readonly kind: 'memory'; readonly from?: string },
 ): Promise<OpenDatabase> {
   if (config.kind === 'postgres') return openPostgres(config);
-  return openPglite(config.kind === 'pglite' ? config.dataDir : undefined);
+  if (config.kind === 'pglite') return openPglite(config.dataDir);
+  return openPglite(undefined, config.from);
 }
