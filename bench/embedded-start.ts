@@ -7,7 +7,8 @@
  *
  * The server is started with the command of package.json's `start` script (the `prestart`
  * console build is not timed: it is a no-op once built). Time to listen runs from spawn to the
- * "Server listening" log line; peak RSS is the kernel's high-water mark of the process
+ * "Server listening" log line, and the CPU time (user + system) the server used until then,
+ * which a busy machine inflates less than wall time; peak RSS is the kernel's high-water mark of the process
  * (VmHWM), read right after it listens, and RSS after one `GET /users` of the demo workspace
  * (the first request loads what the start-up left for later).
  *
@@ -38,6 +39,13 @@ function startCommand(): string[] {
   return args;
 }
 
+/** CPU seconds (user + system) the process has used so far: on a busy machine, steadier than wall time. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  // utime and stime, fields 14 and 15 of proc(5), in clock ticks (100 per second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function memoryMb(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
@@ -46,6 +54,7 @@ function memoryMb(pid: number): { rss: number; peak: number } {
 
 interface Start {
   readonly listenMs: number;
+  readonly cpuSeconds: number;
   readonly peakMb: number;
   readonly rssAfterRequestMb: number;
   readonly apiKey: string | undefined;
@@ -62,11 +71,11 @@ async function start(dataDir: string, env: Record<string, string>, apiKey: strin
   let out = '';
   let err = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const listening = await new Promise<{ ms: number; peak: number }>((resolve, reject) => {
+  const listening = await new Promise<{ ms: number; cpu: number; peak: number }>((resolve, reject) => {
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       const before = out;
       out += chunk;
-      if (!/Server listening/.test(before) && /Server listening/.test(out)) resolve({ ms: performance.now() - started, peak: memoryMb(child.pid!).peak });
+      if (!/Server listening/.test(before) && /Server listening/.test(out)) resolve({ ms: performance.now() - started, cpu: cpuSeconds(child.pid!), peak: memoryMb(child.pid!).peak });
     });
     child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${err.slice(-2000)}`)));
   });
@@ -81,7 +90,7 @@ async function start(dataDir: string, env: Record<string, string>, apiKey: strin
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
   await exited;
-  return { listenMs: listening.ms, peakMb: listening.peak, rssAfterRequestMb: after.rss, apiKey: key };
+  return { listenMs: listening.ms, cpuSeconds: listening.cpu, peakMb: listening.peak, rssAfterRequestMb: after.rss, apiKey: key };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -99,13 +108,14 @@ try {
       const created = await start(dataDir, variant.env, undefined);
       first.push(created);
       later.push(await start(dataDir, variant.env, created.apiKey));
-      process.stderr.write(`${variant.name} run ${run + 1}: first ${created.listenMs.toFixed(0)} ms ${created.peakMb.toFixed(0)} MB; later ${later.at(-1)!.listenMs.toFixed(0)} ms ${later.at(-1)!.peakMb.toFixed(0)} MB\n`);
+      process.stderr.write(`${variant.name} run ${run + 1}: first ${created.listenMs.toFixed(0)} ms ${created.cpuSeconds} s CPU ${created.peakMb.toFixed(0)} MB; later ${later.at(-1)!.listenMs.toFixed(0)} ms ${later.at(-1)!.cpuSeconds} s CPU ${later.at(-1)!.peakMb.toFixed(0)} MB\n`);
       rmSync(dataDir, { recursive: true, force: true });
     }
     for (const [label, starts] of [['new DATA_DIR', first], ['existing DATA_DIR', later]] as const) {
       rows.push([
         `${variant.name}, ${label}`,
         range(starts.map((s) => s.listenMs)),
+        range(starts.map((s) => s.cpuSeconds), 2),
         range(starts.map((s) => s.peakMb)),
         range(starts.map((s) => s.rssAfterRequestMb)),
       ]);
@@ -116,5 +126,5 @@ try {
 }
 process.stdout.write(`embedded start-up: ${RUNS} runs each; ${cpus().length} cores; Node ${process.version}; load average at start ${load}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
 process.stdout.write('median (min–max)\n\n');
-const head = ['start', 'time to listen ms', 'peak RSS MB', 'RSS after first GET /users MB'];
+const head = ['start', 'time to listen ms', 'CPU s to listen', 'peak RSS MB', 'RSS after first GET /users MB'];
 for (const cells of [head, head.map(() => '---'), ...rows]) process.stdout.write(`| ${cells.join(' | ')} |\n`);
