@@ -2,12 +2,28 @@
  * `npm test`: runs every test file with Node's test runner, once on embedded PGlite and once
  * on a real PostgreSQL (TEST_DATABASE_URL, or a throw-away cluster started here), then prints
  * how many tests ran on each backend. Exits non-zero if anything failed.
+ *
+ * Before the suites it migrates one database per backend, which the tests copy instead of
+ * migrating their own: a tar of a migrated PGlite data directory (WUM_TEST_PGLITE_TEMPLATE),
+ * and a migrated PostgreSQL database that `CREATE DATABASE … TEMPLATE` copies
+ * (WUM_TEST_PG_TEMPLATE). The two suites then run at the same time, each with half the
+ * machine's cores as test files in flight (at least 1); the PGlite suite's output is shown as it
+ * comes, the PostgreSQL suite's after it, so the output reads as if they ran one after the
+ * other. WUM_TEST_TIMINGS=1 prints each file's duration after the suites (docs/performance.md,
+ * "npm test").
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startPostgresCluster, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { openDatabase } from '../src/storage/database.ts';
+import {
+  startPostgresCluster,
+  TEST_PG_TEMPLATE_VARIABLE,
+  withClient,
+  type PostgresCluster,
+} from '../test/helpers/postgres-cluster.ts';
+import { TEST_PGLITE_TEMPLATE_VARIABLE } from '../test/helpers/test-context.ts';
 
 interface Tally {
   backend: string;
@@ -24,27 +40,40 @@ const files = readdirSync('test', { recursive: true, encoding: 'utf8' })
 const only = process.argv.slice(2);
 const selected = only.length > 0 ? files.filter((f) => only.some((o) => f.includes(o))) : files;
 const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
+// Both suites run at once, together with as many files in flight as the machine has cores
+// (as one suite at a time with two files did on 2 cores): more makes a loaded machine time out
+// the tests that start servers and CLI processes. WUM_TEST_CONCURRENCY sets it per suite.
+const concurrency = Number(process.env.WUM_TEST_CONCURRENCY) || Math.max(1, Math.floor(availableParallelism() / 2));
 
 function count(tap: string, name: string): number {
   const match = new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap);
   return match ? Number(match[1]) : 0;
 }
 
-function runSuite(backend: string, env: NodeJS.ProcessEnv): Tally {
-  process.stdout.write(`\n== ${backend}: ${selected.length} test files ==\n`);
+/**
+ * Runs the selected files on one backend; its spec output goes to stdout (`live`) or to a
+ * file printed by the caller. Resolves with the tally read from the TAP report.
+ */
+async function runSuite(backend: string, env: NodeJS.ProcessEnv, live: boolean): Promise<Tally & { output?: string }> {
   const tapFile = join(reportDir, `${backend}.tap`);
-  const result = spawnSync(
+  const outputFile = join(reportDir, `${backend}.out`);
+  const header = `\n== ${backend}: ${selected.length} test files ==\n`;
+  if (live) process.stdout.write(header);
+  const out = live ? 'inherit' : openSync(outputFile, 'w');
+  const child = spawn(
     process.execPath,
     [
       '--import', 'tsx',
       '--test',
-      '--test-concurrency=2',
+      `--test-concurrency=${concurrency}`,
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
       ...selected,
     ],
-    { stdio: 'inherit', env: { ...process.env, ...env, WUM_TEST_BACKEND: backend } },
+    { stdio: ['ignore', out, live ? 'inherit' : out], env: { ...process.env, ...env, WUM_TEST_BACKEND: backend } },
   );
+  const exitCode = await new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? 1)));
+  if (typeof out === 'number') closeSync(out);
   let tap = '';
   try {
     tap = readFileSync(tapFile, 'utf8');
@@ -56,29 +85,83 @@ function runSuite(backend: string, env: NodeJS.ProcessEnv): Tally {
     tests: count(tap, 'tests'),
     passed: count(tap, 'pass'),
     failed: count(tap, 'fail') + count(tap, 'cancelled'),
-    exitCode: result.status ?? 1,
+    exitCode,
+    ...(live ? {} : { output: header + readFileSync(outputFile, 'utf8') }),
   };
 }
 
-const tallies: Tally[] = [runSuite('pglite', {})];
+/** A migrated PGlite data directory, as a tar for PGlite's `loadDataDir`; returns its path. */
+async function migratedPgliteTemplate(): Promise<string> {
+  const dataDir = join(reportDir, 'pglite-template');
+  const database = await openDatabase({ kind: 'pglite', dataDir });
+  await database.close();
+  const { create } = await import('tar');
+  const tarFile = join(reportDir, 'pglite-template.tar');
+  await create({ cwd: dataDir, file: tarFile, portable: true }, readdirSync(dataDir));
+  rmSync(dataDir, { recursive: true, force: true });
+  return tarFile;
+}
+
+/** A migrated database on the server of `url`, for `CREATE DATABASE … TEMPLATE`; returns its name and how to drop it. */
+async function migratedPostgresTemplate(url: string): Promise<{ name: string; drop: () => Promise<void> }> {
+  const name = `wum_template_${process.pid}`;
+  await withClient(url, (client) => client.query(`create database ${name}`));
+  const databaseUrl = new URL(url);
+  databaseUrl.pathname = `/${name}`;
+  const database = await openDatabase({ kind: 'postgres', url: databaseUrl.href, poolSize: 1 });
+  await database.close();
+  return { name, drop: () => withClient(url, (client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined) };
+}
+
+/** With WUM_TEST_TIMINGS=1: each file's (top-level suite's) duration from a TAP report, slowest first. */
+function timings(tally: Tally): string {
+  let tap = '';
+  try {
+    tap = readFileSync(join(reportDir, `${tally.backend}.tap`), 'utf8');
+  } catch {
+    return '';
+  }
+  const rows = [...tap.matchAll(/^(?:not )?ok \d+ - (.*)\n {2}---\n {2}duration_ms: ([\d.]+)/gm)]
+    .map((m) => ({ name: m[1]!, seconds: Number(m[2]) / 1000 }))
+    .sort((a, b) => b.seconds - a.seconds);
+  const total = rows.reduce((sum, r) => sum + r.seconds, 0);
+  return [`\n== ${tally.backend}: seconds per file (sum ${total.toFixed(0)} s) ==`, ...rows.map((r) => `${r.seconds.toFixed(1).padStart(7)}  ${r.name}`), ''].join('\n');
+}
 
 let cluster: PostgresCluster | undefined;
 let postgresUrl = process.env.TEST_DATABASE_URL;
-if (!postgresUrl) {
-  try {
-    cluster = await startPostgresCluster();
-    postgresUrl = cluster?.url;
-  } catch (error) {
-    process.stdout.write(`could not start a PostgreSQL cluster: ${(error as Error).message}\n`);
+const startPostgres = async (): Promise<Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined> => {
+  if (!postgresUrl) {
+    try {
+      cluster = await startPostgresCluster();
+      postgresUrl = cluster?.url;
+    } catch (error) {
+      process.stdout.write(`could not start a PostgreSQL cluster: ${(error as Error).message}\n`);
+    }
   }
-}
+  return postgresUrl ? migratedPostgresTemplate(postgresUrl) : undefined;
+};
+
+const tallies: Tally[] = [];
+let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
 try {
-  if (postgresUrl) {
-    tallies.push(runSuite('postgres', { TEST_DATABASE_URL: postgresUrl }));
-  } else {
+  const [pgliteTemplate, postgres] = await Promise.all([migratedPgliteTemplate(), startPostgres()]);
+  postgresTemplate = postgres;
+  const suites = [runSuite('pglite', { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)];
+  if (postgresUrl && postgresTemplate) {
+    suites.push(runSuite('postgres', { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, false));
+  }
+  for (const suite of suites) {
+    const { output, ...tally } = await suite;
+    if (output) process.stdout.write(output);
+    tallies.push(tally);
+  }
+  if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
+  if (!postgresUrl) {
     process.stdout.write('\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only.\n');
   }
 } finally {
+  if (!cluster) await postgresTemplate?.drop().catch(() => undefined);
   cluster?.stop();
   rmSync(reportDir, { recursive: true, force: true });
 }

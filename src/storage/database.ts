@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -7,6 +7,7 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { StorageConfig } from '../config/load-config.ts';
+import { isInitialisedDataDir, readPgliteTemplate, unpackPgliteTemplate } from './pglite-template.ts';
 import { createConnector, type ClientOptions } from './postgres-connector.ts';
 import { beginRequestTransaction, scopedDatabase, type RequestTransaction } from './request-transaction.ts';
 import * as schema from './schema.ts';
@@ -98,11 +99,41 @@ async function openPostgres(config: StorageConfig & { kind: 'postgres' }): Promi
   };
 }
 
-async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
+/**
+ * PostgreSQL settings of the embedded database, on top of PGlite's own start parameters.
+ * `shared_buffers`: PostgreSQL's default of 128 MB is allocated and zeroed in PGlite's
+ * WebAssembly memory at every start, so it is resident at once, before a single page is
+ * read; 16 MB (2,048 pages) holds the catalogue and a small installation's tables, and a page
+ * that does not fit is read again from the operating system's file cache
+ * (docs/performance.md, "The embedded store").
+ */
+export const PGLITE_SETTINGS: Readonly<Record<string, string>> = { shared_buffers: '16MB' };
+
+/** PGlite's start parameters (`postgres --single …`) with {@link PGLITE_SETTINGS} added. */
+function pgliteStartParams(defaults: readonly string[]): string[] {
+  return [...defaults, ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
+}
+
+/**
+ * `WUM_PGLITE_BASELINE=1` opens the embedded database as before the template and settings
+ * existed (PGlite's initdb, PGlite's default settings), so that `npm run bench:embedded` can
+ * measure both in one run. A benchmark switch, not a setting: the behaviour is the same.
+ */
+const PGLITE_BASELINE = process.env.WUM_PGLITE_BASELINE === '1';
+
+async function openPglite(dataDir: string | undefined, from?: string): Promise<OpenDatabase> {
   let created = true;
+  // A new database starts from the pre-initialised data directory instead of running initdb
+  // (pglite-template.ts); without a template for the installed PGlite, PGlite runs initdb.
+  let template: Blob | undefined;
   if (dataDir !== undefined) {
-    created = !existsSync(join(dataDir, 'PG_VERSION'));
+    created = !isInitialisedDataDir(dataDir);
+    if (created && !PGLITE_BASELINE) await unpackPgliteTemplate(dataDir);
     mkdirSync(dataDir, { recursive: true });
+  } else if (from !== undefined) {
+    template = new Blob([await readFile(from)]);
+  } else if (!PGLITE_BASELINE) {
+    template = await readPgliteTemplate();
   }
   // Loaded only when used: a process on PostgreSQL does not carry PGlite (about 13 MB resident).
   const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
@@ -110,7 +141,10 @@ async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
   ]);
-  const client = await PGlite.create(dataDir);
+  const client = await PGlite.create(dataDir, {
+    ...(PGLITE_BASELINE ? {} : { startParams: pgliteStartParams(PGlite.defaultStartParams) }),
+    ...(template ? { loadDataDir: template } : {}),
+  });
   const db = drizzlePglite({ client, schema }) as unknown as Database;
   await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
   return {
@@ -125,12 +159,14 @@ async function openPglite(dataDir: string | undefined): Promise<OpenDatabase> {
 /**
  * Opens the configured storage and applies pending migrations: PostgreSQL through a pool
  * (migrations under an advisory lock, so replicas may start together), or embedded PGlite
- * in `dataDir` (`dataDir` undefined in storage config means in memory, for tests).
+ * in `dataDir`, or in memory (tests): from the tar of a data directory `from` (as PGlite's
+ * `dumpDataDir` writes; `npm test` makes a migrated one once), else from the template.
  * Source: SPEC.md Part B, Running; DESIGN.md, Storage.
  */
 export async function openDatabase(
-  config: StorageConfig | { readonly kind: 'memory' },
+  config: StorageConfig | { readonly kind: 'memory'; readonly from?: string },
 ): Promise<OpenDatabase> {
   if (config.kind === 'postgres') return openPostgres(config);
-  return openPglite(config.kind === 'pglite' ? config.dataDir : undefined);
+  if (config.kind === 'pglite') return openPglite(config.dataDir);
+  return openPglite(undefined, config.from);
 }

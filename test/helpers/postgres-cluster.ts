@@ -103,12 +103,21 @@ function onServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 /**
- * Creates an empty database (no tables, not migrated) on the server of TEST_DATABASE_URL, with
- * a unique name starting with `prefix`.
+ * Environment variable naming the migrated database `scripts/run-tests.ts` makes once on the
+ * test server, which {@link createPostgresDatabase} copies with `{ migrated: true }`.
  */
-export async function createPostgresDatabase(prefix = 'wum_test'): Promise<PostgresDatabase> {
+export const TEST_PG_TEMPLATE_VARIABLE = 'WUM_TEST_PG_TEMPLATE';
+
+/**
+ * Creates a database with a unique name starting with `prefix` on the server of
+ * TEST_DATABASE_URL: empty (no tables, not migrated), or with `migrated` a copy of the migrated
+ * template database `npm test` made once (`CREATE DATABASE … TEMPLATE`, a file copy: no
+ * migration runs per test), when there is one; else empty, and the open migrates it.
+ */
+export async function createPostgresDatabase(prefix = 'wum_test', options: { readonly migrated?: boolean } = {}): Promise<PostgresDatabase> {
   const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await onServer((client) => client.query(`create database ${name}`));
+  const template = options.migrated ? process.env[TEST_PG_TEMPLATE_VARIABLE] : undefined;
+  await onServer((client) => client.query(`create database ${name}${template ? ` template ${template}` : ''}`));
   const url = new URL(process.env.TEST_DATABASE_URL!);
   url.pathname = `/${name}`;
   return {

@@ -52,11 +52,23 @@ export interface TestContext {
   close(): Promise<void>;
 }
 
+/**
+ * Environment variable naming a tar of a migrated PGlite data directory that `npm test` makes
+ * once (scripts/run-tests.ts), so that an in-memory test database starts migrated.
+ */
+export const TEST_PGLITE_TEMPLATE_VARIABLE = 'WUM_TEST_PGLITE_TEMPLATE';
+
+/** The in-memory PGlite of a test: from `npm test`'s migrated template when there is one. */
+export function memoryDatabase(): { readonly kind: 'memory'; readonly from?: string } {
+  const from = process.env[TEST_PGLITE_TEMPLATE_VARIABLE];
+  return from ? { kind: 'memory', from } : { kind: 'memory' };
+}
+
 let workspaceCounter = 0;
 
 async function openTestDatabase(): Promise<OpenDatabase> {
-  if (BACKEND === 'pglite') return openDatabase({ kind: 'memory' });
-  const { url } = await createPostgresDatabase();
+  if (BACKEND === 'pglite') return openDatabase(memoryDatabase());
+  const { url } = await createPostgresDatabase(undefined, { migrated: true });
   return openDatabase({ kind: 'postgres', url, poolSize: 20 });
 }
 

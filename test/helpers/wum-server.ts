@@ -31,7 +31,7 @@ export async function startWumServer(env: Record<string, string> = {}): Promise<
   let dataDir: string | undefined;
   const storage: Record<string, string> = {};
   if (BACKEND === 'postgres') {
-    database = await createPostgresDatabase('wum_clients');
+    database = await createPostgresDatabase('wum_clients', { migrated: true });
     storage.DATABASE_URL = database.url;
   } else {
     dataDir = mkdtempSync(join(tmpdir(), 'wum-clients-'));

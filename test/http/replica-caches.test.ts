@@ -79,7 +79,7 @@ if (BACKEND === 'postgres') {
     }
 
     before(async () => {
-      database = await createPostgresDatabase('wum_replicas');
+      database = await createPostgresDatabase('wum_replicas', { migrated: true });
       const config = testConfig({ ...LONG_TTL, DATABASE_URL: database.url, DATABASE_POOL_SIZE: '5' });
       a = await startService(config, { logger: false });
       const connectB = a.database.connectListener!;

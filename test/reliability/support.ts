@@ -163,7 +163,7 @@ export interface ServerStorage {
 /** A new PostgreSQL database (postgres backend) or an empty DATA_DIR without the demo (PGlite). */
 export async function serverStorage(prefix: string): Promise<ServerStorage> {
   if (BACKEND === 'postgres') {
-    const database = await createPostgresDatabase(prefix);
+    const database = await createPostgresDatabase(prefix, { migrated: true });
     return {
       env: { DATABASE_URL: database.url },
       inspect: (work) => withClient(database.url, (client) => work(async (text) => (await client.query(text)).rows)),

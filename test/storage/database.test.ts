@@ -6,7 +6,8 @@ import { after, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
 import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
-import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
+import { openDatabase, PGLITE_SETTINGS, type OpenDatabase } from '../../src/storage/database.ts';
+import { isInitialisedDataDir, pgliteTemplatePath, unpackPgliteTemplate } from '../../src/storage/pglite-template.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
 import { BACKEND } from '../helpers/test-context.ts';
@@ -88,6 +89,43 @@ describe(`openDatabase [${BACKEND}]`, () => {
       try {
         assert.equal(database.created, true);
         assert.equal(await appliedMigrations(database), MIGRATIONS);
+      } finally {
+        await database.close();
+      }
+    });
+
+    test('the pre-initialised data directory exists for the installed PGlite (else: npm run build:pglite-template)', () => {
+      assert.ok(existsSync(pgliteTemplatePath()), `${pgliteTemplatePath()} is missing: run npm run build:pglite-template and commit it`);
+    });
+
+    test('a new data dir is unpacked from the template: a complete cluster, migrated, with the embedded settings', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const dataDir = join(dir, 'data');
+      assert.equal(await unpackPgliteTemplate(dataDir), true);
+      assert.ok(isInitialisedDataDir(dataDir), 'PG_VERSION is there once unpacked');
+      const database = await openDatabase({ kind: 'pglite', dataDir });
+      try {
+        assert.equal(database.created, false, 'what is unpacked before the open is an existing cluster to it');
+        assert.equal(await appliedMigrations(database), MIGRATIONS);
+        const settings = (await database.db.execute(sql`select current_setting('shared_buffers') as shared_buffers`)) as unknown as Rows<{ shared_buffers: string }>;
+        assert.equal(settings.rows[0]!.shared_buffers, PGLITE_SETTINGS.shared_buffers);
+      } finally {
+        await database.close();
+      }
+    });
+
+    test('a data dir left half-unpacked (no PG_VERSION) counts as new and is unpacked again over what is there', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      assert.equal(await unpackPgliteTemplate(dir), true);
+      rmSync(join(dir, 'PG_VERSION'));
+      rmSync(join(dir, 'global'), { recursive: true });
+      const database = await openDatabase({ kind: 'pglite', dataDir: dir });
+      try {
+        assert.equal(database.created, true);
+        assert.equal(await appliedMigrations(database), MIGRATIONS);
+        await createWorkspace(createStore(database.db), 'after-crash', undefined, SYSTEM_ACTOR);
       } finally {
         await database.close();
       }
