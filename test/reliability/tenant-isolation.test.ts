@@ -327,9 +327,13 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
 
     before(async () => {
       const endpoint = await ctx.admin('POST', `/workspaces/${mine.subdomain}/webhook-endpoints`, { url: 'https://93.184.215.14/hook' });
+      assert.equal(endpoint.statusCode, 201, endpoint.body);
       endpointId = endpoint.json().id;
-      await ctx.api(mine, 'POST', '/users', { body: userBody(`hooked-${process.pid}@example.com`) });
-      deliveryId = (await ctx.admin('GET', `/workspaces/${mine.subdomain}/webhook-endpoints/${endpointId}/deliveries`)).json().deliveries[0].id;
+      const added = await ctx.api(mine, 'POST', '/users', { body: userBody(`hooked-${process.pid}@example.com`) });
+      assert.equal(added.statusCode, 201, added.body);
+      const deliveries = await ctx.admin('GET', `/workspaces/${mine.subdomain}/webhook-endpoints/${endpointId}/deliveries`);
+      assert.equal(deliveries.statusCode, 200, deliveries.body);
+      deliveryId = deliveries.json().deliveries[0].id;
       const keys = await ctx.admin('GET', `/workspaces/${mine.subdomain}/api-keys`);
       revokedKeyId = keys.json().api_keys.find((k: { revoked_at: string | null }) => k.revoked_at !== null).id;
       doomed = (await ctx.createWorkspace('doomed')).subdomain;
