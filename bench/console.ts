@@ -18,8 +18,12 @@ import type { Browser } from 'playwright-core';
 import { buildConsole } from '../scripts/build-console.ts';
 import { launchChromium, openPage } from '../test/helpers/browser.ts';
 import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
-import { REPO_ROOT, sendRequest, spawnServer } from '../test/helpers/server-process.ts';
+import { SERVER_ARGS, REPO_ROOT, sendRequest, spawnServer } from '../test/helpers/server-process.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from './seed.ts';
+import { buildBundles } from '../scripts/build-bundles.ts';
+
+// The server runs as `npm start` runs it: bundled, once the bundle is current.
+await buildBundles({ ifStale: true });
 
 const USERS = 1_000_000;
 const RUNS = 7;
@@ -131,7 +135,7 @@ try {
   });
   await buildConsole({ ifStale: true });
   const port = await freePort();
-  const server = spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+  const server = spawnServer(process.execPath, [...SERVER_ARGS], {
     PORT: String(port),
     HOST: '127.0.0.1',
     DATABASE_URL: cluster.url,

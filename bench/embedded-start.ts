@@ -1,43 +1,60 @@
 /*
- * `npm run bench:embedded`: how long `npm start` takes to listen on the embedded PGlite, and
+ * `npm run bench:embedded`: how long the server takes to listen on the embedded PGlite, and
  * its peak resident memory, on a new DATA_DIR (first start: demo seed included) and on the
- * same DATA_DIR again (later start), each several times; first as before the pre-initialised
- * data directory and the embedded settings (WUM_PGLITE_BASELINE=1, src/storage/database.ts),
- * then as shipped, so that both are measured in one run on the same machine.
+ * same DATA_DIR again (later start), each several times, for three ways of starting (VARIANTS:
+ * as before issue 12, after its first round, and `npm start` now), measured in one run on the
+ * same machine.
  *
- * The server is started with the command of package.json's `start` script (the `prestart`
- * console build is not timed: it is a no-op once built). Time to listen runs from spawn to the
+ * `npm start` is timed without its `prestart` (the bundle and console builds, no-ops once
+ * built; this script builds the bundle first). Time to listen runs from spawn to the
  * "Server listening" log line, and the CPU time (user + system) the server used until then,
- * which a busy machine inflates less than wall time; peak RSS is the kernel's high-water mark of the process
- * (VmHWM), read right after it listens, and RSS after one `GET /users` of the demo workspace
- * (the first request loads what the start-up left for later).
+ * which a busy machine inflates less than wall time; peak RSS is the kernel's high-water mark
+ * of the process (VmHWM), read right after it listens, and RSS after one `GET /users` of the
+ * demo workspace (the first request loads what the start-up left for later).
  *
- * Options: --runs N (default 3), --only baseline|template.
+ * Options: --runs N (default 3), --only baseline,template,bundle (any of them).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { buildBundles } from '../scripts/build-bundles.ts';
 import { freePort } from '../test/helpers/postgres-cluster.ts';
 import { sendRequest } from '../test/helpers/server-process.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const RUNS = Number(values.runs);
-const BASELINE_ENV: Record<string, string> = { WUM_PGLITE_BASELINE: '1' };
-const SHIPPED_ENV: Record<string, string> = {};
-const VARIANTS = [
-  { name: 'before (initdb, default settings)', env: BASELINE_ENV },
-  { name: 'after (template, settings)', env: SHIPPED_ENV },
-].filter((v) => !values.only || v.name.startsWith(values.only === 'baseline' ? 'before' : 'after'));
 
-/** `node --import tsx src/http/server.ts`, as package.json's start script says today. */
+/** `node bundle/server.mjs`, as package.json's start script says today (its prestart bundles). */
 function startCommand(): string[] {
   const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
   const [program, ...args] = scripts.start!.split(/\s+/);
   if (program !== 'node') throw new Error(`the start script does not run node: ${scripts.start}`);
   return args;
 }
+
+/** The TypeScript through tsx, as `npm start` ran it before the bundle. */
+const TSX_COMMAND = ['--import', 'tsx', 'src/http/server.ts'];
+
+/**
+ * How the server started at each step of issue 12, all on today's code: PGlite's initdb with its
+ * default settings (WUM_PGLITE_BASELINE=1, src/storage/database.ts) through tsx, as before the
+ * issue; the pre-initialised data directory and the embedded settings through tsx, as the
+ * first round of the issue shipped; and `npm start` as it is now (the bundle).
+ */
+interface Variant {
+  readonly name: string;
+  readonly key: string;
+  readonly args: readonly string[];
+  readonly env: Record<string, string>;
+}
+const ALL_VARIANTS: Variant[] = [
+  { name: 'initdb, default settings, tsx', key: 'baseline', args: TSX_COMMAND, env: { WUM_PGLITE_BASELINE: '1' } },
+  { name: 'template, settings, tsx', key: 'template', args: TSX_COMMAND, env: {} },
+  { name: 'npm start (bundle, migrated template, settings)', key: 'bundle', args: startCommand(), env: {} },
+];
+const VARIANTS = ALL_VARIANTS.filter((v) => !values.only || values.only.split(',').includes(v.key));
 
 /** CPU seconds (user + system) the process has used so far: on a busy machine, steadier than wall time. */
 function cpuSeconds(pid: number): number {
@@ -61,10 +78,10 @@ interface Start {
 }
 
 /** Starts the server on `dataDir`, waits for it to listen, sends one request, stops it. */
-async function start(dataDir: string, env: Record<string, string>, apiKey: string | undefined): Promise<Start> {
+async function start(args: readonly string[], dataDir: string, env: Record<string, string>, apiKey: string | undefined): Promise<Start> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, startCommand(), {
+  const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -96,6 +113,7 @@ async function start(dataDir: string, env: Record<string, string>, apiKey: strin
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[], digits = 0) => `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
+await buildBundles({ ifStale: true });
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-embedded-'));
 const load = loadavg().map((l) => l.toFixed(2)).join(' ');
 const rows: string[][] = [];
@@ -104,10 +122,10 @@ try {
     const first: Start[] = [];
     const later: Start[] = [];
     for (let run = 0; run < RUNS; run += 1) {
-      const dataDir = join(scratch, `${variant.name.split(' ')[0]}-${run}`, 'data');
-      const created = await start(dataDir, variant.env, undefined);
+      const dataDir = join(scratch, `${variant.key}-${run}`, 'data');
+      const created = await start(variant.args, dataDir, variant.env, undefined);
       first.push(created);
-      later.push(await start(dataDir, variant.env, created.apiKey));
+      later.push(await start(variant.args, dataDir, variant.env, created.apiKey));
       process.stderr.write(`${variant.name} run ${run + 1}: first ${created.listenMs.toFixed(0)} ms ${created.cpuSeconds} s CPU ${created.peakMb.toFixed(0)} MB; later ${later.at(-1)!.listenMs.toFixed(0)} ms ${later.at(-1)!.cpuSeconds} s CPU ${later.at(-1)!.peakMb.toFixed(0)} MB\n`);
       rmSync(dataDir, { recursive: true, force: true });
     }

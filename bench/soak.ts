@@ -22,7 +22,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
-import { sendRequest, spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
+import { buildBundles } from '../scripts/build-bundles.ts';
+
+// The server runs as `npm start` runs it: bundled, once the bundle is current.
+await buildBundles({ ifStale: true });
 
 const ADMIN_TOKEN = 'soak-admin-token-0123456789';
 const API = '/api/external/v2';
@@ -116,7 +120,7 @@ async function main(): Promise<number> {
       throw new Error(`--backend must be postgres or pglite, not ${backend}`);
     }
     const port = await freePort();
-    server = spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], { ...env, PORT: String(port) });
+    server = spawnServer(process.execPath, [...SERVER_ARGS], { ...env, PORT: String(port) });
     await server.waitForOutput(/"pid":\d+/, 120_000).catch(() => undefined);
     for (let waited = 0; ; waited += 250) {
       const ok = await sendRequest(port, 'GET', '/readyz', { timeoutMs: 1000 }).then((r) => r.status === 200, () => false);

@@ -2,47 +2,36 @@
  * Builds the web console (console/) into console/dist with esbuild (one bundle of its
  * TypeScript/JSX and one of its CSS, with content hashes in their names, and index.html
  * pointing at them), then writes a gzip and a Brotli copy of each asset beside it (served by the console plugin when the browser accepts
- * them). `npm run build` runs it; `npm start` runs it with `--if-stale` first, so the quick
+ * them). `npm run build` runs it; `npm start` runs it first when stale (scripts/prestart.ts), so the quick
  * start's two commands give a working console, and a pull that changed the console rebuilds
  * it once. A build is stale when the fingerprint of its inputs (console sources, the API
  * types, the lockfile) differs from the one it recorded. Concurrent callers (test files)
  * wait on a lock directory instead of building twice.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { filesUnder, fingerprint, isCurrent, ROOT, withLock, writeStamp, type BuildStamp } from './build-stamp.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CONSOLE = join(ROOT, 'console');
 const DIST = join(CONSOLE, 'dist');
-const STAMP = join(DIST, '.fingerprint');
 const LOCK = join(CONSOLE, '.build-lock');
 /** Inputs of the build besides console/src: a change in any of them makes a new build. */
 const INPUT_FILES = ['console/index.html', 'console/tsconfig.json', 'sdk/schema.ts', 'sdk/errors.ts', 'sdk/retry.ts', 'src/cli/users-csv.ts', 'src/cli/users-import-rows.ts', 'package-lock.json'];
-/** A lock older than this was left by a build that died: taken over. */
-const STALE_LOCK_MS = 5 * 60_000;
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .map((f) => join(dir, f))
-    .filter((f) => statSync(f).isFile())
-    .sort();
-}
+const STAMP: BuildStamp = {
+  file: join(DIST, '.fingerprint'),
+  inputs: () => [...filesUnder(join(CONSOLE, 'src')), ...INPUT_FILES.map((f) => join(ROOT, f))],
+};
 
 /** A hash of every input of the console build (paths and contents). */
 export function consoleFingerprint(): string {
-  const hash = createHash('sha256');
-  for (const file of [...filesUnder(join(CONSOLE, 'src')), ...INPUT_FILES.map((f) => join(ROOT, f))]) {
-    hash.update(file.slice(ROOT.length)).update('\0').update(readFileSync(file)).update('\0');
-  }
-  return hash.digest('hex');
+  return fingerprint(STAMP.inputs());
 }
 
 /** True when console/dist holds a build of the current inputs. */
 export function consoleIsBuilt(): boolean {
-  return existsSync(join(DIST, 'index.html')) && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === consoleFingerprint();
+  return isCurrent(STAMP, [join(DIST, 'index.html')]);
 }
 
 function compressAssets(): void {
@@ -51,23 +40,6 @@ function compressAssets(): void {
     const content = readFileSync(file);
     writeFileSync(`${file}.gz`, gzipSync(content, { level: 9 }));
     writeFileSync(`${file}.br`, brotliCompressSync(content, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }));
-  }
-}
-
-async function withLock<T>(work: () => Promise<T>): Promise<T> {
-  for (;;) {
-    try {
-      mkdirSync(LOCK);
-      break;
-    } catch {
-      if (Date.now() - statSync(LOCK, { throwIfNoEntry: false })!.mtimeMs > STALE_LOCK_MS) rmSync(LOCK, { recursive: true, force: true });
-      else await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
-  try {
-    return await work();
-  } finally {
-    rmSync(LOCK, { recursive: true, force: true });
   }
 }
 
@@ -123,28 +95,34 @@ async function bundle(): Promise<void> {
  */
 export async function buildConsole(options: { ifStale?: boolean } = {}): Promise<boolean> {
   if (options.ifStale && consoleIsBuilt()) return false;
-  return withLock(async () => {
+  return withLock(LOCK, async () => {
     if (options.ifStale && consoleIsBuilt()) return false;
-    const fingerprint = consoleFingerprint();
+    const print = consoleFingerprint();
     await bundle();
     compressAssets();
-    writeFileSync(STAMP, fingerprint);
+    writeStamp(STAMP, print);
     return true;
   });
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const ifStale = process.argv.includes('--if-stale');
+/**
+ * What `npm start` does about the console (scripts/prestart.ts): builds it when stale, and
+ * never keeps the API from starting. Installed without dev dependencies, it says the console
+ * is not built instead; a failed build is reported and the start goes on.
+ */
+export async function buildConsoleForStart(): Promise<void> {
   try {
-    if (ifStale && !existsSync(join(ROOT, 'node_modules', 'preact'))) {
-      // Installed without dev dependencies: the server still starts, and says the console is not built.
+    if (!existsSync(join(ROOT, 'node_modules', 'preact'))) {
       if (!existsSync(join(DIST, 'index.html'))) process.stderr.write('The web console is not built (its dev dependencies are not installed): run npm install, then npm run build.\n');
-    } else if (await buildConsole({ ifStale })) {
+    } else if (await buildConsole({ ifStale: true })) {
       process.stdout.write('Built the web console into console/dist.\n');
     }
   } catch (error) {
     process.stderr.write(`Could not build the web console: ${(error as Error).message}\n`);
-    // A failed console build must not keep the API from starting.
-    process.exitCode = ifStale ? 0 : 1;
   }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  await buildConsole();
+  process.stdout.write('Built the web console into console/dist.\n');
 }

@@ -15,10 +15,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
-import { sendRequest, spawnServer } from '../test/helpers/server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer } from '../test/helpers/server-process.ts';
 import { countsOf, formatReport, type SuiteResult } from './scim-conformance/report.ts';
 import { DEFAULT_SUITES_DIR, runScimConformance } from './scim-conformance/run.ts';
 import type { ServerTarget } from './scim-conformance/target.ts';
+import { buildBundles } from './build-bundles.ts';
+
+// The server runs as `npm start` runs it: bundled, once the bundle is current.
+await buildBundles({ ifStale: true });
 
 const { values: options } = parseArgs({
   options: {
@@ -30,11 +34,11 @@ const { values: options } = parseArgs({
   },
 });
 
-/** Starts `node --import tsx src/http/server.ts` (what `npm start` runs) and waits for /healthz. */
+/** Starts the server as `npm start` runs it and waits for /healthz. */
 async function startServer(storage: Record<string, string>): Promise<{ target: ServerTarget; stop: () => Promise<void> }> {
   const port = await freePort();
   const adminToken = randomBytes(24).toString('hex');
-  const server = spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+  const server = spawnServer(process.execPath, [...SERVER_ARGS], {
     PORT: String(port),
     HOST: '127.0.0.1',
     ADMIN_TOKEN: adminToken,

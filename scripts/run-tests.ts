@@ -6,7 +6,8 @@
  * Before the suites it migrates one database per backend, which the tests copy instead of
  * migrating their own: a tar of a migrated PGlite data directory (WUM_TEST_PGLITE_TEMPLATE),
  * and a migrated PostgreSQL database that `CREATE DATABASE … TEMPLATE` copies
- * (WUM_TEST_PG_TEMPLATE). The two suites then run at the same time, each with half the
+ * (WUM_TEST_PG_TEMPLATE); and it bundles the server and the CLI (scripts/build-bundles.ts), which
+ * the tests' server and `wum` processes run, as `npm start` does. The two suites then run at the same time, each with half the
  * machine's cores as test files in flight (at least 1); the PGlite suite's output is shown as it
  * comes, the PostgreSQL suite's after it, so the output reads as if they ran one after the
  * other. WUM_TEST_TIMINGS=1 prints each file's duration after the suites (docs/performance.md,
@@ -17,6 +18,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } f
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/storage/database.ts';
+import { buildBundles } from './build-bundles.ts';
 import {
   startPostgresCluster,
   TEST_PG_TEMPLATE_VARIABLE,
@@ -145,7 +147,8 @@ const startPostgres = async (): Promise<Awaited<ReturnType<typeof migratedPostgr
 const tallies: Tally[] = [];
 let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
 try {
-  const [pgliteTemplate, postgres] = await Promise.all([migratedPgliteTemplate(), startPostgres()]);
+  // The servers and CLI processes the tests start run the bundles, as `npm start` and `wum` do.
+  const [pgliteTemplate, postgres] = await Promise.all([migratedPgliteTemplate(), startPostgres(), buildBundles({ ifStale: true })]);
   postgresTemplate = postgres;
   const suites = [runSuite('pglite', { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)];
   if (postgresUrl && postgresTemplate) {

@@ -3,7 +3,7 @@
  * Exit codes: 0 success; 1 an API error (its code and detail on stderr) or rejected import
  * rows; 2 a usage error (unknown command or option, missing configuration, unreadable file).
  */
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { WumApiError } from 'wum/sdk';
 import { adminCommand } from './admin.ts';
@@ -11,8 +11,9 @@ import { addGlobalOptions, closeClients, EXIT, UsageError } from './context.ts';
 import { eventsCommand } from './events.ts';
 import { productsCommand } from './products.ts';
 import { usersCommand } from './users.ts';
+import { packagePath } from '../package-root.ts';
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+const { version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string };
 
 /** The program with every command; `exitOverride` makes commander throw instead of exiting. */
 export function buildProgram(): Command {

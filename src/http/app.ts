@@ -23,6 +23,7 @@ import {
 import { registerLoadShedding } from './plugins/load-shedding.ts';
 import { registerConsole } from './plugins/console.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
+import { lazySerializerFactory } from './serialization.ts';
 import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
 import type { IdempotencyStore } from '../storage/idempotency.queries.ts';
 import type { RequestTransaction } from '../storage/request-transaction.ts';
@@ -79,6 +80,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     rewriteUrl: (raw) => canonicalScimTarget(raw.url ?? '/'),
     // URLs the router rejects (bad percent-encoding, over-long parameter) as problem+json too.
     frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
@@ -94,7 +96,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const metrics = registerMetrics(app, deps.registry);
   // With REDIS_URL the rate limits are shared by the replicas; the connection closes with the app.
   const redis = config.redis
-    ? connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
+    ? await connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
     : undefined;
   if (redis) app.addHook('onClose', () => redis.close());
   registerTenantAuthentication(app, deps.store, config, createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) }));

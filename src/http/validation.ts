@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { AppError } from '../core/errors.ts';
@@ -28,9 +28,23 @@ const textAjv = createAjv(true);
 
 /**
  * Fastify validator compiler: strict for bodies, coercing for querystring, params, headers.
+ * Each schema is compiled on the first request that needs it, not at start: compiling the
+ * schemas of every route took about a tenth of a second of a start (docs/performance.md, "The
+ * embedded store"), for routes a process may never serve. Fastify reads a failed validation's
+ * `errors` from the function it was given, so they are copied onto it.
  */
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  let compiled: ValidateFunction | undefined;
+  const validate = (data: unknown): boolean => {
+    compiled ??= ajv.compile(schema as object);
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  };
+  validate.errors = undefined as ValidateFunction['errors'];
+  return validate as ReturnType<FastifySchemaCompiler<unknown>>;
+};
 
 /** `/user/apps/1/role` → `user.apps[1].role` (the field notation of our problem details). */
 function toFieldPath(instancePath: string, child?: string): string {

@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
@@ -11,6 +10,8 @@ import { isInitialisedDataDir, readPgliteTemplate, unpackPgliteTemplate } from '
 import { createConnector, type ClientOptions } from './postgres-connector.ts';
 import { beginRequestTransaction, scopedDatabase, type RequestTransaction } from './request-transaction.ts';
 import * as schema from './schema.ts';
+import { packagePath } from '../package-root.ts';
+import type { PGlite } from '@electric-sql/pglite';
 
 /** Drizzle over either backend; query code is typed against this and never knows which. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -45,7 +46,7 @@ export interface OpenDatabase {
   close(): Promise<void>;
 }
 
-const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url));
+const MIGRATIONS_FOLDER = packagePath('src/storage/migrations');
 /** `application_name` of the cache listener's session, so operators can tell it in `pg_stat_activity`. */
 export const LISTENER_APPLICATION_NAME = 'wum-cache-listener';
 /** `application_name` of the session that takes the migration lock and migrates. */
@@ -121,6 +122,16 @@ function pgliteStartParams(defaults: readonly string[]): string[] {
  */
 const PGLITE_BASELINE = process.env.WUM_PGLITE_BASELINE === '1';
 
+/**
+ * Applies the pending migrations to an embedded database (all of them to a new one; none to
+ * one already at the newest). Used at every open and by `npm run build:pglite-template`.
+ * @throws the failing migration's database error.
+ */
+export async function migrateEmbedded(client: PGlite): Promise<void> {
+  const [{ drizzle }, { migrate }] = await Promise.all([import('drizzle-orm/pglite'), import('drizzle-orm/pglite/migrator')]);
+  await migrate(drizzle({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
+}
+
 async function openPglite(dataDir: string | undefined, from?: string): Promise<OpenDatabase> {
   let created = true;
   // A new database starts from the pre-initialised data directory instead of running initdb
@@ -136,17 +147,13 @@ async function openPglite(dataDir: string | undefined, from?: string): Promise<O
     template = await readPgliteTemplate();
   }
   // Loaded only when used: a process on PostgreSQL does not carry PGlite (about 13 MB resident).
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('drizzle-orm/pglite'),
-    import('drizzle-orm/pglite/migrator'),
-  ]);
+  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const client = await PGlite.create(dataDir, {
     ...(PGLITE_BASELINE ? {} : { startParams: pgliteStartParams(PGlite.defaultStartParams) }),
     ...(template ? { loadDataDir: template } : {}),
   });
   const db = drizzlePglite({ client, schema }) as unknown as Database;
-  await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
+  await migrateEmbedded(client);
   return {
     db,
     kind: 'pglite',

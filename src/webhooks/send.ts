@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { Agent, request } from 'undici';
+import type { Agent, request as undiciRequest } from 'undici';
 import { parseWebhookUrl, addressRefusal, guardedLookup, UrlRefusedError, type UrlPolicy } from './url-guard.ts';
 
 /** What one POST to a receiver came to: its status, or why none came. */
@@ -30,14 +30,19 @@ function describe(error: unknown): string {
  * come back as `{error}`.
  */
 export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): WebhookSender {
-  const agent = (protocol: 'http:' | 'https:') =>
-    new Agent({
-      connect: { lookup: guardedLookup(protocol, policy), timeout: timeoutMs },
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      connections: 32,
-    });
-  const agents = { 'http:': agent('http:'), 'https:': agent('https:') };
+  // undici is loaded with the first delivery: a process with no endpoint never needs it.
+  let transport: Promise<{ request: typeof undiciRequest; agents: Record<'http:' | 'https:', Agent> }> | undefined;
+  const load = () =>
+    (transport ??= import('undici').then(({ Agent, request }) => {
+      const agent = (protocol: 'http:' | 'https:') =>
+        new Agent({
+          connect: { lookup: guardedLookup(protocol, policy), timeout: timeoutMs },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          connections: 32,
+        });
+      return { request, agents: { 'http:': agent('http:'), 'https:': agent('https:') } };
+    }));
   return {
     async send(raw, headers, body) {
       try {
@@ -47,6 +52,7 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
         // A literal address is connected to without a lookup: check it here.
         const refusal = ipaddr.isValid(host) ? addressRefusal(host, protocol, policy) : undefined;
         if (refusal) throw new UrlRefusedError(refusal);
+        const { request, agents } = await load();
         const response = await request(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'user-agent': 'wum-webhooks/1', ...headers },
@@ -64,6 +70,8 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
       }
     },
     async close() {
+      if (!transport) return;
+      const { agents } = await transport;
       await Promise.all(Object.values(agents).map((a) => a.close()));
     },
   };

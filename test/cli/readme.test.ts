@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'wum/sdk';
 import { freePort } from '../helpers/postgres-cluster.ts';
-import { REPO_ROOT, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { SERVER_ARGS, REPO_ROOT, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
 
 const TIMEOUT = { timeout: 180_000 };
@@ -44,7 +44,7 @@ if (BACKEND === 'pglite') {
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'wum-readme-'));
       port = await freePort();
-      server = spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+      server = spawnServer(process.execPath, [...SERVER_ARGS], {
         PORT: String(port),
         DATA_DIR: join(dir, 'data'),
         ADMIN_TOKEN,

@@ -5,7 +5,7 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import { createConnector } from '../../src/storage/postgres-connector.ts';
 import { startFormation, type Formation, type FormationNode } from '../helpers/pg-auto-failover.ts';
 import { freePort } from '../helpers/postgres-cluster.ts';
-import { sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -27,7 +27,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 
 const ADMIN_TOKEN = 'failover-admin-token-0123456789';
 const API = '/api/external/v2';
-const SERVER_ARGS = ['--import', 'tsx', 'src/http/server.ts'];
 const START_TIMEOUT_MS = 90_000;
 const TEST_TIMEOUT = { timeout: 300_000 };
 /** The limits wum runs with here (docs/operations.md suggests the same next to a fast monitor). */
@@ -80,7 +79,7 @@ if (BACKEND === 'postgres') {
 
     async function startReplica(): Promise<Replica> {
       const port = await freePort();
-      const server = spawnServer(process.execPath, SERVER_ARGS, {
+      const server = spawnServer(process.execPath, [...SERVER_ARGS], {
         DATABASE_URL: formation.url,
         PORT: String(port),
         HOST: '127.0.0.1',

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { startHaproxy, type Haproxy } from '../helpers/haproxy.ts';
 import { createPostgresDatabase, freePort, withClient, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
-import { sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -20,7 +20,6 @@ const ADMIN_TOKEN = 'replicas-admin-token-0123456789';
 const API = '/api/external/v2';
 const START_TIMEOUT_MS = 90_000;
 const TEST_TIMEOUT = { timeout: 180_000 };
-const SERVER_ARGS = ['--import', 'tsx', 'src/http/server.ts'];
 /** The per-key limit of every replica: 20 a second, burst 40 (shared through Redis). */
 const PER_SECOND = 20;
 const BURST = 40;
@@ -87,7 +86,7 @@ if (BACKEND === 'postgres') {
       };
       for (const name of ['r1', 'r2', 'r3']) {
         const port = await freePort();
-        replicas.push({ name, port, process: spawnServer(process.execPath, SERVER_ARGS, { ...env, PORT: String(port) }) });
+        replicas.push({ name, port, process: spawnServer(process.execPath, [...SERVER_ARGS], { ...env, PORT: String(port) }) });
       }
       // All three start at once: one migrates, the others wait on the advisory lock.
       const deadline = Date.now() + START_TIMEOUT_MS;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createPostgresDatabase, type PostgresDatabase, freePort } from '../helpers/postgres-cluster.ts';
-import { listeningPid, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { SERVER_ARGS, listeningPid, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -26,14 +26,13 @@ const BANNER_CURL = /^\s*(curl -H "X-Api-Key: (\S+)" (http:\/\/\S+))\s*$/m;
 const BANNER_EXPORT = /^\s*export WUM_API_KEY=(\S+)\s*$/m;
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const SERVER_ARGS = ['--import', 'tsx', 'src/http/server.ts'];
 
 function startWithNpm(env: Record<string, string>): ServerProcess {
   return spawnServer(NPM, ['start'], { LOG_LEVEL: 'info', ...env });
 }
 
 function startWithNode(env: Record<string, string>): ServerProcess {
-  return spawnServer(process.execPath, SERVER_ARGS, { LOG_LEVEL: 'info', ...env });
+  return spawnServer(process.execPath, [...SERVER_ARGS], { LOG_LEVEL: 'info', ...env });
 }
 
 function hasCurl(): boolean {

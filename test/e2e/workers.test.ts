@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createPostgresDatabase, type PostgresDatabase, freePort } from '../helpers/postgres-cluster.ts';
-import { sendRequest, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -17,7 +17,6 @@ const API = '/api/external/v2';
 const START_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 25_000;
 const TEST_TIMEOUT = { timeout: 150_000 };
-const SERVER_ARGS = ['--import', 'tsx', 'src/http/server.ts'];
 
 /** The pids that logged an answered request (pino's `pid` on "request completed"). */
 function answeringPids(stdout: string): Set<number> {
@@ -50,7 +49,7 @@ describe(`WORKERS [${BACKEND}]`, () => {
     const dir = mkdtempSync(join(tmpdir(), 'wum-workers-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const dataDir = join(dir, 'data');
-    const server = spawnServer(process.execPath, SERVER_ARGS, { WORKERS: '2', DATA_DIR: dataDir, PORT: String(await freePort()) });
+    const server = spawnServer(process.execPath, [...SERVER_ARGS], { WORKERS: '2', DATA_DIR: dataDir, PORT: String(await freePort()) });
     spawned.push(server);
     const status = await server.waitForExit(START_TIMEOUT_MS);
     assert.equal(typeof status, 'number', 'exits with a status, not killed by a signal');
@@ -65,7 +64,7 @@ describe(`WORKERS [${BACKEND}]`, () => {
       const database: PostgresDatabase = await createPostgresDatabase('wum_workers');
       cleanups.push(() => database.drop());
       const port = await freePort();
-      const server = spawnServer(process.execPath, SERVER_ARGS, {
+      const server = spawnServer(process.execPath, [...SERVER_ARGS], {
         WORKERS: '2',
         DATABASE_URL: database.url,
         PORT: String(port),

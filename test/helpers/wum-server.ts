@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgresDatabase, type PostgresDatabase, freePort } from './postgres-cluster.ts';
-import { sendRequest, spawnServer, type ServerProcess } from './server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from './server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from './test-context.ts';
 
 /** A wum server process on the current backend, started for SDK and CLI tests. */
@@ -21,7 +21,7 @@ export interface WumServer {
 const START_TIMEOUT_MS = 60_000;
 
 /**
- * Starts `node --import tsx src/http/server.ts` as the README does, on a fresh database of the
+ * Starts the server as `npm start` does (bundle/server.mjs), on a fresh database of the
  * current backend (an embedded PGlite in a temporary DATA_DIR, or a new PostgreSQL database),
  * with the admin API on and no demo workspace, and waits until `/healthz` answers.
  */
@@ -37,7 +37,7 @@ export async function startWumServer(env: Record<string, string> = {}): Promise<
     dataDir = mkdtempSync(join(tmpdir(), 'wum-clients-'));
     storage.DATA_DIR = join(dataDir, 'data');
   }
-  const server = spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+  const server = spawnServer(process.execPath, [...SERVER_ARGS], {
     PORT: String(port),
     HOST: '127.0.0.1',
     ADMIN_TOKEN,

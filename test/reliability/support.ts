@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
 import { openDatabase } from '../../src/storage/database.ts';
 import { createPostgresDatabase, withClient } from '../helpers/postgres-cluster.ts';
-import { sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -137,7 +137,7 @@ export async function attempt(
 
 /** The wum server, started with node (not npm) so its pid is the server's, in a process group. */
 export function startServer(env: Record<string, string>): ServerProcess {
-  return spawnServer(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], env);
+  return spawnServer(process.execPath, [...SERVER_ARGS], env);
 }
 
 /** PGlite costs seconds to start and migrate, more on a loaded machine. */

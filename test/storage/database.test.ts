@@ -11,6 +11,7 @@ import { isInitialisedDataDir, pgliteTemplatePath, unpackPgliteTemplate } from '
 import { createStore } from '../../src/storage/store.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { PGlite } from '@electric-sql/pglite';
 
 /** Migrations shipped with the code (drizzle-kit's journal). */
 const MIGRATIONS: number = JSON.parse(
@@ -112,6 +113,20 @@ describe(`openDatabase [${BACKEND}]`, () => {
         assert.equal(settings.rows[0]!.shared_buffers, PGLITE_SETTINGS.shared_buffers);
       } finally {
         await database.close();
+      }
+    });
+
+    test('the template is migrated to the newest migration (else: npm run build:pglite-template)', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      assert.equal(await unpackPgliteTemplate(dir), true);
+      // Opened bare, without openDatabase's migrations: what the template itself holds.
+      const pglite = await PGlite.create(dir);
+      try {
+        const applied = await pglite.query<{ n: number }>('select count(*)::int as n from drizzle.__drizzle_migrations');
+        assert.equal(applied.rows[0]!.n, MIGRATIONS, 'run npm run build:pglite-template and commit the template');
+      } finally {
+        await pglite.close();
       }
     });
 

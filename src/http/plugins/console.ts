@@ -1,19 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
+import { packagePath } from '../../package-root.ts';
 
 /** Where the web console is served: `/console/` on any host (issue 10). */
 export const CONSOLE_PREFIX = '/console';
 
-/**
- * The built console (`npm run build`, or the first `npm start`): `console/dist` at the
- * repository root. The same path from `src/http/plugins` and from the compiled
- * `dist/http/plugins`, which sit at the same depth.
- */
-export const CONSOLE_DIST_DIR = fileURLToPath(new URL('../../../console/dist/', import.meta.url));
+/** The built console (`npm run build`, or the first `npm start`): `console/dist` at the repository root. */
+export const CONSOLE_DIST_DIR = `${packagePath('console/dist')}/`;
 
 /**
  * Content-Security-Policy of the console: its own scripts, styles and API calls only; no

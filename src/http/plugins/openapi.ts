@@ -1,6 +1,5 @@
 import swagger from '@fastify/swagger';
-import scalar from '@scalar/fastify-api-reference';
-import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema, type RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
 import { ProblemSchema } from '../schemas/common.ts';
 import { ProductSchema } from '../schemas/products.ts';
@@ -11,6 +10,9 @@ import { EXTERNAL_PREFIX } from './tenant.ts';
 
 /** Where the OpenAPI 3.1 document is served (public, any host). */
 export const OPENAPI_PATH = `${EXTERNAL_PREFIX}/openapi.json`;
+
+/** Where the API reference page and its script are served (`@scalar/fastify-api-reference`). */
+export const DOCS_PREFIX = '/docs';
 
 /** The `Idempotency-Key` request header of routes marked `config.idempotent`, as documented. */
 const IdempotencyKeyHeaders = {
@@ -101,13 +103,49 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
   for (const schema of [ProblemSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
 }
 
-/** Serves the document and a readable API reference page at `/docs` (assets served locally). */
-export async function registerApiReference(app: FastifyInstance): Promise<void> {
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
-  await app.register(scalar, {
-    routePrefix: '/docs',
+/** Headers of the reference app's answers that belong to its own connection, not to ours. */
+const HOP_HEADERS = new Set(['content-length', 'connection', 'keep-alive', 'transfer-encoding', 'date']);
+
+/**
+ * An app of its own serving only the API reference viewer (`@scalar/fastify-api-reference`),
+ * imported when first needed. The viewer's module holds its 4.4 MB browser bundle as one string:
+ * loading it at start cost about 50 MB of memory and a fifth of a second in every process,
+ * most of which never serves `/docs` (docs/performance.md, "The embedded store").
+ */
+async function buildReferenceApp(): Promise<FastifyInstance> {
+  const { default: scalar } = await import('@scalar/fastify-api-reference');
+  const reference = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: false } });
+  await reference.register(scalar, {
+    routePrefix: DOCS_PREFIX,
     // System fonts: the page must not depend on a font CDN (and the CSP blocks one).
     configuration: { url: OPENAPI_PATH, title: 'wum API reference', withDefaultFonts: false },
-    logLevel: 'warn',
+  });
+  await reference.ready();
+  return reference;
+}
+
+/**
+ * Serves the document and a readable API reference page at `/docs` (assets served locally).
+ * `/docs` and everything under it are answered by the viewer's own app ({@link
+ * buildReferenceApp}, made on the first such request), through these routes of ours, so that
+ * they pass through our hooks (request id, security headers and the page's CSP) as before; a
+ * path the viewer does not serve is our 404 problem.
+ */
+export async function registerApiReference(app: FastifyInstance): Promise<void> {
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  let reference: Promise<FastifyInstance> | undefined;
+  const relay = async (request: FastifyRequest, reply: FastifyReply) => {
+    reference ??= buildReferenceApp();
+    const answer = await (await reference).inject({ method: 'GET', url: request.url, headers: { host: request.headers.host ?? 'localhost' } });
+    if (answer.statusCode === 404) return reply.callNotFound();
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined && !HOP_HEADERS.has(name)) reply.header(name, value);
+    }
+    // Text (HTML, JavaScript, a redirect), as the viewer sends it: the page policy hashes the HTML.
+    return reply.code(answer.statusCode).send(answer.payload);
+  };
+  for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/`, `${DOCS_PREFIX}/*`]) app.get(url, { schema: { hide: true }, logLevel: 'warn' }, relay);
+  app.addHook('onClose', async () => {
+    if (reference) await (await reference).close();
   });
 }

@@ -3,10 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { addRouteHook } from '../hooks.ts';
-import { OPENAPI_PATH } from './openapi.ts';
+import { DOCS_PREFIX, OPENAPI_PATH } from './openapi.ts';
 
-/** Where the API reference page and its script are served (`@scalar/fastify-api-reference`). */
-export const DOCS_PREFIX = '/docs';
 
 /**
  * Content-Security-Policy of every non-HTML response: JSON never runs, so nothing may load and

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Gauge, type Registry } from 'prom-client';
 
 /** The few logger methods used (pino's shape: fields first, then the message). */
@@ -34,10 +34,12 @@ export interface SharedRedis {
  * Source: SPEC.md Part B, "Running several replicas" (fail open, promptly, logged);
  * ioredis options `enableOfflineQueue`, `commandTimeout`, `retryStrategy`.
  */
-export function connectSharedRedis(
+export async function connectSharedRedis(
   config: { readonly url: string; readonly timeoutMs: number },
   options: { readonly log: RedisLog; readonly registry?: Registry },
-): SharedRedis {
+): Promise<SharedRedis> {
+  // Loaded only with REDIS_URL: a single replica never needs the client.
+  const { Redis } = await import('ioredis');
   const connected = new Gauge({
     name: 'rate_limit_redis_connected',
     help: '1 while the Redis of the shared rate limits (REDIS_URL) is connected, else 0.',
