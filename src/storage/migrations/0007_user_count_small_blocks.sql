@@ -29,6 +29,7 @@ CREATE OR REPLACE FUNCTION "user_page_ids"(p_workspace_id bigint, p_status text,
 RETURNS TABLE ("total" bigint, "id" bigint) LANGUAGE plpgsql STABLE ROWS 100
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
+  -- USER_COUNT_LEVEL_BITS; the total is level 4 (a literal, so that the planner sees it).
   c_bits constant int[] := ARRAY[7, 12, 17, 22, 63];
   v_total bigint;
   v_forward boolean;
@@ -46,7 +47,7 @@ DECLARE
   v_statuses text[] := CASE WHEN p_status IS NULL THEN ARRAY['active', 'deactivated'] ELSE ARRAY[p_status] END;
 BEGIN
   SELECT coalesce(sum(c.user_count), 0)::int8 INTO v_total FROM user_counts c
-  WHERE c.workspace_id = p_workspace_id AND c.status = ANY (v_statuses) AND c.level = array_length(c_bits, 1) - 1;
+  WHERE c.workspace_id = p_workspace_id AND c.status = ANY (v_statuses) AND c.level = 4;
   v_forward := 2 * p_offset + p_page_size <= v_total;
   v_rank := CASE WHEN v_forward THEN p_offset ELSE greatest(v_total - p_offset - p_page_size, 0) END;
   v_take := greatest(least(p_page_size, v_total - p_offset), 0);
@@ -56,7 +57,7 @@ BEGIN
     -- At each level the blocks of the parent are read from its nearer end: in the first half
     -- by ascending block with a running sum of rows before; else by descending block with a
     -- running sum of rows after (the position from the end, turned back into one from the start).
-    FOR v_level IN REVERSE array_length(c_bits, 1) - 2..0 LOOP
+    FOR v_level IN REVERSE 3..0 LOOP
       v_shift := c_bits[v_level + 2] - c_bits[v_level + 1];
       IF 2 * v_pos < v_count THEN
         SELECT b.block, v_pos - b.before, b.n INTO v_block, v_pos, v_count FROM (
