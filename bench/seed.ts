@@ -125,18 +125,19 @@ export async function seedWorkspaces(run: RunSql, subdomains: readonly string[],
         [ids],
       );
       // The exact counts the service keeps, spread over slots as its adds spread them (in key
-      // order): the lowest level from the users, every other level from the one below (same slots).
+      // order: level, block, status, slot): the lowest level from the users, every other level
+      // from the one below (same slots).
       await run(
         `insert into user_counts (workspace_id, status, level, block, slot, user_count)
          select workspace_id, status, 0, id >> $2::int, (id % 4)::smallint, count(*) from users
-         where workspace_id = any($1::int8[]) group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5`,
+         where workspace_id = any($1::int8[]) group by 1, 2, 3, 4, 5 order by 1, 3, 4, 2, 5`,
         [ids, USER_COUNT_LEVEL_BITS[0]],
       );
       for (let level = 1; level < USER_COUNT_LEVEL_BITS.length; level += 1) {
         await run(
           `insert into user_counts (workspace_id, status, level, block, slot, user_count)
            select workspace_id, status, $2::smallint, block >> $3::int, slot, sum(user_count) from user_counts
-           where workspace_id = any($1::int8[]) and level = $2::smallint - 1 group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5`,
+           where workspace_id = any($1::int8[]) and level = $2::smallint - 1 group by 1, 2, 3, 4, 5 order by 1, 3, 4, 2, 5`,
           [ids, level, USER_COUNT_LEVEL_BITS[level]! - USER_COUNT_LEVEL_BITS[level - 1]!],
         );
       }

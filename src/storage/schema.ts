@@ -116,21 +116,24 @@ export const users = pgTable(
 /**
  * Users are counted at several levels of blocks of consecutive ids: level `k` counts blocks
  * of 2^`USER_COUNT_LEVEL_BITS[k]` ids (`user_counts.block` = id >> those bits). Level 0 blocks
- * hold 512 ids, each next level 32 blocks of the one below, and the last level one block for
+ * hold 128 ids, each next level 32 blocks of the one below, and the last level one block for
  * the whole workspace (its total). Part of the schema: the rows of `user_counts` are bucketed
- * with it, and migration 0006 (its count and the `user_page_ids` function) spells the same
+ * with it, and migration 0007 (its count and the `user_page_ids` function) spells the same
  * levels out, so changing it means a migration re-bucketing that table.
  */
-export const USER_COUNT_LEVEL_BITS = [9, 14, 19, 24, 63] as const;
+export const USER_COUNT_LEVEL_BITS = [7, 12, 17, 22, 63] as const;
 
 /**
  * How many users each workspace has in each status, per level and block of user ids (see
  * {@link USER_COUNT_LEVEL_BITS}), kept exact by the same statements that add, deactivate and
  * reactivate users (storage/users.queries.ts). The top level is `total_count`, a few rows
- * whatever the workspace's size; going down the levels, a running sum over at most 32 blocks
- * at each finds the 512-id block any page starts in, so no page skips more than 511 index
- * entries however deep. Each block's count is spread over a few `slot` rows (user id modulo a
- * small number) so that concurrent adds to one workspace do not all wait for one row lock.
+ * whatever the workspace's size; going down the levels, a running sum over the blocks of the
+ * parent, read in key order from its nearer end and stopped at the block holding the page's
+ * row, finds the 128-id block any page starts in, so no page walks more than 64 index entries
+ * however deep. The key puts `status` after `block` so that one index range, already in block
+ * order, serves one status or both. Each block's count is spread over a few `slot` rows (user
+ * id modulo a small number) so that concurrent adds to one workspace do not all wait for one
+ * row lock.
  */
 export const userCounts = pgTable(
   'user_counts',
@@ -144,7 +147,7 @@ export const userCounts = pgTable(
     userCount: bigint('user_count', { mode: 'number' }).notNull(),
     level: smallint('level').notNull(),
   },
-  (t) => [primaryKey({ name: 'user_counts__pk', columns: [t.workspaceId, t.status, t.level, t.block, t.slot] })],
+  (t) => [primaryKey({ name: 'user_counts__pk', columns: [t.workspaceId, t.level, t.block, t.status, t.slot] })],
 );
 
 /**

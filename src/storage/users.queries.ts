@@ -159,7 +159,8 @@ const countLevels = sql.raw(`(values ${USER_COUNT_LEVEL_BITS.map((bits, level) =
 /**
  * Adds each `(status, delta)` of `changes` (a VALUES list over the row `s` of CTE `source`) to
  * that user's count slot at every level, for the rows where `when` holds. Count rows are taken
- * in key order, so two transactions moving users between the two statuses cannot deadlock.
+ * in key order (level, block, status, slot), so two transactions moving users between the two
+ * statuses cannot deadlock.
  */
 function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
   return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
@@ -167,7 +168,7 @@ function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
     from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
       cross join ${countLevels} as l(level, bits)
     where ${when}
-    order by c.status, l.level
+    order by l.level, s.id >> l.bits, c.status, s.id % ${sql.raw(String(COUNT_SLOTS))}
     on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
@@ -295,15 +296,16 @@ const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
 /**
  * A page starting fewer than this many rows from the end it is read from walks the index from
  * that end, as plain `OFFSET` would: cheaper than going down the levels of counts. Deeper
- * pages go down the levels and skip at most 511 index entries.
+ * pages go down the levels and walk at most 64 index entries (half a lowest-level block).
  */
 const DIRECT_WALK_ROWS = 2_048;
 
 /**
  * The total and the rows of one page, in one statement (one snapshot): `user_page_ids`
- * (migration 0006) reads the total from the top level of the counts and finds the page's ids
- * from the nearer end of the listing, going down the levels for a deep page; only the page's
- * own rows are then fetched, with their apps. `status` is null for all users.
+ * (migration 0007) reads the total from the top level of the counts and finds the page's ids
+ * from the nearer end of the listing, going down the levels for a deep page (each level read
+ * from the nearer end of its parent); only the page's own rows are then fetched, with their
+ * apps. `status` is null for all users.
  */
 const pageStatement = new NamedStatement(
   'wum_users_page',

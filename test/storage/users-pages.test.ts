@@ -120,7 +120,7 @@ describe(`pages of a listing [${BACKEND}]`, () => {
  * Deep pages: 6,000 users, half of them deactivated, in chunks separated by jumps of the id
  * sequence to the next block of each level, so that pages deeper than the direct walk from
  * either end go down every level of the counts. The chunks are loaded set-based and counted
- * as migration 0006 counts them; then users are added and deactivated through the service,
+ * as migration 0007 counts them; then users are added and deactivated through the service,
  * whose statements must keep every level exact.
  */
 describe(`deep pages of a listing [${BACKEND}]`, () => {
@@ -173,6 +173,29 @@ describe(`deep pages of a listing [${BACKEND}]`, () => {
   });
 
   for (const status of ['active', 'deactivated', 'all'] as const) {
+    test(`status=${status}: every offset, found through the levels from either end, equals one straight read`, async () => {
+      // No direct walk (its last argument 0): every page, even the first, goes down every level,
+      // each read from the nearer end of its parent, and walks from the nearer end of its
+      // lowest-level block; a page size of 1 and one of 7 (pages across blocks), both directions.
+      const statusParam = status === 'all' ? null : status;
+      const filter = status === 'all' ? sql`` : sql` and u.status = ${status}`;
+      for (const pageSize of [1, 7]) {
+        const result = (await fresh.database.db.execute(sql`with straight as (
+            select array_agg(u.id order by u.id) as ids, count(*)::int8 as n from users u where u.workspace_id = ${workspaceId}${filter}
+          )
+          select o::int as page_offset, p.total::int8 as total, p.ids::text as ids, s.ids[o + 1:o + ${pageSize}]::text as expected
+          from straight s cross join generate_series(0, s.n::int) as o
+          cross join lateral (
+            select max(f.total) as total, coalesce(array_agg(f.id order by f.id) filter (where f.id is not null), '{}') as ids
+            from user_page_ids(${workspaceId}::int8, ${statusParam}::text, o::int8, ${pageSize}::int8, 0) f
+          ) p
+          where p.total <> s.n or p.ids is distinct from coalesce(s.ids[o + 1:o + ${pageSize}], '{}')`)) as unknown as {
+          rows: Array<{ page_offset: number; total: string; ids: string; expected: string }>;
+        };
+        assert.deepEqual(result.rows.slice(0, 5), [], `size ${pageSize}: offsets whose page or total differ`);
+      }
+    });
+
     test(`status=${status}: pages at every depth, read from either end, equal one straight read`, async () => {
       const expected = await straightRead(fresh, workspaceId, status);
       assert.ok(expected.length > 2_500, `${expected.length} users`);
