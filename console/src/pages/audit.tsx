@@ -7,6 +7,7 @@ import { Page } from '../components/page.tsx';
 import { Pager, PAGE_SIZES } from '../components/pager.tsx';
 import { dateTime } from '../format.ts';
 import { choiceParam, positiveParam, useUrlParams } from '../url-state.ts';
+import { Table } from '../components/table.tsx';
 
 const ACTOR_TYPES = ['', 'api_key', 'scim', 'admin', 'system'] as const;
 /** Actions the audit trail records today, offered as suggestions (any text is accepted). */
@@ -110,39 +111,24 @@ export function AuditPage() {
       {events.isError && <ErrorNotice error={events.error} title="Could not load the audit log" onRetry={() => void events.refetch()} />}
       {events.data && (
         <>
-          <div class="table-wrap">
-            <table class="table" aria-busy={events.isFetching ? 'true' : 'false'}>
-              <caption class="visually-hidden">Audit events, oldest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">Changes</th>
-                  <th scope="col">Request id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {events.data.audit_events.map((event) => (
-                  <tr key={event.id}>
-                    <td>{dateTime(event.occurred_at)}</td>
-                    <td>{event.action}</td>
-                    <td>{event.actor_type}</td>
-                    <td>
-                      {event.target_type} <code>{event.target_id}</code>
-                    </td>
-                    <td>
-                      <AuditChanges before={event.before} after={event.after} />
-                    </td>
-                    <td>
-                      <code class="request-id">{event.request_id ?? '—'}</code>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table caption="Audit events, oldest first" columns={['When', 'Action', 'Actor', 'Target', 'Changes', 'Request id']} busy={events.isFetching}>
+            {events.data.audit_events.map((event) => (
+              <tr key={event.id}>
+                <td>{dateTime(event.occurred_at)}</td>
+                <td>{event.action}</td>
+                <td>{event.actor_type}</td>
+                <td>
+                  {event.target_type} <code>{event.target_id}</code>
+                </td>
+                <td>
+                  <AuditChanges before={event.before} after={event.after} />
+                </td>
+                <td>
+                  <code class="request-id">{event.request_id ?? '—'}</code>
+                </td>
+              </tr>
+            ))}
+          </Table>
           {events.data.pagination.total_records === 0 && <p role="status">No audit events match these filters.</p>}
           <Pager pagination={events.data.pagination} noun="events" url={url} />
         </>

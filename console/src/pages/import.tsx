@@ -10,6 +10,7 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { ProgressBar } from '../components/progress-bar.tsx';
 import { userHref } from '../format.ts';
+import { Table } from '../components/table.tsx';
 
 /** Rows sent at once: quick, and well inside the default per-key rate limit. */
 const CONCURRENCY = 4;
@@ -57,33 +58,19 @@ function Report({ reports }: { reports: readonly RowReport[] }) {
         {summary.rows} rows: {summary.added} added, {summary.reactivated} reactivated, {summary.skipped} skipped (already active),{' '}
         {summary.rejected} rejected{summary.not_attempted ? `, ${summary.not_attempted} not attempted` : ''}.
       </p>
-      <div class="table-wrap">
-        <table class="table">
-          <caption class="visually-hidden">Import report, one row per line of the file</caption>
-          <thead>
-            <tr>
-              <th scope="col">Line</th>
-              <th scope="col">Email</th>
-              <th scope="col">Result</th>
-              <th scope="col">Why</th>
-              <th scope="col">Request id</th>
-            </tr>
-          </thead>
-          <tbody>
-            {reports.map((report) => (
-              <tr key={report.line} class={`outcome-${report.outcome}`}>
-                <td>{report.line}</td>
-                <th scope="row">
-                  {report.outcome === 'added' || report.outcome === 'reactivated' ? <Link href={userHref(report.email)}>{report.email}</Link> : report.email || '—'}
-                </th>
-                <td>{OUTCOME_LABELS[report.outcome]}</td>
-                <td>{report.code ? <><code>{report.code}</code> {report.detail}</> : '—'}</td>
-                <td>{report.requestId ? <code class="request-id">{report.requestId}</code> : '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table caption="Import report, one row per line of the file" columns={['Line', 'Email', 'Result', 'Why', 'Request id']}>
+        {reports.map((report) => (
+          <tr key={report.line} class={`outcome-${report.outcome}`}>
+            <td>{report.line}</td>
+            <th scope="row">
+              {report.outcome === 'added' || report.outcome === 'reactivated' ? <Link href={userHref(report.email)}>{report.email}</Link> : report.email || '—'}
+            </th>
+            <td>{OUTCOME_LABELS[report.outcome]}</td>
+            <td>{report.code ? <><code>{report.code}</code> {report.detail}</> : '—'}</td>
+            <td>{report.requestId ? <code class="request-id">{report.requestId}</code> : '—'}</td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -10,6 +10,7 @@ import { showFieldErrors } from '../components/field-errors.ts';
 import { Page } from '../components/page.tsx';
 import { FieldError, invalid } from '../components/user-fields.tsx';
 import { dateTime } from '../format.ts';
+import { Table } from '../components/table.tsx';
 
 /** Roles as typed: comma-separated, trimmed, empty parts dropped. */
 function splitRoles(text: string): string[] {
@@ -129,42 +130,29 @@ export function ProductsPage() {
       {remove.isError && <CatalogueError error={remove.error} title={`Could not remove ${remove.variables}`} />}
       {products.isError && <ErrorNotice error={products.error} title="Could not load the products" onRetry={() => void products.refetch()} />}
       {products.data && (
-        <div class="table-wrap">
-          <table class="table">
-            <caption class="visually-hidden">Products, by name</caption>
-            <thead>
-              <tr>
-                <th scope="col">Product</th>
-                <th scope="col">Roles</th>
-                <th scope="col">Last changed</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {products.data.map((product) => (
-                <tr key={product.name}>
-                  <th scope="row">{product.name}</th>
-                  <td>
-                    {editing === product.name ? (
-                      <ProductEditor product={product} onDone={() => setEditing(undefined)} />
-                    ) : (
-                      <Chips items={product.roles} />
-                    )}
-                  </td>
-                  <td>{dateTime(product.updated_at)}</td>
-                  <td class="row-actions">
-                    <button type="button" class="button" aria-label={`Edit the roles of ${product.name}`} onClick={() => setEditing(product.name)}>
-                      Edit
-                    </button>
-                    <button type="button" class="button button-danger" aria-label={`Remove ${product.name}`} onClick={() => setDeleting(product.name)}>
-                      Remove
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="Products, by name" columns={['Product', 'Roles', 'Last changed', 'Actions']}>
+          {products.data.map((product) => (
+            <tr key={product.name}>
+              <th scope="row">{product.name}</th>
+              <td>
+                {editing === product.name ? (
+                  <ProductEditor product={product} onDone={() => setEditing(undefined)} />
+                ) : (
+                  <Chips items={product.roles} />
+                )}
+              </td>
+              <td>{dateTime(product.updated_at)}</td>
+              <td class="row-actions">
+                <button type="button" class="button" aria-label={`Edit the roles of ${product.name}`} onClick={() => setEditing(product.name)}>
+                  Edit
+                </button>
+                <button type="button" class="button button-danger" aria-label={`Remove ${product.name}`} onClick={() => setDeleting(product.name)}>
+                  Remove
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <ConfirmDialog
         open={deleting !== undefined}

@@ -15,6 +15,7 @@ import { Pager } from '../components/pager.tsx';
 import { toApps, UserFields, type UserFormValues } from '../components/user-fields.tsx';
 import { dateTime, roleLabel } from '../format.ts';
 import { positiveParam, useUrlParams } from '../url-state.ts';
+import { Table } from '../components/table.tsx';
 
 /** The form's values for a user as read. */
 function formValues(user: User): UserFormValues {
@@ -63,35 +64,21 @@ function History({ email }: { email: string }) {
       {history.isError && <ErrorNotice error={history.error} title="Could not load the history" onRetry={() => void history.refetch()} />}
       {history.data && (
         <>
-          <div class="table-wrap">
-            <table class="table">
-              <caption class="visually-hidden">Changes of this user, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">What</th>
-                  <th scope="col">Who</th>
-                  <th scope="col">Changes</th>
-                  <th scope="col">Request id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {history.data.audit_events.map((event) => (
-                  <tr key={event.id}>
-                    <td>{dateTime(event.occurred_at)}</td>
-                    <td>{event.action}</td>
-                    <td>{event.actor_type}</td>
-                    <td>
-                      <AuditChanges before={event.before} after={event.after} />
-                    </td>
-                    <td>
-                      <code class="request-id">{event.request_id ?? '—'}</code>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table caption="Changes of this user, newest first" columns={['When', 'What', 'Who', 'Changes', 'Request id']}>
+            {history.data.audit_events.map((event) => (
+              <tr key={event.id}>
+                <td>{dateTime(event.occurred_at)}</td>
+                <td>{event.action}</td>
+                <td>{event.actor_type}</td>
+                <td>
+                  <AuditChanges before={event.before} after={event.after} />
+                </td>
+                <td>
+                  <code class="request-id">{event.request_id ?? '—'}</code>
+                </td>
+              </tr>
+            ))}
+          </Table>
           <Pager pagination={history.data.pagination} noun="changes" url={url} pageParam="history" sizeParam="history_size" label="History pages" />
         </>
       )}

@@ -8,6 +8,7 @@ import { Page } from '../components/page.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { dateTime } from '../format.ts';
 import { WebhookEndpointsSection } from './webhook-endpoints.tsx';
+import { Table } from '../components/table.tsx';
 
 /**
  * One workspace's API keys (operator): create (the plaintext shown once, with a copy button),
@@ -43,43 +44,28 @@ export function WorkspacePage({ subdomain }: { subdomain: string }) {
       {keys.data && (
         <section aria-labelledby="keys-title">
           <h2 id="keys-title">API keys</h2>
-          <div class="table-wrap">
-            <table class="table">
-              <caption class="visually-hidden">API keys of {subdomain}, oldest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Prefix</th>
-                  <th scope="col">Id</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.data.map((apiKey) => (
-                  <tr key={apiKey.id}>
-                    <th scope="row">
-                      <code>{apiKey.prefix}…</code>
-                    </th>
-                    <td>
-                      <code>{apiKey.id}</code>
-                    </td>
-                    <td>{dateTime(apiKey.created_at)}</td>
-                    <td>{apiKey.last_used_at ? dateTime(apiKey.last_used_at) : 'Never'}</td>
-                    <td>{apiKey.revoked_at ? `Revoked ${dateTime(apiKey.revoked_at)}` : 'Active'}</td>
-                    <td>
-                      {!apiKey.revoked_at && (
-                        <button type="button" class="button button-danger" aria-label={`Revoke key ${apiKey.prefix}`} onClick={() => setRevoking(apiKey.id)}>
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table caption={<>API keys of {subdomain}, oldest first</>} columns={['Prefix', 'Id', 'Created', 'Last used', 'Status', 'Actions']}>
+            {keys.data.map((apiKey) => (
+              <tr key={apiKey.id}>
+                <th scope="row">
+                  <code>{apiKey.prefix}…</code>
+                </th>
+                <td>
+                  <code>{apiKey.id}</code>
+                </td>
+                <td>{dateTime(apiKey.created_at)}</td>
+                <td>{apiKey.last_used_at ? dateTime(apiKey.last_used_at) : 'Never'}</td>
+                <td>{apiKey.revoked_at ? `Revoked ${dateTime(apiKey.revoked_at)}` : 'Active'}</td>
+                <td>
+                  {!apiKey.revoked_at && (
+                    <button type="button" class="button button-danger" aria-label={`Revoke key ${apiKey.prefix}`} onClick={() => setRevoking(apiKey.id)}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </Table>
         </section>
       )}
       <WebhookEndpointsSection subdomain={subdomain} />

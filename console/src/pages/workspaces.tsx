@@ -12,6 +12,7 @@ import { SecretOnce } from '../components/secret-once.tsx';
 import { FieldError, invalid } from '../components/user-fields.tsx';
 import { dateTime } from '../format.ts';
 import { positiveParam, useUrlParams } from '../url-state.ts';
+import { Table } from '../components/table.tsx';
 
 interface NewWorkspace {
   subdomain: string;
@@ -101,35 +102,22 @@ export function WorkspacesPage() {
       {workspaces.isError && <ErrorNotice error={workspaces.error} title="Could not load the workspaces" onRetry={() => void workspaces.refetch()} />}
       {workspaces.data && (
         <>
-          <div class="table-wrap">
-            <table class="table">
-              <caption class="visually-hidden">Workspaces, oldest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Subdomain</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {workspaces.data.workspaces.map((workspace) => (
-                  <tr key={workspace.subdomain}>
-                    <th scope="row">
-                      <Link href={`/workspaces/${workspace.subdomain}`}>{workspace.subdomain}</Link>
-                    </th>
-                    <td>{workspace.name}</td>
-                    <td>{dateTime(workspace.created_at)}</td>
-                    <td>
-                      <button type="button" class="button button-danger" aria-label={`Delete ${workspace.subdomain}`} onClick={() => setDeleting(workspace.subdomain)}>
-                        Delete
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table caption="Workspaces, oldest first" columns={['Subdomain', 'Name', 'Created', 'Actions']}>
+            {workspaces.data.workspaces.map((workspace) => (
+              <tr key={workspace.subdomain}>
+                <th scope="row">
+                  <Link href={`/workspaces/${workspace.subdomain}`}>{workspace.subdomain}</Link>
+                </th>
+                <td>{workspace.name}</td>
+                <td>{dateTime(workspace.created_at)}</td>
+                <td>
+                  <button type="button" class="button button-danger" aria-label={`Delete ${workspace.subdomain}`} onClick={() => setDeleting(workspace.subdomain)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
           <Pager pagination={workspaces.data.pagination} noun="workspaces" url={url} />
         </>
       )}
