@@ -1,4 +1,5 @@
 import { formatApps } from '../../../src/cli/users-csv.ts';
+import { dateTime } from '../format.ts';
 
 /** A field value of an audit record, readable: apps as `crm:admin;…`, others as text. */
 function show(value: unknown): string {
@@ -32,5 +33,43 @@ export function AuditChanges({ before, after }: { before: unknown; after: unknow
         </li>
       ))}
     </ul>
+  );
+}
+
+/** The fields of an audit event that {@link AuditEventRow} shows. */
+export interface AuditEventRowProps {
+  readonly event: {
+    readonly occurred_at: string;
+    readonly action: string;
+    readonly actor_type: string;
+    readonly target_type: string;
+    readonly target_id: string;
+    readonly before?: unknown;
+    readonly after?: unknown;
+    readonly request_id?: string | null;
+  };
+  /** Shows the target's type and id (the audit log; a user's history leaves it out). */
+  readonly showTarget?: boolean;
+}
+
+/** One audit event as a table row: when, action, actor, (target,) changes, request id. */
+export function AuditEventRow({ event, showTarget }: AuditEventRowProps) {
+  return (
+    <tr>
+      <td>{dateTime(event.occurred_at)}</td>
+      <td>{event.action}</td>
+      <td>{event.actor_type}</td>
+      {showTarget && (
+        <td>
+          {event.target_type} <code>{event.target_id}</code>
+        </td>
+      )}
+      <td>
+        <AuditChanges before={event.before} after={event.after} />
+      </td>
+      <td>
+        <code class="request-id">{event.request_id ?? '—'}</code>
+      </td>
+    </tr>
   );
 }

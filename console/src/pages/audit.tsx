@@ -1,11 +1,10 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useForm } from 'react-hook-form';
 import { adminApi, type AuditQuery } from '../api/admin.ts';
-import { AuditChanges } from '../components/audit-changes.tsx';
+import { AuditEventRow } from '../components/audit-changes.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager, PAGE_SIZES } from '../components/pager.tsx';
-import { dateTime } from '../format.ts';
 import { choiceParam, positiveParam, useUrlParams } from '../url-state.ts';
 import { Table } from '../components/table.tsx';
 
@@ -112,22 +111,7 @@ export function AuditPage() {
       {events.data && (
         <>
           <Table caption="Audit events, oldest first" columns={['When', 'Action', 'Actor', 'Target', 'Changes', 'Request id']} busy={events.isFetching}>
-            {events.data.audit_events.map((event) => (
-              <tr key={event.id}>
-                <td>{dateTime(event.occurred_at)}</td>
-                <td>{event.action}</td>
-                <td>{event.actor_type}</td>
-                <td>
-                  {event.target_type} <code>{event.target_id}</code>
-                </td>
-                <td>
-                  <AuditChanges before={event.before} after={event.after} />
-                </td>
-                <td>
-                  <code class="request-id">{event.request_id ?? '—'}</code>
-                </td>
-              </tr>
-            ))}
+            {events.data.audit_events.map((event) => <AuditEventRow key={event.id} event={event} showTarget />)}
           </Table>
           {events.data.pagination.total_records === 0 && <p role="status">No audit events match these filters.</p>}
           <Pager pagination={events.data.pagination} noun="events" url={url} />

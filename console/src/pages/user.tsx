@@ -6,7 +6,7 @@ import { WumApiError } from '../../../sdk/errors.ts';
 import { formatApps } from '../../../src/cli/users-csv.ts';
 import { usersApi, type User, type UserChanges, type VersionedUser } from '../api/users.ts';
 import { useCatalogue, USERS_KEY } from '../api/queries.ts';
-import { AuditChanges } from '../components/audit-changes.tsx';
+import { AuditEventRow } from '../components/audit-changes.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
@@ -65,19 +65,7 @@ function History({ email }: { email: string }) {
       {history.data && (
         <>
           <Table caption="Changes of this user, newest first" columns={['When', 'What', 'Who', 'Changes', 'Request id']}>
-            {history.data.audit_events.map((event) => (
-              <tr key={event.id}>
-                <td>{dateTime(event.occurred_at)}</td>
-                <td>{event.action}</td>
-                <td>{event.actor_type}</td>
-                <td>
-                  <AuditChanges before={event.before} after={event.after} />
-                </td>
-                <td>
-                  <code class="request-id">{event.request_id ?? '—'}</code>
-                </td>
-              </tr>
-            ))}
+            {history.data.audit_events.map((event) => <AuditEventRow key={event.id} event={event} />)}
           </Table>
           <Pager pagination={history.data.pagination} noun="changes" url={url} pageParam="history" sizeParam="history_size" label="History pages" />
         </>
