@@ -132,13 +132,18 @@ class CaseInsensitiveTester extends Tester {
   override ne(r: unknown, v: Compare['compValue']): boolean {
     return !this.eq(r, v);
   }
+  // An attribute without a value matches no textual comparison (RFC 7644 §3.4.2.2); the
+  // library's co/sw/ew would call toString() on it and throw.
   override co(r: unknown, v: Compare['compValue']): boolean {
+    if (r === undefined || r === null) return false;
     return super.co(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
   }
   override sw(r: unknown, v: Compare['compValue']): boolean {
+    if (r === undefined || r === null) return false;
     return super.sw(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
   }
   override ew(r: unknown, v: Compare['compValue']): boolean {
+    if (r === undefined || r === null) return false;
     return super.ew(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
   }
 }

@@ -171,6 +171,10 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     };
     assert.deepEqual((await list('displayName eq "HELPDESK:agent"')).Resources.map((g: { id: string }) => g.id), [ids.agents]);
     assert.equal((await list('externalId eq "aad-9"')).totalResults, 1);
+    // The other group has no externalId: a textual comparison with it is false, not an error.
+    for (const textual of ['externalId sw ""', 'externalId co "AD"', 'externalId ew "9"', 'not (externalId sw "x")']) {
+      assert.equal((await list(textual)).totalResults, textual.startsWith('not') ? 2 : 1, textual);
+    }
     const check = await list(`id eq "${ids.agents}" and members[value eq "${ids.cid}"]`, '&excludedAttributes=members');
     assert.equal(check.totalResults, 1);
     assert.equal(check.Resources[0].members, undefined);
