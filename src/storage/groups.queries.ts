@@ -3,9 +3,7 @@ import type { Group } from '../core/groups/group.ts';
 import type { GroupRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { scimGroups } from './schema.ts';
-
-/** The canonical text form of a UUID: anything else names no group. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from './uuid.ts';
 
 function toGroup(row: typeof scimGroups.$inferSelect): Group {
   return {
@@ -34,7 +32,7 @@ export function createGroupRepository(db: Database): GroupRepository {
     },
 
     async find(workspaceId, id, options) {
-      if (!UUID.test(id)) return undefined;
+      if (!isUuid(id)) return undefined;
       const query = db.select().from(scimGroups).where(byId(workspaceId, id));
       const [row] = options?.lock ? await query.for('update') : await query;
       return row ? toGroup(row) : undefined;

@@ -7,6 +7,7 @@ import type {
   UserField,
   UserSort,
 } from '../core/users/user-query.ts';
+import { isUuid } from './uuid.ts';
 
 /*
  * Compiles the domain's UserCondition into SQL over the users row aliased `u`. Every value is
@@ -21,8 +22,6 @@ import type {
  * `$ref`), or a schema URN, the key of an extension's attributes (RFC 7643 §3.3).
  */
 const SCIM_NAME = /^(?:[A-Za-z$][A-Za-z0-9_$-]*|urn:[A-Za-z0-9:._-]+)$/;
-/** The canonical text form of a UUID, the only form `public_id` can equal. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Text columns and how a case-insensitive comparison reads them (the prefix indexes). */
 const TEXT_COLUMNS: Partial<Record<UserField, { exact: SQL; folded: SQL; caseExactByDefault: boolean }>> = {
@@ -93,7 +92,7 @@ function compareInstant(column: SQL, op: ComparisonOperator, value: ConditionVal
 function compareId(op: ComparisonOperator, value: ConditionValue | undefined): SQL {
   const text = asText(value);
   if ((op === 'eq' || op === 'ne') && text !== null) {
-    if (!UUID.test(text)) return op === 'eq' ? sql`false` : sql`true`;
+    if (!isUuid(text)) return op === 'eq' ? sql`false` : sql`true`;
     return op === 'eq' ? sql`u.public_id = ${text}::uuid` : sql`u.public_id <> ${text}::uuid`;
   }
   return compareText(sql`(u.public_id::text collate "C")`, op, text === null ? null : text.toLowerCase(), false);
@@ -175,7 +174,7 @@ function anyElement(path: readonly string[], condition: UserCondition, scope: Js
 
 /** `public_id` is one of `values` (texts that are no UUID can match nothing). */
 function idIn(values: readonly string[]): SQL {
-  const ids = [...new Set(values.filter((v) => UUID.test(v)).map((v) => v.toLowerCase()))];
+  const ids = [...new Set(values.filter((v) => isUuid(v)).map((v) => v.toLowerCase()))];
   if (ids.length === 0) return sql`false`;
   return sql`u.public_id = any(${sql.param(ids)}::uuid[])`;
 }

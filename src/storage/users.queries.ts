@@ -8,6 +8,7 @@ import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, orderSql } from './user-conditions.ts';
+import { isUuid } from './uuid.ts';
 
 /*
  * The hot paths are written out in SQL so that each step costs one round trip: an add is one
@@ -202,9 +203,6 @@ const lockUser = Object.fromEntries(
   ]),
 ) as Record<'email' | 'id', NamedStatement>;
 
-/** A canonical UUID: anything else names no user (and must not reach a `::uuid` cast). */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * Inserts a user unless its email is taken, with its apps (if `withApps`), its count and its
  * audit event, in one statement. With apps, it share-locks the products they name and inserts
@@ -355,7 +353,7 @@ export function createUserRepository(db: Database): UserRepository {
     async find(workspaceId, ref, options) {
       const kind = 'email' in ref ? 'email' : 'id';
       const key = 'email' in ref ? ref.email : ref.id;
-      if (kind === 'id' && !UUID.test(key)) return undefined;
+      if (kind === 'id' && !isUuid(key)) return undefined;
       if (!options?.lock) {
         const [row] = await findUser[kind].run<UserRow>(db, { workspaceId, key });
         return row ? toUser(row) : undefined;
