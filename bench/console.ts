@@ -135,7 +135,7 @@ try {
   });
   await buildConsole({ ifStale: true });
   const port = await freePort();
-  const server = spawnServer(process.execPath, [...SERVER_ARGS], {
+  const server = spawnServer(process.execPath, SERVER_ARGS, {
     PORT: String(port),
     HOST: '127.0.0.1',
     DATABASE_URL: cluster.url,

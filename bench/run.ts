@@ -37,7 +37,7 @@ import {
 import type { SqlCeilingFile } from './framework-ceiling.ts';
 import { templateToJson } from './sql-replay.ts';
 import { seededEmail, seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
-import { buildBundles } from '../scripts/build-bundles.ts';
+import { buildBundles, SERVER_BUNDLE } from '../scripts/build-bundles.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -482,7 +482,7 @@ async function main(): Promise<void> {
     await empty.stop();
     // The same first start as `npm start` runs it: the bundle (scripts/build-bundles.ts).
     await buildBundles({ ifStale: true });
-    const emptyBundle = await runServer('bundle/server.mjs', serverEnv(undefined, { DATA_DIR: join(scratch, 'pglite-bundle') }));
+    const emptyBundle = await runServer(SERVER_BUNDLE, serverEnv(undefined, { DATA_DIR: join(scratch, 'pglite-bundle') }));
     await emptyBundle.stop();
     const pglite = await timed(`seed PGlite 1 × ${PLAN.big} users`, async () => {
       const db = await PGlite.create(dataDir);

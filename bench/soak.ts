@@ -120,7 +120,7 @@ async function main(): Promise<number> {
       throw new Error(`--backend must be postgres or pglite, not ${backend}`);
     }
     const port = await freePort();
-    server = spawnServer(process.execPath, [...SERVER_ARGS], { ...env, PORT: String(port) });
+    server = spawnServer(process.execPath, SERVER_ARGS, { ...env, PORT: String(port) });
     await server.waitForOutput(/"pid":\d+/, 120_000).catch(() => undefined);
     for (let waited = 0; ; waited += 250) {
       const ok = await sendRequest(port, 'GET', '/readyz', { timeoutMs: 1000 }).then((r) => r.status === 200, () => false);

@@ -38,7 +38,7 @@ const { values: options } = parseArgs({
 async function startServer(storage: Record<string, string>): Promise<{ target: ServerTarget; stop: () => Promise<void> }> {
   const port = await freePort();
   const adminToken = randomBytes(24).toString('hex');
-  const server = spawnServer(process.execPath, [...SERVER_ARGS], {
+  const server = spawnServer(process.execPath, SERVER_ARGS, {
     PORT: String(port),
     HOST: '127.0.0.1',
     ADMIN_TOKEN: adminToken,

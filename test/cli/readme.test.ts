@@ -44,7 +44,7 @@ if (BACKEND === 'pglite') {
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'wum-readme-'));
       port = await freePort();
-      server = spawnServer(process.execPath, [...SERVER_ARGS], {
+      server = spawnServer(process.execPath, SERVER_ARGS, {
         PORT: String(port),
         DATA_DIR: join(dir, 'data'),
         ADMIN_TOKEN,

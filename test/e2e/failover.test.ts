@@ -79,7 +79,7 @@ if (BACKEND === 'postgres') {
 
     async function startReplica(): Promise<Replica> {
       const port = await freePort();
-      const server = spawnServer(process.execPath, [...SERVER_ARGS], {
+      const server = spawnServer(process.execPath, SERVER_ARGS, {
         DATABASE_URL: formation.url,
         PORT: String(port),
         HOST: '127.0.0.1',

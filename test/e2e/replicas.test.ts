@@ -86,7 +86,7 @@ if (BACKEND === 'postgres') {
       };
       for (const name of ['r1', 'r2', 'r3']) {
         const port = await freePort();
-        replicas.push({ name, port, process: spawnServer(process.execPath, [...SERVER_ARGS], { ...env, PORT: String(port) }) });
+        replicas.push({ name, port, process: spawnServer(process.execPath, SERVER_ARGS, { ...env, PORT: String(port) }) });
       }
       // All three start at once: one migrates, the others wait on the advisory lock.
       const deadline = Date.now() + START_TIMEOUT_MS;

@@ -32,7 +32,7 @@ function startWithNpm(env: Record<string, string>): ServerProcess {
 }
 
 function startWithNode(env: Record<string, string>): ServerProcess {
-  return spawnServer(process.execPath, [...SERVER_ARGS], { LOG_LEVEL: 'info', ...env });
+  return spawnServer(process.execPath, SERVER_ARGS, { LOG_LEVEL: 'info', ...env });
 }
 
 function hasCurl(): boolean {

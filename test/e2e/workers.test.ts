@@ -49,7 +49,7 @@ describe(`WORKERS [${BACKEND}]`, () => {
     const dir = mkdtempSync(join(tmpdir(), 'wum-workers-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const dataDir = join(dir, 'data');
-    const server = spawnServer(process.execPath, [...SERVER_ARGS], { WORKERS: '2', DATA_DIR: dataDir, PORT: String(await freePort()) });
+    const server = spawnServer(process.execPath, SERVER_ARGS, { WORKERS: '2', DATA_DIR: dataDir, PORT: String(await freePort()) });
     spawned.push(server);
     const status = await server.waitForExit(START_TIMEOUT_MS);
     assert.equal(typeof status, 'number', 'exits with a status, not killed by a signal');
@@ -64,7 +64,7 @@ describe(`WORKERS [${BACKEND}]`, () => {
       const database: PostgresDatabase = await createPostgresDatabase('wum_workers');
       cleanups.push(() => database.drop());
       const port = await freePort();
-      const server = spawnServer(process.execPath, [...SERVER_ARGS], {
+      const server = spawnServer(process.execPath, SERVER_ARGS, {
         WORKERS: '2',
         DATABASE_URL: database.url,
         PORT: String(port),

@@ -1,17 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { SERVER_BUNDLE } from '../../scripts/build-bundles.ts';
 
 /** The repository root: where `npm start` runs. */
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * Node's arguments for the server as `npm start` runs it once its `prestart` has bundled it
- * (scripts/build-bundles.ts; `npm test` bundles before the suites), relative to {@link REPO_ROOT}.
+ * (scripts/build-bundles.ts; `npm test` bundles before the suites).
  */
-export const SERVER_ARGS: readonly string[] = ['bundle/server.mjs'];
+export const SERVER_ARGS: readonly string[] = [SERVER_BUNDLE];
 
 /** Every variable wum reads; removed from the inherited environment so only a test's own apply. */
 const WUM_VARIABLES = [
@@ -77,8 +77,8 @@ export interface ServerProcess {
  * inherited environment minus wum's variables, plus `env`.
  */
 export function spawnServer(command: string, args: readonly string[], env: Record<string, string>): ServerProcess {
-  if (args.includes(SERVER_ARGS[0]!) && !existsSync(join(REPO_ROOT, SERVER_ARGS[0]!))) {
-    throw new Error(`${SERVER_ARGS[0]} is missing: run the tests with npm test, or npm run build:bundles first`);
+  if (args.includes(SERVER_BUNDLE) && !existsSync(SERVER_BUNDLE)) {
+    throw new Error(`${SERVER_BUNDLE} is missing: run the tests with npm test, or npm run build:bundles first`);
   }
   const inherited = { ...process.env };
   for (const name of WUM_VARIABLES) delete inherited[name];

@@ -37,7 +37,7 @@ export async function startWumServer(env: Record<string, string> = {}): Promise<
     dataDir = mkdtempSync(join(tmpdir(), 'wum-clients-'));
     storage.DATA_DIR = join(dataDir, 'data');
   }
-  const server = spawnServer(process.execPath, [...SERVER_ARGS], {
+  const server = spawnServer(process.execPath, SERVER_ARGS, {
     PORT: String(port),
     HOST: '127.0.0.1',
     ADMIN_TOKEN,

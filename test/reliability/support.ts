@@ -137,7 +137,7 @@ export async function attempt(
 
 /** The wum server, started with node (not npm) so its pid is the server's, in a process group. */
 export function startServer(env: Record<string, string>): ServerProcess {
-  return spawnServer(process.execPath, [...SERVER_ARGS], env);
+  return spawnServer(process.execPath, SERVER_ARGS, env);
 }
 
 /** PGlite costs seconds to start and migrate, more on a loaded machine. */

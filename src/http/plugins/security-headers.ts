@@ -5,7 +5,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { addRouteHook } from '../hooks.ts';
 import { DOCS_PREFIX, OPENAPI_PATH } from './openapi.ts';
 
-
 /**
  * Content-Security-Policy of every non-HTML response: JSON never runs, so nothing may load and
  * nothing may frame it (OWASP REST Security Cheat Sheet, "Security headers").
