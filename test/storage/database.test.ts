@@ -95,15 +95,21 @@ describe(`openDatabase [${BACKEND}]`, () => {
       }
     });
 
+    /** A temporary directory (removed after the file) with the template unpacked into `sub` of it. */
+    async function unpackedTemplate(sub = ''): Promise<string> {
+      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const dataDir = join(dir, sub);
+      assert.equal(await unpackPgliteTemplate(dataDir), true);
+      return dataDir;
+    }
+
     test('the pre-initialised data directory exists for the installed PGlite (else: npm run build:pglite-template)', () => {
       assert.ok(existsSync(pgliteTemplatePath()), `${pgliteTemplatePath()} is missing: run npm run build:pglite-template and commit it`);
     });
 
     test('a new data dir is unpacked from the template: a complete cluster, migrated, with the embedded settings', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      const dataDir = join(dir, 'data');
-      assert.equal(await unpackPgliteTemplate(dataDir), true);
+      const dataDir = await unpackedTemplate('data');
       assert.ok(isInitialisedDataDir(dataDir), 'PG_VERSION is there once unpacked');
       const database = await openDatabase({ kind: 'pglite', dataDir });
       try {
@@ -117,9 +123,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
     });
 
     test('the template is migrated to the newest migration (else: npm run build:pglite-template)', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      assert.equal(await unpackPgliteTemplate(dir), true);
+      const dir = await unpackedTemplate();
       // Opened bare, without openDatabase's migrations: what the template itself holds.
       const pglite = await PGlite.create(dir);
       try {
@@ -131,9 +135,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
     });
 
     test('a data dir left half-unpacked (no PG_VERSION) counts as new and is unpacked again over what is there', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'wum-db-'));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      assert.equal(await unpackPgliteTemplate(dir), true);
+      const dir = await unpackedTemplate();
       rmSync(join(dir, 'PG_VERSION'));
       rmSync(join(dir, 'global'), { recursive: true });
       const database = await openDatabase({ kind: 'pglite', dataDir: dir });
