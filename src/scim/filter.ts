@@ -132,19 +132,21 @@ class CaseInsensitiveTester extends Tester {
   override ne(r: unknown, v: Compare['compValue']): boolean {
     return !this.eq(r, v);
   }
-  // An attribute without a value matches no textual comparison (RFC 7644 §3.4.2.2); the
-  // library's co/sw/ew would call toString() on it and throw.
+  /**
+   * `co`, `sw` and `ew` on folded text. An attribute without a value matches no textual
+   * comparison (RFC 7644 §3.4.2.2); the library's own would call toString() on it and throw.
+   */
+  private textual(r: unknown, v: Compare['compValue'], compare: (r: unknown, v: Compare['compValue']) => boolean): boolean {
+    return r !== undefined && r !== null && compare(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
+  }
   override co(r: unknown, v: Compare['compValue']): boolean {
-    if (r === undefined || r === null) return false;
-    return super.co(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
+    return this.textual(r, v, (a, b) => super.co(a, b));
   }
   override sw(r: unknown, v: Compare['compValue']): boolean {
-    if (r === undefined || r === null) return false;
-    return super.sw(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
+    return this.textual(r, v, (a, b) => super.sw(a, b));
   }
   override ew(r: unknown, v: Compare['compValue']): boolean {
-    if (r === undefined || r === null) return false;
-    return super.ew(CaseInsensitiveTester.fold(r), CaseInsensitiveTester.fold(v) as Compare['compValue']);
+    return this.textual(r, v, (a, b) => super.ew(a, b));
   }
 }
 
