@@ -24,6 +24,7 @@ export const ERROR_CATALOGUE = {
   missing_api_key: { status: 401, title: 'Missing API key' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
   invalid_admin_token: { status: 401, title: 'Invalid admin token' },
+  insufficient_scope: { status: 403, title: 'Insufficient scope' },
   not_found: { status: 404, title: 'Not found' },
   workspace_not_found: { status: 404, title: 'Workspace not found' },
   user_not_found: { status: 404, title: 'User not found' },

@@ -45,7 +45,8 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
     ]);
     assert.equal(next_after, 5);
     const [first, second] = listed;
-    assert.deepEqual(Object.keys(first!).sort(), ['created_at', 'data', 'id', 'sequence', 'type', 'workspace']);
+    assert.deepEqual(Object.keys(first!).sort(), ['actor', 'created_at', 'data', 'id', 'sequence', 'type', 'workspace']);
+    assert.deepEqual(first!.actor, { type: 'api_key', id: ws.apiKeyId, label: ws.apiKey.slice(0, 12) }, 'the key that made the change');
     assert.match(first!.id, /^evt_[0-9a-f]{32}$/);
     assert.match(first!.created_at, TIMESTAMP);
     assert.deepEqual(first!.workspace, { subdomain: ws.subdomain });

@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { authenticate, type Tenant } from '../../core/api-keys/authenticate.ts';
+import { authenticate, requireScope, type Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Store } from '../../core/ports.ts';
 import { isScimPath } from '../../scim/constants.ts';
+import { requiredScopes } from '../route-scopes.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
 
@@ -55,8 +56,9 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
 
 /**
  * Authenticates every external-API and SCIM request before routing decides anything: workspace
- * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key → per-client limit on
- * failed keys → per-key token bucket. A limit that cannot be read (Redis unreachable) lets
+ * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key (expiry included) →
+ * per-client limit on failed keys → per-key token bucket → the route's scopes
+ * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
  * the request through. Source: SPEC.md Part B, Addressing, Authentication, Retries and limits,
  * Running several replicas.
  */
@@ -97,6 +99,7 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
         });
       }
     }
+    for (const scope of requiredScopes(request, path)) requireScope(tenant, scope);
     request.tenant = tenant;
     const now = Date.now();
     if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) >= TOUCH_INTERVAL_MS) {
