@@ -98,11 +98,12 @@ export function problemExample(code: ErrorCode): ProblemDetails {
   };
 }
 
-/** Errors every external-API route can answer: addressing, authentication, limits, availability. */
+/** Errors every external-API route can answer: addressing, authentication, scopes, limits, availability. */
 export const EXTERNAL_API_ERRORS = [
   'workspace_not_found',
   'missing_api_key',
   'invalid_api_key',
+  'insufficient_scope',
   'rate_limited',
   'internal_error',
   'service_unavailable',
