@@ -189,6 +189,27 @@ export interface ApiKeyRepository {
   touch(workspaceId: number, id: string): Promise<void>;
 }
 
+/** A console session as stored: the key it acts with (if still live) and its times. */
+export interface StoredSession {
+  /** The unrevoked key the session acts with; undefined once revoked (the session is then over). */
+  readonly apiKey: LiveApiKey | undefined;
+  readonly actor: ActorJson;
+  readonly lastSeenAt: Date;
+  readonly expiresAt: Date;
+  readonly endedAt: Date | null;
+}
+
+/** Console sessions, stored by the SHA-256 hash of their id; never cached, so an end is seen at once everywhere. */
+export interface SessionRepository {
+  insert(workspaceId: number, session: { idHash: string; apiKeyId: string; actor: ActorJson; expiresAt: Date }): Promise<void>;
+  /** The workspace of `subdomain` and, when it has one with this hash, the session. */
+  resolve(subdomain: string, idHash: string): Promise<{ workspace: Workspace | undefined; session: StoredSession | undefined }>;
+  /** Records a use (callers throttle how often). */
+  touch(workspaceId: number, idHash: string): Promise<void>;
+  /** Ends the session (sign-out); ending an ended or unknown one changes nothing. */
+  end(workspaceId: number, idHash: string): Promise<void>;
+}
+
 /** The audit trail. */
 export interface AuditRepository {
   append(entry: AuditEntry): Promise<void>;
@@ -250,6 +271,7 @@ export interface Repositories {
   readonly products: ProductRepository;
   readonly workspaces: WorkspaceRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly sessions: SessionRepository;
   readonly audit: AuditRepository;
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;

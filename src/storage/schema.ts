@@ -75,6 +75,32 @@ export const apiKeys = pgTable(
   ],
 );
 
+/**
+ * Console sessions (docs/security.md, "Console sessions"): only a SHA-256 hash of the session
+ * id is stored, so a copy of the table opens no session. A session opened by exchanging an API
+ * key acts with that key (`api_key_id`) and ends with it. `last_seen_at` (written at most once
+ * a minute) bounds the idle time, `expires_at` the whole life; `ended_at` is sign-out.
+ */
+export const consoleSessions = pgTable(
+  'console_sessions',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    idHash: text('id_hash').notNull(),
+    apiKeyId: uuid('api_key_id'),
+    actor: jsonb('actor').notNull(),
+    createdAt: createdAt(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }).notNull(),
+    endedAt: timestamp('ended_at', { withTimezone: true, precision: 6 }),
+  },
+  (t) => [
+    primaryKey({ name: 'console_sessions__pk', columns: [t.workspaceId, t.idHash] }),
+    index('console_sessions__expires_at').on(t.expiresAt),
+  ],
+);
+
 /** The operator's product catalogue, shared by all workspaces; `roles` keeps the operator's order. */
 export const products = pgTable('products', {
   name: text('name').primaryKey(),

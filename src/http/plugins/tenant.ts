@@ -6,6 +6,8 @@ import { AppError } from '../../core/errors.ts';
 import type { Store } from '../../core/ports.ts';
 import { isScimPath } from '../../scim/constants.ts';
 import { requiredScopes } from '../route-scopes.ts';
+import { sessionIdOf } from '../session-cookie.ts';
+import { sessionTenant } from './session-auth.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
 
@@ -56,7 +58,9 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
 
 /**
  * Authenticates every external-API and SCIM request before routing decides anything: workspace
- * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key (expiry included) →
+ * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key (expiry included), or
+ * without one the console's session cookie (then a change must come from the console's own
+ * origin) →
  * per-client limit on failed keys → per-key token bucket → the route's scopes
  * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
  * the request through. Source: SPEC.md Part B, Addressing, Authentication, Retries and limits,
@@ -81,9 +85,10 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
         'retry-after': String(failures.retryAfterSeconds),
       });
     }
+    const sessionId = apiKey || isScimPath(path) ? undefined : sessionIdOf(request);
     let tenant: Tenant;
     try {
-      tenant = await authenticate(store, subdomain, apiKey);
+      tenant = sessionId ? await sessionTenant(request, store, subdomain, sessionId, config.sessions) : await authenticate(store, subdomain, apiKey);
     } catch (error) {
       if (authFailures && error instanceof AppError && error.code === 'invalid_api_key') {
         setRateLimitFields(reply, 'auth-failures', authFailures, await authFailures.take(request.ip));
