@@ -141,7 +141,7 @@ describe(`web console [${BACKEND}]`, () => {
     assert.equal((await call('GET', `${API}/products`)).headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'");
   });
 
-  test('signs in with the workspace key, kept in this tab only, and shows the empty state', TEST_TIMEOUT, async () => {
+  test('signs in with the workspace key, exchanged for an HttpOnly session cookie, and shows the empty state', TEST_TIMEOUT, async () => {
     const page = await open();
     await page.goto(`${origin}/console/`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
@@ -158,11 +158,34 @@ describe(`web console [${BACKEND}]`, () => {
     assert.equal(new URL(page.url()).pathname, '/console/users');
     assert.doesNotMatch(page.url(), /wum_/);
     assert.equal(await page.evaluate(() => localStorage.length), 0);
-    assert.match(await page.evaluate(() => JSON.stringify(sessionStorage)), new RegExp(apiKey));
+    // The key was exchanged for a session: the page keeps no key, and its script cannot read the cookie.
+    assert.doesNotMatch(await page.evaluate(() => JSON.stringify(sessionStorage)), /wum_/);
+    assert.equal(await page.evaluate(() => document.cookie), '');
+    const [cookie] = await page.context().cookies();
+    assert.equal(cookie?.name, 'wum_session');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Lax');
+    assert.equal(cookie.path, '/');
+    assert.notEqual(cookie.value, apiKey);
+    const sessionCookie = `${cookie.name}=${cookie.value}`;
+    const host = `${WORKSPACE}.localhost:${server.port}`;
+    const forged = await sendRequest(server.port, 'POST', `${API}/users`, {
+      host,
+      headers: { cookie: sessionCookie, origin: 'http://evil.example' },
+      body: { user: { email: 'forged@example.com', role: 'non_owner', apps: [] } },
+    });
+    assert.equal(forged.status, 403, 'a cross-origin write with the cookie is refused');
+    assert.equal((await call('GET', `${API}/users/forged@example.com`)).status, 404);
     await assertAccessible(page, 'users (empty)');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    let ended = 200;
+    for (let attempt = 0; attempt < 20 && ended === 200; attempt += 1) {
+      ended = (await sendRequest(server.port, 'GET', `${API}/users`, { host, headers: { cookie: sessionCookie } })).status;
+      if (ended === 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(ended, 401, 'sign-out ended the session on the server');
   });
 
   test('adds a user from the catalogue pickers; the API’s field errors show beside the field', TEST_TIMEOUT, async () => {
