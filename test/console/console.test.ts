@@ -392,7 +392,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.goto(`${origin}/console/`);
     await page.keyboard.press('Tab'); // skip link
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'sign-in-apiKey');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'sign-in-workspace');
     await page.keyboard.type(apiKey);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Users' }).waitFor();
@@ -476,7 +476,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByText('Name the key after what will use it').waitFor();
     await page.getByText('Pick at least one scope.').waitFor();
     await page.getByLabel('Name').fill('reader');
-    await page.getByLabel(/^users:read/).check();
+    await page.getByRole('checkbox', { name: /users:read/ }).check();
     await page.getByRole('button', { name: 'Create the key' }).click();
     const second = await page.getByLabel('New API key of acme', { exact: true }).inputValue();
     await keys.locator('tbody tr').nth(1).waitFor();
