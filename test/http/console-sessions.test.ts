@@ -129,6 +129,15 @@ describe(`console sessions [${BACKEND}]`, () => {
     assert.match(out.headers['set-cookie'] as string, /^wum_session=; .*Expires=Thu, 01 Jan 1970/);
     assertProblem(await withCookie(ws, cookie, 'GET', '/users'), 401, 'invalid_session');
     assertProblem(await withCookie(ws, 'wum_session=made-up', 'GET', '/users'), 401, 'invalid_session');
+    const trail = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json().audit_events;
+    const signIns = trail.filter((e: { action: string }) => e.action.startsWith('console.'));
+    assert.deepEqual(signIns.map((e: { action: string }) => e.action), ['console.signed_in', 'console.signed_out'], 'sign-in and sign-out are audited');
+    for (const event of signIns) {
+      assert.equal(event.actor.type, 'api_key');
+      assert.equal(event.actor.id, ws.apiKeyId);
+      assert.equal(event.target_id, ws.apiKeyId);
+      assert.ok(!JSON.stringify(event).includes(cookie.split('=')[1]!), 'never the session id');
+    }
   });
 
   test('revoking the key ends its sessions at once, on another replica too; the session keeps the key\'s scopes', async () => {

@@ -17,6 +17,8 @@ const ACTIONS = [
   'user.reactivated',
   'api_key.created',
   'api_key.revoked',
+  'console.signed_in',
+  'console.signed_out',
   'workspace.created',
   'workspace.deleted',
   'product.created',

@@ -3,7 +3,7 @@ import { apiKeyLabel, type ActorJson } from '../actor.ts';
 import { hashApiKey } from '../api-keys/api-key-secret.ts';
 import type { Tenant } from '../api-keys/authenticate.ts';
 import { AppError } from '../errors.ts';
-import type { Store } from '../ports.ts';
+import type { AuditEntry, Store } from '../ports.ts';
 
 /** How long sessions live (docs/security.md, "Console sessions"). */
 export interface SessionLifetime {
@@ -34,11 +34,14 @@ export const hashSessionId = hashApiKey;
  * session ends with the key (revoked or expired), after `idleMs` unused, `maxMs` after
  * sign-in, or at sign-out.
  */
-export async function openKeySession(store: Store, tenant: Tenant, lifetime: SessionLifetime): Promise<OpenedSession> {
+export async function openKeySession(store: Store, tenant: Tenant, lifetime: SessionLifetime, requestId: string | null = null): Promise<OpenedSession> {
   const id = randomBytes(32).toString('base64url');
   const expiresAt = new Date(Date.now() + lifetime.maxMs);
   const actor: ActorJson = { type: 'api_key', id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix) };
-  await store.sessions.insert(tenant.workspace.id, { idHash: hashSessionId(id), apiKeyId: tenant.apiKey.id, actor, expiresAt });
+  await store.transaction(async (tx) => {
+    await tx.sessions.insert(tenant.workspace.id, { idHash: hashSessionId(id), apiKeyId: tenant.apiKey.id, actor, expiresAt });
+    await tx.audit.append(signInEvent(tenant, actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString() }));
+  });
   return { id, expiresAt, actor };
 }
 
@@ -72,7 +75,23 @@ export async function authenticateSession(store: Store, subdomain: string, sessi
   };
 }
 
-/** Ends a session (sign-out); ending an ended one changes nothing. */
-export async function endSession(store: Store, tenant: SessionTenant): Promise<void> {
-  await store.sessions.end(tenant.workspace.id, tenant.session.idHash);
+/** Ends a session (sign-out), recorded in the audit trail; ending an ended one changes nothing. */
+export async function endSession(store: Store, tenant: SessionTenant, requestId: string | null = null): Promise<void> {
+  await store.transaction(async (tx) => {
+    await tx.sessions.end(tenant.workspace.id, tenant.session.idHash);
+    await tx.audit.append(signInEvent(tenant, tenant.session.actor, 'console.signed_out', requestId, null));
+  });
+}
+
+/** The audit event of a console sign-in or sign-out: about the key the session acts with (never the session's id). */
+function signInEvent(tenant: Tenant, actor: ActorJson, action: string, requestId: string | null, after: unknown): AuditEntry {
+  return {
+    workspaceId: tenant.workspace.id,
+    actor: { ...actor, requestId },
+    action,
+    targetType: 'api_key',
+    targetId: tenant.apiKey.id,
+    before: null,
+    after,
+  };
 }

@@ -38,7 +38,7 @@ export async function sessionRoutes(app: FastifyInstance, options: { store: Stor
     }
     const current = sessionOf(request);
     if (current) return describe(request, current.session.expiresAt, current.session.actor);
-    const opened = await openKeySession(store, tenantOf(request), sessions);
+    const opened = await openKeySession(store, tenantOf(request), sessions, request.id);
     setSessionCookie(request, reply, opened.id, opened.expiresAt);
     return reply.code(201).send(describe(request, opened.expiresAt, opened.actor));
   });
@@ -51,7 +51,7 @@ export async function sessionRoutes(app: FastifyInstance, options: { store: Stor
 
   app.delete(SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
     const current = sessionOf(request);
-    if (current) await endSession(store, current);
+    if (current) await endSession(store, current, request.id);
     clearSessionCookie(request, reply);
     return reply.code(204).send();
   });
