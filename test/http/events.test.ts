@@ -69,7 +69,7 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
 
   test('a bad after or limit → 400 invalid_parameter', async () => {
     const ws = await ctx.createWorkspace('ev');
-    for (const query of [{ after: '-1' }, { after: 'abc' }, { after: '1.5' }, { after: '' }, { limit: '0' }, { limit: '1001' }, { limit: 'ten' }] as Array<Record<string, string>>) {
+    for (const query of [{ after: '-1' }, { after: 'abc' }, { after: '1.5' }, { after: '' }, { after: '99999999999999999999' }, { limit: '0' }, { limit: '1001' }, { limit: 'ten' }] as Array<Record<string, string>>) {
       const res = await ctx.api(ws, 'GET', '/events', { query });
       assert.equal(res.statusCode, 400, `${JSON.stringify(query)}: ${res.body}`);
       assert.equal(res.json().code, 'invalid_parameter');

@@ -7,6 +7,8 @@ import { USER_EXAMPLE, UserSchema } from './users.ts';
 export const ListEventsQuery = Type.Object({
   after: Type.Integer({
     minimum: 0,
+    // Sequences are int8 in the database; a larger number would fail there, not here.
+    maximum: Number.MAX_SAFE_INTEGER,
     default: 0,
     description: 'Return the events with a `sequence` above this one (0: from the oldest kept). Pass the last `sequence` you processed.',
     examples: [0],
