@@ -14,6 +14,12 @@ export type WorkspacePage = Json<'listWorkspaces', 200>;
 export type ApiKey = Json<'listApiKeys', 200>['api_keys'][number];
 /** A new API key with its plaintext `key`, shown only once. */
 export type CreatedApiKey = Json<'createApiKey', 201>;
+/** What a new API key is made with: `name`, `scopes` (every scope when omitted), `expires_at`; all optional. */
+export type NewApiKey = NonNullable<operations['createApiKey']['requestBody']>['content']['application/json'];
+/** A scope an API key can carry (`users:read`, `users:write`, `products:read`, `events:read`, `scim`). */
+export type ApiKeyScope = ApiKey['scopes'][number];
+/** Who made a change: `{type, id, label}` (a person, an API key, SCIM, the operator, the server). */
+export type Actor = AuditEvent['actor'];
 /** A product of the catalogue, with timestamps. */
 export type CatalogueProduct = Json<'getCatalogueProduct', 200>;
 /** One page of audit events. */
@@ -73,8 +79,12 @@ export interface WorkspacesApi {
 
 /** API keys of a workspace. */
 export interface ApiKeysApi {
-  /** Adds a key to the workspace; its plaintext is in the result only. Not retried after a network failure. */
-  create(subdomain: string): Promise<CreatedApiKey>;
+  /**
+   * Adds a key to the workspace, with a name, scopes and an expiry when given; its plaintext is in
+   * the result only. Not retried after a network failure.
+   * @throws WumApiError `validation_failed` (400: an unknown scope, an expiry in the past).
+   */
+  create(subdomain: string, key?: NewApiKey): Promise<CreatedApiKey>;
   /** Every key of the workspace, revoked ones included, never the plaintext. */
   list(subdomain: string): Promise<ApiKey[]>;
   /** Revokes a key (idempotent: revoking again succeeds). @throws WumApiError `api_key_not_found` (404). */
@@ -202,9 +212,9 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
   };
 
   const apiKeys: ApiKeysApi = {
-    async create(subdomain) {
+    async create(subdomain, key = {}) {
       const { data } = await call(`POST ${ws(subdomain)}/api-keys`, once, (signal) =>
-        api.POST('/admin/v1/workspaces/{subdomain}/api-keys', { params: { path: { subdomain } }, signal }),
+        api.POST('/admin/v1/workspaces/{subdomain}/api-keys', { params: { path: { subdomain } }, body: key, signal }),
       );
       return data!;
     },

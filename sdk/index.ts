@@ -45,8 +45,10 @@ export {
 export {
   ADMIN_API_PREFIX,
   createAdminClient,
+  type Actor,
   type AdminClientOptions,
   type ApiKey,
+  type ApiKeyScope,
   type ApiKeysApi,
   type AuditApi,
   type AuditEvent,
@@ -56,6 +58,7 @@ export {
   type CatalogueProduct,
   type CreatedApiKey,
   type CreatedWorkspace,
+  type NewApiKey,
   type NewWebhookEndpoint,
   type PageQuery,
   type WebhookDelivery,

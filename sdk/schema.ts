@@ -180,7 +180,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key (the plaintext is shown only in this response)
-         * @description Adds an API key to the workspace. A workspace can hold several keys: add the new one, then revoke the old.
+         * @description Adds an API key to the workspace, with a name, the scopes it may use (every scope when omitted) and an optional expiry. A workspace can hold several keys: add the new one, then revoke the old. The body may be omitted.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -442,6 +442,25 @@ export interface components {
             }[];
         };
         /**
+         * @description Who made a change.
+         * @example {
+         *       "type": "api_key",
+         *       "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+         *       "label": "provisioning (wum_AbCd1234)"
+         *     }
+         */
+        Actor: {
+            /**
+             * @description What kind of actor: a person, an API key, SCIM, the operator, the server itself.
+             * @enum {string}
+             */
+            type: "person" | "api_key" | "scim" | "operator" | "system";
+            /** @description A stable id: the key's id (api_key, scim), the person's user id; null for operator and system. */
+            id: string | null;
+            /** @description A readable name: the key's name and prefix, the person's email. */
+            label: string | null;
+        };
+        /**
          * @description A user of the workspace.
          * @example {
          *       "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
@@ -539,6 +558,7 @@ export interface components {
                 /** @description The workspace's subdomain. */
                 subdomain: string;
             };
+            actor: components["schemas"]["Actor"];
             data: {
                 user: components["schemas"]["User"];
                 /** @description The fields the change altered, with their values before it (absent for `user.created`). */
@@ -666,6 +686,15 @@ export interface operations {
             };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -831,6 +860,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
@@ -966,6 +1004,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
                 headers: {
@@ -1056,6 +1103,15 @@ export interface operations {
             };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1260,6 +1316,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
                 headers: {
@@ -1397,6 +1462,11 @@ export interface operations {
                      *         {
                      *           "id": 42,
                      *           "occurred_at": "2025-01-15T09:30:00.000Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *             "label": "provisioning (wum_AbCd1234)"
+                     *           },
                      *           "actor_type": "api_key",
                      *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
                      *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
@@ -1436,14 +1506,13 @@ export interface operations {
                             id: number;
                             /** Format: date-time */
                             occurred_at: string;
+                            actor: components["schemas"]["Actor"];
                             /**
-                             * @description Who made the change.
-                             * @example api_key
-                             * @example admin
-                             * @example system
+                             * @description Who made the change: `actor.type`.
+                             * @enum {string}
                              */
-                            actor_type: string;
-                            /** @description The API key id for `api_key`, else null. */
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system";
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
                             request_id: string | null;
@@ -1490,6 +1559,15 @@ export interface operations {
             };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1598,6 +1676,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
@@ -1680,6 +1767,11 @@ export interface operations {
                      *           "workspace": {
                      *             "subdomain": "acme"
                      *           },
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *             "label": "provisioning (wum_AbCd1234)"
+                     *           },
                      *           "data": {
                      *             "user": {
                      *               "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
@@ -1724,6 +1816,15 @@ export interface operations {
             };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1929,9 +2030,20 @@ export interface operations {
                      *       "created_at": "2025-01-15T09:00:00.000Z",
                      *       "api_key": {
                      *         "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
-                     *         "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx",
+                     *         "name": "provisioning",
                      *         "prefix": "wum_AbCd1234",
-                     *         "created_at": "2025-01-15T09:00:00.000Z"
+                     *         "scopes": [
+                     *           "users:read",
+                     *           "users:write"
+                     *         ],
+                     *         "expires_at": "2025-04-15T09:00:00.000Z",
+                     *         "created_by": {
+                     *           "type": "operator",
+                     *           "id": null,
+                     *           "label": "operator"
+                     *         },
+                     *         "created_at": "2025-01-15T09:00:00.000Z",
+                     *         "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx"
                      *       }
                      *     } */
                     "application/json": {
@@ -1948,12 +2060,35 @@ export interface operations {
                              * @description Key id, to revoke it.
                              */
                             id: string;
-                            /** @description The API key. Shown only once; store it now. */
-                            key: string;
-                            /** @description The first characters of the key, to recognise it. */
+                            /**
+                             * @description The name given at creation; empty for keys made before names existed.
+                             * @example provisioning
+                             */
+                            name: string;
+                            /**
+                             * @description The first characters of the key, to recognise it.
+                             * @example wum_AbCd1234
+                             */
                             prefix: string;
+                            /**
+                             * @description What the key may call: each operation of the API reference names the scope it needs.
+                             * @example [
+                             *       "users:read",
+                             *       "users:write"
+                             *     ]
+                             */
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                            /**
+                             * Format: date-time
+                             * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                             */
+                            expires_at: string | null;
+                            /** @description Who made the key; null for keys made before this was recorded. */
+                            created_by: components["schemas"]["Actor"] | null;
                             /** Format: date-time */
                             created_at: string;
+                            /** @description The API key. Shown only once; store it now. */
+                            key: string;
                         };
                     };
                 };
@@ -2170,7 +2305,18 @@ export interface operations {
                      *       "api_keys": [
                      *         {
                      *           "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *           "name": "provisioning",
                      *           "prefix": "wum_AbCd1234",
+                     *           "scopes": [
+                     *             "users:read",
+                     *             "users:write"
+                     *           ],
+                     *           "expires_at": "2025-04-15T09:00:00.000Z",
+                     *           "created_by": {
+                     *             "type": "operator",
+                     *             "id": null,
+                     *             "label": "operator"
+                     *           },
                      *           "created_at": "2025-01-15T09:00:00.000Z",
                      *           "last_used_at": "2025-01-16T14:12:09.000Z",
                      *           "revoked_at": null
@@ -2186,13 +2332,36 @@ export interface operations {
                              */
                             id: string;
                             /**
+                             * @description The name given at creation; empty for keys made before names existed.
+                             * @example provisioning
+                             */
+                            name: string;
+                            /**
                              * @description The first characters of the key, to recognise it.
                              * @example wum_AbCd1234
                              */
                             prefix: string;
+                            /**
+                             * @description What the key may call: each operation of the API reference names the scope it needs.
+                             * @example [
+                             *       "users:read",
+                             *       "users:write"
+                             *     ]
+                             */
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                            /**
+                             * Format: date-time
+                             * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                             */
+                            expires_at: string | null;
+                            /** @description Who made the key; null for keys made before this was recorded. */
+                            created_by: components["schemas"]["Actor"] | null;
                             /** Format: date-time */
                             created_at: string;
-                            /** Format: date-time */
+                            /**
+                             * Format: date-time
+                             * @description When the key was last used (recorded at most once a minute).
+                             */
                             last_used_at: string | null;
                             /** Format: date-time */
                             revoked_at: string | null;
@@ -2253,7 +2422,38 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "name": "provisioning",
+                 *       "scopes": [
+                 *         "users:read",
+                 *         "users:write"
+                 *       ],
+                 *       "expires_at": "2026-04-15T09:00:00Z"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description A name to recognise the key by.
+                     * @example provisioning
+                     */
+                    name?: string;
+                    /**
+                     * @description What the key may call; every scope when omitted.
+                     * @example [
+                     *       "users:read",
+                     *       "users:write"
+                     *     ]
+                     */
+                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                    /**
+                     * Format: date-time
+                     * @description When the key stops working (in the future); never when omitted.
+                     */
+                    expires_at?: string;
+                };
+            };
+        };
         responses: {
             /** @description The new key with its plaintext, shown only here. */
             201: {
@@ -2263,9 +2463,20 @@ export interface operations {
                 content: {
                     /** @example {
                      *       "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
-                     *       "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx",
+                     *       "name": "provisioning",
                      *       "prefix": "wum_AbCd1234",
-                     *       "created_at": "2025-01-15T09:00:00.000Z"
+                     *       "scopes": [
+                     *         "users:read",
+                     *         "users:write"
+                     *       ],
+                     *       "expires_at": "2025-04-15T09:00:00.000Z",
+                     *       "created_by": {
+                     *         "type": "operator",
+                     *         "id": null,
+                     *         "label": "operator"
+                     *       },
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx"
                      *     } */
                     "application/json": {
                         /**
@@ -2273,13 +2484,45 @@ export interface operations {
                          * @description Key id, to revoke it.
                          */
                         id: string;
-                        /** @description The API key. Shown only once; store it now. */
-                        key: string;
-                        /** @description The first characters of the key, to recognise it. */
+                        /**
+                         * @description The name given at creation; empty for keys made before names existed.
+                         * @example provisioning
+                         */
+                        name: string;
+                        /**
+                         * @description The first characters of the key, to recognise it.
+                         * @example wum_AbCd1234
+                         */
                         prefix: string;
+                        /**
+                         * @description What the key may call: each operation of the API reference names the scope it needs.
+                         * @example [
+                         *       "users:read",
+                         *       "users:write"
+                         *     ]
+                         */
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                        /**
+                         * Format: date-time
+                         * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                         */
+                        expires_at: string | null;
+                        /** @description Who made the key; null for keys made before this was recorded. */
+                        created_by: components["schemas"]["Actor"] | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** @description The API key. Shown only once; store it now. */
+                        key: string;
                     };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Problem details; `code` is `invalid_admin_token`. */
@@ -2293,6 +2536,15 @@ export interface operations {
             };
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2411,7 +2663,7 @@ export interface operations {
                  * @description Only events made by this kind of actor.
                  * @example api_key
                  */
-                actor_type?: "api_key" | "scim" | "admin" | "system";
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system";
                 /**
                  * @description Only events about this target (an email, key id, subdomain or product name).
                  * @example ada@example.com
@@ -2443,6 +2695,11 @@ export interface operations {
                      *         {
                      *           "id": 42,
                      *           "occurred_at": "2025-01-15T09:30:00.000Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *             "label": "provisioning (wum_AbCd1234)"
+                     *           },
                      *           "actor_type": "api_key",
                      *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
                      *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
@@ -2482,14 +2739,13 @@ export interface operations {
                             id: number;
                             /** Format: date-time */
                             occurred_at: string;
+                            actor: components["schemas"]["Actor"];
                             /**
-                             * @description Who made the change.
-                             * @example api_key
-                             * @example admin
-                             * @example system
+                             * @description Who made the change: `actor.type`.
+                             * @enum {string}
                              */
-                            actor_type: string;
-                            /** @description The API key id for `api_key`, else null. */
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system";
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
                             request_id: string | null;
@@ -2596,7 +2852,7 @@ export interface operations {
                  * @description Only events made by this kind of actor.
                  * @example api_key
                  */
-                actor_type?: "api_key" | "scim" | "admin" | "system";
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system";
                 /**
                  * @description Only events about this target (an email, key id, subdomain or product name).
                  * @example ada@example.com
@@ -2627,6 +2883,11 @@ export interface operations {
                      *         {
                      *           "id": 42,
                      *           "occurred_at": "2025-01-15T09:30:00.000Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *             "label": "provisioning (wum_AbCd1234)"
+                     *           },
                      *           "actor_type": "api_key",
                      *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
                      *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
@@ -2666,14 +2927,13 @@ export interface operations {
                             id: number;
                             /** Format: date-time */
                             occurred_at: string;
+                            actor: components["schemas"]["Actor"];
                             /**
-                             * @description Who made the change.
-                             * @example api_key
-                             * @example admin
-                             * @example system
+                             * @description Who made the change: `actor.type`.
+                             * @enum {string}
                              */
-                            actor_type: string;
-                            /** @description The API key id for `api_key`, else null. */
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system";
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
                             request_id: string | null;

@@ -39,17 +39,17 @@ function NavLink({ href, children }: { href: string; children: ComponentChildren
 }
 
 function Header() {
-  const { apiKey, adminToken } = useCredentials();
+  const { workspace, adminToken } = useCredentials();
   return (
     <header class="top">
       <a class="skip" href="#main">
         Skip to content
       </a>
       <span class="brand">wum console</span>
-      {(apiKey || adminToken) && (
+      {(workspace || adminToken) && (
         <nav aria-label="Main">
           <ul>
-            {apiKey && (
+            {workspace && (
               <>
                 <li>
                   <NavLink href="/users">Users</NavLink>
@@ -75,7 +75,7 @@ function Header() {
           </ul>
         </nav>
       )}
-      {(apiKey || adminToken) && (
+      {(workspace || adminToken) && (
         <button type="button" class="button sign-out" onClick={signOutAndForget}>
           Sign out
         </button>
@@ -85,14 +85,14 @@ function Header() {
 }
 
 /** Shows `children` when signed in with what they need, else the sign-in form. */
-function Needs({ what, children }: { what: 'apiKey' | 'adminToken'; children: ComponentChildren }) {
+function Needs({ what, children }: { what: 'workspace' | 'adminToken'; children: ComponentChildren }) {
   const credentials = useCredentials();
   return credentials[what] ? <>{children}</> : <SignInPage need={what} />;
 }
 
 function Home() {
-  const { apiKey, adminToken } = useCredentials();
-  if (apiKey) return <Redirect to="/users" replace />;
+  const { workspace, adminToken } = useCredentials();
+  if (workspace) return <Redirect to="/users" replace />;
   if (adminToken) return <Redirect to="/workspaces" replace />;
   return <SignInPage />;
 }
@@ -117,24 +117,24 @@ export function App() {
           <Switch>
             <Route path="/" component={Home} />
             <Route path="/users">
-              <Needs what="apiKey">
+              <Needs what="workspace">
                 <UsersPage />
               </Needs>
             </Route>
             <Route path="/users/new">
-              <Needs what="apiKey">
+              <Needs what="workspace">
                 <NewUserPage />
               </Needs>
             </Route>
             <Route path="/users/:email">
               {(params: { email: string }) => (
-                <Needs what="apiKey">
+                <Needs what="workspace">
                   <UserPage email={params.email} />
                 </Needs>
               )}
             </Route>
             <Route path="/import">
-              <Needs what="apiKey">
+              <Needs what="workspace">
                 <ImportPage />
               </Needs>
             </Route>

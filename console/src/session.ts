@@ -1,14 +1,17 @@
 /*
- * The signed-in credentials: a workspace API key and/or the operator token. They live in this
- * tab's sessionStorage only (gone when the tab closes), never in a URL, a cookie, a log or
- * localStorage; "Sign out" forgets them (issue 10, "Sign in").
+ * Who is signed in: the workspace of this host, through a server-side session whose id is in
+ * an HttpOnly cookie the page's script cannot read (the API key typed at sign-in is exchanged
+ * for it at once and never kept: docs/security.md, "Console sessions"), and/or the operator
+ * token. The token and the workspace's name live in this tab's sessionStorage only (gone when
+ * the tab closes), never in a URL, a log or localStorage; "Sign out" forgets them and ends the
+ * session on the server.
  */
 import { useSyncExternalStore } from 'react';
 
 /** What the person signed in with; either may be absent. */
 export interface Credentials {
-  /** A workspace API key (`wum_…`), sent as `X-Api-Key` to this host's workspace. */
-  readonly apiKey?: string;
+  /** The workspace signed in through the session cookie (its subdomain; no secret). */
+  readonly workspace?: string;
   /** The server's `ADMIN_TOKEN`, sent as `Authorization: Bearer` to `/admin/v1`. */
   readonly adminToken?: string;
 }
@@ -20,9 +23,9 @@ function read(): Credentials {
   try {
     const parsed: unknown = JSON.parse(sessionStorage.getItem(STORAGE_KEY) ?? '{}');
     if (typeof parsed !== 'object' || parsed === null) return {};
-    const { apiKey, adminToken } = parsed as Record<string, unknown>;
+    const { workspace, adminToken } = parsed as Record<string, unknown>;
     return {
-      ...(typeof apiKey === 'string' && apiKey ? { apiKey } : {}),
+      ...(typeof workspace === 'string' && workspace ? { workspace } : {}),
       ...(typeof adminToken === 'string' && adminToken ? { adminToken } : {}),
     };
   } catch {
@@ -50,9 +53,16 @@ export function setCredentials(change: Partial<Record<keyof Credentials, string 
   for (const listener of listeners) listener();
 }
 
-/** Forgets every credential (Sign out). */
+/** Where the console's session is opened, read and ended (on this host). */
+export const SESSION_PATH = '/api/external/v2/console/session';
+
+/** Forgets every credential and ends the workspace session on the server (Sign out). */
 export function signOut(): void {
-  setCredentials({ apiKey: undefined, adminToken: undefined });
+  if (current.workspace) {
+    // The cookie is HttpOnly: only the server can end the session and clear it.
+    void fetch(SESSION_PATH, { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
+  }
+  setCredentials({ workspace: undefined, adminToken: undefined });
 }
 
 function subscribe(listener: () => void): () => void {

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import type { Workspace } from 'wum/sdk';
 import { adminClient, positiveInteger, withJson } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
+import { keysCommand } from './admin-keys.ts';
 import { webhooksCommand } from './admin-webhooks.ts';
 
 /** A hint for the new workspace's address, when the operator API runs on `localhost`. */
@@ -63,35 +64,7 @@ export function adminCommand(): Command {
     say(`Deleted workspace ${subdomain}.`);
   });
 
-  const keys = admin.command('keys').description("create, list and revoke a workspace's API keys");
-  withJson(keys.command('create <subdomain>').description('create an API key (shown only this once)')).action(
-    async (subdomain: string, options, command: Command) => {
-      const key = await adminClient(command).apiKeys.create(subdomain);
-      if (options.json) return printJson(key);
-      say(`Created API key ${key.id} for ${subdomain}. It is shown only this once:`);
-      say('');
-      say(`  export WUM_API_KEY=${key.key}`);
-    },
-  );
-  withJson(keys.command('list <subdomain>').description('list API keys, revoked ones included (never the secret)')).action(
-    async (subdomain: string, options, command: Command) => {
-      const list = await adminClient(command).apiKeys.list(subdomain);
-      if (options.json) return printJson(list);
-      say(
-        table(
-          ['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at'],
-          list.map((k) => [k.id, k.prefix, k.created_at, k.last_used_at ?? '', k.revoked_at ?? '']),
-        ),
-      );
-    },
-  );
-  withJson(keys.command('revoke <subdomain> <id>').description('revoke an API key (doing it again succeeds too)')).action(
-    async (subdomain: string, id: string, options, command: Command) => {
-      await adminClient(command).apiKeys.revoke(subdomain, id);
-      if (options.json) return printJson({ subdomain, id, revoked: true });
-      say(`Revoked API key ${id} of ${subdomain}.`);
-    },
-  );
+  admin.addCommand(keysCommand());
 
   const products = admin.command('products').description('manage the product catalogue');
   withJson(

@@ -55,6 +55,9 @@ const EnvSchema = Type.Object({
   WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 200 }),
   WEBHOOK_WORKER: Type.Boolean({ default: true }),
   EVENTS_PRUNE_INTERVAL_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
+  SESSION_IDLE_MINUTES: Type.Number({ exclusiveMinimum: 0, maximum: 43_200, default: 480 }),
+  SESSION_MAX_HOURS: Type.Number({ exclusiveMinimum: 0, maximum: 8760, default: 168 }),
+  CONSOLE_KEY_SIGN_IN: Type.Unsafe<'auto' | 'always' | 'never'>({ type: 'string', enum: ['auto', 'always', 'never'], default: 'auto' }),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -214,6 +217,22 @@ export interface Config {
   readonly seedDemo: boolean;
   /** Webhook delivery and event retention. */
   readonly webhooks: WebhookConfig;
+  /** Console sessions (docs/security.md, "Console sessions"). */
+  readonly sessions: SessionConfig;
+}
+
+/** How long console sessions live, and whether a workspace key may open one. */
+export interface SessionConfig {
+  /** A session unused this long ends, in ms (`SESSION_IDLE_MINUTES`, default 8 h). */
+  readonly idleMs: number;
+  /** A session ends this long after sign-in whatever its use, in ms (`SESSION_MAX_HOURS`, default 7 days). */
+  readonly maxMs: number;
+  /**
+   * `CONSOLE_KEY_SIGN_IN`: `auto` (default) lets a workspace API key open a console session
+   * unless the workspace signs in through an identity provider; `always` allows it even then;
+   * `never` forbids it everywhere.
+   */
+  readonly keySignIn: 'auto' | 'always' | 'never';
 }
 
 /**
@@ -324,6 +343,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollIntervalMs: parsed.WEBHOOK_POLL_INTERVAL_MS,
       worker: parsed.WEBHOOK_WORKER,
       pruneIntervalMs: parsed.EVENTS_PRUNE_INTERVAL_MS,
+    }),
+    sessions: Object.freeze({
+      idleMs: Math.round(parsed.SESSION_IDLE_MINUTES * 60_000),
+      maxMs: Math.round(parsed.SESSION_MAX_HOURS * 3_600_000),
+      keySignIn: parsed.CONSOLE_KEY_SIGN_IN,
     }),
   });
 }

@@ -1,13 +1,39 @@
+/** The kinds of actor the audit trail and the events feed name (docs/security.md, "Actors"). */
+export const ACTOR_TYPES = ['person', 'api_key', 'scim', 'operator', 'system'] as const;
+
+/** One of {@link ACTOR_TYPES}. */
+export type ActorType = (typeof ACTOR_TYPES)[number];
+
 /**
- * Who makes a change, for the audit trail: an API key of the workspace (through the external
- * API, or through SCIM: `scim`, with the key's id), or the operator through the admin API.
- * `requestId` ties the audit event to the request's logs.
+ * Who makes a change, for the audit trail and the events feed: a person signed in to the
+ * console, an API key of the workspace (through the external API, or through SCIM: `scim`,
+ * with the key's id), the operator (admin API), or the server itself (`system`).
+ * `id` is stable (the key's id, the person's user id), `label` readable (the key's name and
+ * prefix, the person's email). `requestId` ties the change to the request's logs.
  */
 export interface Actor {
-  readonly type: 'api_key' | 'admin' | 'system' | 'scim';
+  readonly type: ActorType;
   readonly id: string | null;
+  readonly label: string | null;
   readonly requestId: string | null;
 }
 
+/** An actor as the wire shows it: `{type, id, label}`. */
+export interface ActorJson {
+  readonly type: ActorType;
+  readonly id: string | null;
+  readonly label: string | null;
+}
+
+/** The wire form of an actor (without its request id, which the audit event carries apart). */
+export function toActorJson(actor: Actor): ActorJson {
+  return { type: actor.type, id: actor.id, label: actor.label };
+}
+
+/** The readable label of an API key: its name and prefix, e.g. `okta-scim (wum_AbCd1234)`. */
+export function apiKeyLabel(name: string, prefix: string): string {
+  return name ? `${name} (${prefix})` : prefix;
+}
+
 /** The actor of changes the server makes on its own (e.g. the demo workspace at first start). */
-export const SYSTEM_ACTOR: Actor = Object.freeze({ type: 'system', id: null, requestId: null });
+export const SYSTEM_ACTOR: Actor = Object.freeze({ type: 'system', id: null, label: 'system', requestId: null });

@@ -1,4 +1,5 @@
-import type { Actor } from './actor.ts';
+import type { Actor, ActorJson } from './actor.ts';
+import type { ApiKeyScope } from './api-keys/scopes.ts';
 import type { WorkspaceEvent } from './events/event.ts';
 import type { Group } from './groups/group.ts';
 import type { PageRequest } from './pagination.ts';
@@ -31,9 +32,36 @@ export interface Workspace {
 export interface ApiKeyRecord {
   readonly id: string;
   readonly prefix: string;
+  /** A name people give it (e.g. `okta-scim`); empty for keys made before names existed. */
+  readonly name: string;
+  /** The scopes it carries, in canonical order. */
+  readonly scopes: readonly ApiKeyScope[];
+  /** When it stops working; null for never. */
+  readonly expiresAt: Date | null;
+  /** Who made it; null for keys made before actors were recorded. */
+  readonly createdBy: ActorJson | null;
   readonly createdAt: Date;
   readonly lastUsedAt: Date | null;
   readonly revokedAt: Date | null;
+}
+
+/** What a new key is stored with, beside its workspace. */
+export interface NewApiKey {
+  readonly prefix: string;
+  readonly keyHash: string;
+  readonly name: string;
+  readonly scopes: readonly string[];
+  readonly expiresAt: Date | null;
+  readonly createdBy: ActorJson;
+}
+
+/** An unrevoked key as authentication sees it (possibly expired: the caller checks the time). */
+export interface LiveApiKey {
+  readonly id: string;
+  readonly name: string;
+  readonly prefix: string;
+  readonly scopes: readonly string[];
+  readonly expiresAt: Date | null;
 }
 
 /** One entry of the audit trail. `before`/`after` are wire-shaped snapshots or null. */
@@ -146,12 +174,12 @@ export interface WorkspaceRepository {
 export interface Credentials {
   readonly workspace: Workspace | undefined;
   /** The matching, unrevoked key of that workspace, if any. */
-  readonly apiKeyId: string | undefined;
+  readonly apiKey: LiveApiKey | undefined;
 }
 
 /** API keys of workspaces, stored as hashes. */
 export interface ApiKeyRepository {
-  insert(workspaceId: number, prefix: string, keyHash: string): Promise<ApiKeyRecord>;
+  insert(workspaceId: number, key: NewApiKey): Promise<ApiKeyRecord>;
   findAll(workspaceId: number): Promise<ApiKeyRecord[]>;
   /** Marks a key revoked (keeping the first revocation time); undefined when unknown. */
   revoke(workspaceId: number, id: string): Promise<{ before: ApiKeyRecord; after: ApiKeyRecord } | undefined>;
@@ -159,6 +187,27 @@ export interface ApiKeyRepository {
   resolve(subdomain: string, keyHash: string): Promise<Credentials>;
   /** Records that a key was used (callers throttle how often). */
   touch(workspaceId: number, id: string): Promise<void>;
+}
+
+/** A console session as stored: the key it acts with (if still live) and its times. */
+export interface StoredSession {
+  /** The unrevoked key the session acts with; undefined once revoked (the session is then over). */
+  readonly apiKey: LiveApiKey | undefined;
+  readonly actor: ActorJson;
+  readonly lastSeenAt: Date;
+  readonly expiresAt: Date;
+  readonly endedAt: Date | null;
+}
+
+/** Console sessions, stored by the SHA-256 hash of their id; never cached, so an end is seen at once everywhere. */
+export interface SessionRepository {
+  insert(workspaceId: number, session: { idHash: string; apiKeyId: string; actor: ActorJson; expiresAt: Date }): Promise<void>;
+  /** The workspace of `subdomain` and, when it has one with this hash, the session. */
+  resolve(subdomain: string, idHash: string): Promise<{ workspace: Workspace | undefined; session: StoredSession | undefined }>;
+  /** Records a use (callers throttle how often). */
+  touch(workspaceId: number, idHash: string): Promise<void>;
+  /** Ends the session (sign-out); ending an ended or unknown one changes nothing. */
+  end(workspaceId: number, idHash: string): Promise<void>;
 }
 
 /** The audit trail. */
@@ -222,6 +271,7 @@ export interface Repositories {
   readonly products: ProductRepository;
   readonly workspaces: WorkspaceRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly sessions: SessionRepository;
   readonly audit: AuditRepository;
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;

@@ -13,6 +13,7 @@ import { scimRoutes } from './routes/scim/scim-routes.ts';
 import { canonicalScimTarget, SCIM_PREFIX } from '../scim/constants.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
 import { adminRoutes } from './routes/admin/admin-routes.ts';
+import { sessionRoutes } from './routes/external/session-routes.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import {
   registerHostCheck,
@@ -107,6 +108,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
+  await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
   if (config.adminToken) {
     await app.register(adminRoutes, {

@@ -95,14 +95,24 @@ export function toFieldErrors(errors: readonly ErrorObject[]): FieldError[] {
   return [...byField.values()];
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's body may be left out altogether (every field has a default). */
+    optionalBody?: boolean;
+  }
+}
+
 /**
  * A route that takes a JSON body answers `415 unsupported_media_type` when the request has
- * no Content-Type at all (other media types are refused by the body parser). Runs after
- * authentication and routing, as SPEC.md Part B orders the checks.
+ * no Content-Type at all (other media types are refused by the body parser), unless its
+ * body is optional and none was sent. Runs after authentication and routing, as SPEC.md
+ * Part B orders the checks.
  */
 export function requireJsonContentType(app: FastifyInstance): void {
   const check = syncHook((request) => {
-    if (!request.headers['content-type']) throw new AppError('unsupported_media_type', 'Send the body as application/json.');
+    if (request.headers['content-type']) return;
+    const sent = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    if (sent || !request.routeOptions.config.optionalBody) throw new AppError('unsupported_media_type', 'Send the body as application/json.');
   });
   app.addHook('onRoute', (route) => {
     if (route.schema?.body) addRouteHook(route, 'onRequest', check);

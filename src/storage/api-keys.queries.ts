@@ -1,4 +1,6 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import type { ActorJson } from '../core/actor.ts';
+import type { ApiKeyScope } from '../core/api-keys/scopes.ts';
 import type { ApiKeyRecord, ApiKeyRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { isUuid } from './uuid.ts';
@@ -7,6 +9,10 @@ import { apiKeys, workspaces } from './schema.ts';
 const publicColumns = {
   id: apiKeys.id,
   prefix: apiKeys.prefix,
+  name: apiKeys.name,
+  scopes: sql<ApiKeyScope[]>`${apiKeys.scopes}`,
+  expiresAt: apiKeys.expiresAt,
+  createdBy: sql<ActorJson | null>`${apiKeys.createdBy}`,
   createdAt: apiKeys.createdAt,
   lastUsedAt: apiKeys.lastUsedAt,
   revokedAt: apiKeys.revokedAt,
@@ -15,8 +21,11 @@ const publicColumns = {
 /** The API keys repository over Drizzle; keys are found by (workspace, SHA-256 hash). */
 export function createApiKeyRepository(db: Database): ApiKeyRepository {
   return {
-    async insert(workspaceId, prefix, keyHash) {
-      const [row] = await db.insert(apiKeys).values({ workspaceId, prefix, keyHash }).returning(publicColumns);
+    async insert(workspaceId, key) {
+      const [row] = await db
+        .insert(apiKeys)
+        .values({ workspaceId, ...key, scopes: [...key.scopes] })
+        .returning(publicColumns);
       return row!;
     },
 
@@ -37,7 +46,14 @@ export function createApiKeyRepository(db: Database): ApiKeyRepository {
 
     async resolve(subdomain, keyHash) {
       const [row] = await db
-        .select({ workspace: workspaces, apiKeyId: apiKeys.id })
+        .select({
+          workspace: workspaces,
+          apiKeyId: apiKeys.id,
+          name: apiKeys.name,
+          prefix: apiKeys.prefix,
+          scopes: apiKeys.scopes,
+          expiresAt: apiKeys.expiresAt,
+        })
         .from(workspaces)
         .leftJoin(
           apiKeys,
@@ -45,8 +61,12 @@ export function createApiKeyRepository(db: Database): ApiKeyRepository {
         )
         .where(eq(workspaces.subdomain, subdomain))
         .limit(1);
-      if (!row) return { workspace: undefined, apiKeyId: undefined };
-      return { workspace: { ...row.workspace, id: Number(row.workspace.id) }, apiKeyId: row.apiKeyId ?? undefined };
+      if (!row) return { workspace: undefined, apiKey: undefined };
+      const { apiKeyId, name, prefix, scopes, expiresAt } = row;
+      return {
+        workspace: { ...row.workspace, id: Number(row.workspace.id) },
+        apiKey: apiKeyId ? { id: apiKeyId, name: name ?? '', prefix: prefix ?? '', scopes: scopes ?? [], expiresAt } : undefined,
+      };
     },
 
     async touch(workspaceId, id) {

@@ -11,7 +11,7 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
     id: Number(row.id),
     workspaceId: row.workspaceId === null ? null : Number(row.workspaceId),
     occurredAt: row.occurredAt,
-    actor: { type: row.actorType as Actor['type'], id: row.actorId, requestId: row.requestId },
+    actor: { type: row.actorType as Actor['type'], id: row.actorId, label: row.actorLabel, requestId: row.requestId },
     action: row.action,
     targetType: row.targetType,
     targetId: row.targetId,
@@ -27,8 +27,8 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
  */
 export function auditInsert(source?: string): SQL {
   return sql`insert into audit_events
-      (workspace_id, actor_type, actor_id, request_id, action, target_type, target_id, user_id, before, after)
-    select ${ph('workspaceId')}::int8, ${ph('actorType')}::text, ${ph('actorId')}::text, ${ph('requestId')}::text,
+      (workspace_id, actor_type, actor_id, actor_label, request_id, action, target_type, target_id, user_id, before, after)
+    select ${ph('workspaceId')}::int8, ${ph('actorType')}::text, ${ph('actorId')}::text, ${ph('actorLabel')}::text, ${ph('requestId')}::text,
       ${ph('action')}::text, ${ph('targetType')}::text, ${ph('targetId')}::text, ${ph('userId')}::uuid,
       ${ph('before')}::jsonb, ${ph('after')}::jsonb
     ${source ? sql`from ${sql.identifier(source)}` : sql``}`;
@@ -40,6 +40,7 @@ export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
     workspaceId: entry.workspaceId ?? null,
     actorType: entry.actor.type,
     actorId: entry.actor.id ?? null,
+    actorLabel: entry.actor.label ?? null,
     requestId: entry.actor.requestId ?? null,
     action: entry.action,
     targetType: entry.targetType,

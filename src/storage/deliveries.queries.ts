@@ -51,6 +51,7 @@ interface ClaimRow {
   sequence: number | string;
   event_created_at: string | Date;
   data: unknown;
+  actor: unknown;
   subdomain: string;
 }
 
@@ -92,7 +93,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     )
     select c.workspace_id, c.id, c.endpoint_id, c.attempts, ep.url, ep.secret,
       case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret,
-      e.id as event_id, e.type, e.sequence, e.created_at as event_created_at, e.data, w.subdomain
+      e.id as event_id, e.type, e.sequence, e.created_at as event_created_at, e.data, e.actor, w.subdomain
     from claimed c
     join webhook_endpoints ep on ep.workspace_id = c.workspace_id and ep.id = c.endpoint_id
     join events e on e.workspace_id = c.workspace_id and e.sequence = c.event_sequence
@@ -111,6 +112,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       createdAt: row.event_created_at,
       subdomain: row.subdomain,
       data: row.data,
+      actor: row.actor,
     }),
   }));
 }

@@ -1,9 +1,13 @@
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import type { ActorJson } from '../core/actor.ts';
 import type { WorkspaceEvent } from '../core/events/event.ts';
 import type { EventRepository } from '../core/ports.ts';
 import type { UserChangeType } from '../core/users/user.ts';
 import type { Database } from './database.ts';
 import { events, workspaces } from './schema.ts';
+
+/** The actor of events written before actors were recorded (migration 0008). */
+const UNKNOWN_ACTOR: ActorJson = { type: 'system', id: null, label: null };
 
 /** An outbox row joined with its workspace's subdomain → the domain event. */
 export function toWorkspaceEvent(row: {
@@ -13,6 +17,7 @@ export function toWorkspaceEvent(row: {
   createdAt: Date | string;
   subdomain: string;
   data: unknown;
+  actor: unknown;
 }): WorkspaceEvent {
   return {
     id: row.id,
@@ -21,6 +26,7 @@ export function toWorkspaceEvent(row: {
     createdAt: row.createdAt instanceof Date ? row.createdAt : new Date(row.createdAt),
     subdomain: row.subdomain,
     data: typeof row.data === 'string' ? JSON.parse(row.data) : row.data,
+    actor: ((typeof row.actor === 'string' ? JSON.parse(row.actor) : row.actor) as ActorJson | null) ?? UNKNOWN_ACTOR,
   };
 }
 
@@ -36,6 +42,7 @@ export function createEventRepository(db: Database): EventRepository {
           createdAt: events.createdAt,
           subdomain: workspaces.subdomain,
           data: events.data,
+          actor: events.actor,
         })
         .from(events)
         .innerJoin(workspaces, eq(workspaces.id, events.workspaceId))

@@ -38,7 +38,11 @@ export class ReadCache {
     this.credentials = ttlMs > 0 ? new LRUCache({ max: MAX_CREDENTIALS, ttl: ttlMs }) : undefined;
   }
 
-  /** Cached credentials, else `load()`'s, kept when they name a live key and nothing changed meanwhile. */
+  /**
+   * Cached credentials, else `load()`'s, kept when they name a live key and nothing changed
+   * meanwhile. A key's expiry is not a change anybody announces: the cached key carries its
+   * `expiresAt` and authentication compares it with the clock on every request.
+   */
   async resolve(subdomain: string, keyHash: string, load: () => Promise<Credentials>): Promise<Credentials> {
     if (!this.trusted) return load();
     const key = `${subdomain}\u0000${keyHash}`;
@@ -46,7 +50,7 @@ export class ReadCache {
     if (cached) return cached;
     const generation = this.generation;
     const loaded = await load();
-    if (this.credentials && loaded.workspace && loaded.apiKeyId && generation === this.generation) {
+    if (this.credentials && loaded.workspace && loaded.apiKey && generation === this.generation) {
       this.credentials.set(key, loaded);
     }
     return loaded;

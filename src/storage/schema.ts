@@ -43,7 +43,12 @@ export const workspaces = pgTable(
   (t) => [unique('workspaces__subdomain').on(t.subdomain)],
 );
 
-/** API keys: only a SHA-256 hash of the key is stored; `prefix` identifies it to people. */
+/**
+ * API keys: only a SHA-256 hash of the key is stored; `prefix` and `name` identify it to
+ * people. `scopes` are the operations it may call (core/api-keys/scopes.ts; keys made before
+ * scopes existed got all of them in migration 0008); past `expires_at` it is refused like a
+ * revoked key. `created_by` is the actor that made it (`{type, id, label}`).
+ */
 export const apiKeys = pgTable(
   'api_keys',
   {
@@ -53,6 +58,13 @@ export const apiKeys = pgTable(
     id: uuid('id').notNull().defaultRandom(),
     prefix: text('prefix').notNull(),
     keyHash: text('key_hash').notNull(),
+    name: text('name').notNull().default(''),
+    scopes: text('scopes')
+      .array()
+      .notNull()
+      .default(sql`'{users:read,users:write,products:read,events:read,scim}'::text[]`),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }),
+    createdBy: jsonb('created_by'),
     createdAt: createdAt(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true, precision: 6 }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, precision: 6 }),
@@ -60,6 +72,32 @@ export const apiKeys = pgTable(
   (t) => [
     primaryKey({ name: 'api_keys__pk', columns: [t.workspaceId, t.id] }),
     uniqueIndex('api_keys__workspace_hash').on(t.workspaceId, t.keyHash),
+  ],
+);
+
+/**
+ * Console sessions (docs/security.md, "Console sessions"): only a SHA-256 hash of the session
+ * id is stored, so a copy of the table opens no session. A session opened by exchanging an API
+ * key acts with that key (`api_key_id`) and ends with it. `last_seen_at` (written at most once
+ * a minute) bounds the idle time, `expires_at` the whole life; `ended_at` is sign-out.
+ */
+export const consoleSessions = pgTable(
+  'console_sessions',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    idHash: text('id_hash').notNull(),
+    apiKeyId: uuid('api_key_id'),
+    actor: jsonb('actor').notNull(),
+    createdAt: createdAt(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }).notNull(),
+    endedAt: timestamp('ended_at', { withTimezone: true, precision: 6 }),
+  },
+  (t) => [
+    primaryKey({ name: 'console_sessions__pk', columns: [t.workspaceId, t.idHash] }),
+    index('console_sessions__expires_at').on(t.expiresAt),
   ],
 );
 
@@ -211,6 +249,8 @@ export const auditEvents = pgTable(
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
     actorType: text('actor_type').notNull(),
     actorId: text('actor_id'),
+    /** A readable name of the actor at the time (a key's name and prefix, a person's email). */
+    actorLabel: text('actor_label'),
     requestId: text('request_id'),
     action: text('action').notNull(),
     targetType: text('target_type').notNull(),
@@ -243,6 +283,8 @@ export const events = pgTable(
     type: text('type').notNull(),
     createdAt: createdAt(),
     data: jsonb('data').notNull(),
+    /** Who made the change: `{type, id, label}` (null for events written before migration 0008). */
+    actor: jsonb('actor'),
   },
   (t) => [
     primaryKey({ name: 'events__pk', columns: [t.workspaceId, t.sequence] }),

@@ -8,6 +8,7 @@ import { announceCacheChange } from './notify.ts';
 import { mapDatabaseError } from './pg-errors.ts';
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
+import { createSessionRepository } from './sessions.queries.ts';
 import { createUserRepository } from './users.queries.ts';
 import { createWebhookRepository } from './webhooks.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
@@ -19,6 +20,7 @@ function repositories(db: Database): Repositories {
     products: createProductRepository(db),
     workspaces: createWorkspaceRepository(db),
     apiKeys: createApiKeyRepository(db),
+    sessions: createSessionRepository(db),
     audit: createAuditRepository(db),
     events: createEventRepository(db),
     webhooks: createWebhookRepository(db),

@@ -119,10 +119,11 @@ function eventInsert(source: string): SQL {
       returning event_sequence
     ),
     evented as (
-      insert into events (workspace_id, sequence, id, type, data)
+      insert into events (workspace_id, sequence, id, type, data, actor)
       select ${workspaceParam}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${ph('eventType')}::text,
         jsonb_build_object('user', ${wireUserJson(appsParamJson)})
-          || case when ${ph('previous')}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${ph('previous')}::jsonb) end
+          || case when ${ph('previous')}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${ph('previous')}::jsonb) end,
+        jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)
       from ${sql.identifier(source)} s, sequenced q
       returning type, sequence
     ),

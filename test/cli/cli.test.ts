@@ -145,6 +145,26 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const revoked = (await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json();
     assert.ok(revoked.find((k: { id: string }) => k.id === id).revoked_at);
 
+    // A named, scoped, expiring key (`wum keys` is `wum admin keys`), refused outside its scope.
+    const scoped = await runWum(['keys', 'create', 'source', '--name', 'reader', '--scope', 'users:read', '--expires-in', '90d', '--json'], adminEnv);
+    assert.equal(scoped.code, 0, scoped.stderr);
+    const reader = scoped.json();
+    assert.equal(reader.name, 'reader');
+    assert.deepEqual(reader.scopes, ['users:read']);
+    const days = (Date.parse(reader.expires_at) - Date.now()) / 86_400_000;
+    assert.ok(days > 89.9 && days <= 90, `expires in ${days} days`);
+    const listedKeys = await runWum(['keys', 'list', 'source'], adminEnv);
+    assert.match(listedKeys.stdout, /reader .*users:read/);
+    const readerEnv = { WUM_URL: server.workspaceUrl('source'), WUM_API_KEY: reader.key };
+    assert.equal((await runWum(['users', 'list'], readerEnv)).code, 0);
+    const refusedAdd = await runWum(['users', 'add', 'nobody@example.com', '--role', 'non_owner'], readerEnv);
+    assert.equal(refusedAdd.code, 1);
+    assert.match(refusedAdd.stderr, /^error: insufficient_scope: .*users:write/m);
+    const badDuration = await runWum(['keys', 'create', 'source', '--expires-in', '90 days'], adminEnv);
+    assert.equal(badDuration.code, 2, badDuration.stderr);
+    const badScope = await runWum(['keys', 'create', 'source', '--scope', 'users:delete'], adminEnv);
+    assert.equal(badScope.code, 2, badScope.stderr);
+
     assert.equal((await runWum(['admin', 'workspaces', 'create', 'doomed'], adminEnv)).code, 0);
     assert.equal((await runWum(['admin', 'workspaces', 'delete', 'doomed'], adminEnv)).code, 0);
     const gone = await runWum(['admin', 'workspaces', 'delete', 'doomed'], adminEnv);

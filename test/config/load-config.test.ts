@@ -268,4 +268,18 @@ describe(`loadConfig [${BACKEND}]`, () => {
       (config as { port: number }).port = 1;
     }, TypeError);
   });
+
+  test('console sessions: 8 h idle, 7 days at most, key sign-in auto by default; overrides; bad values refused', () => {
+    assert.deepEqual(loadConfig({}).sessions, { idleMs: 8 * 3_600_000, maxMs: 7 * 86_400_000, keySignIn: 'auto' });
+    assert.deepEqual(loadConfig({ SESSION_IDLE_MINUTES: '30', SESSION_MAX_HOURS: '12', CONSOLE_KEY_SIGN_IN: 'never' }).sessions, {
+      idleMs: 30 * 60_000,
+      maxMs: 12 * 3_600_000,
+      keySignIn: 'never',
+    });
+    assertRejected({ SESSION_IDLE_MINUTES: '0', SESSION_MAX_HOURS: '-1', CONSOLE_KEY_SIGN_IN: 'maybe' }, [
+      'SESSION_IDLE_MINUTES',
+      'SESSION_MAX_HOURS',
+      'CONSOLE_KEY_SIGN_IN',
+    ]);
+  });
 });

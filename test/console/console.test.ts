@@ -141,7 +141,7 @@ describe(`web console [${BACKEND}]`, () => {
     assert.equal((await call('GET', `${API}/products`)).headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'");
   });
 
-  test('signs in with the workspace key, kept in this tab only, and shows the empty state', TEST_TIMEOUT, async () => {
+  test('signs in with the workspace key, exchanged for an HttpOnly session cookie, and shows the empty state', TEST_TIMEOUT, async () => {
     const page = await open();
     await page.goto(`${origin}/console/`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
@@ -158,11 +158,34 @@ describe(`web console [${BACKEND}]`, () => {
     assert.equal(new URL(page.url()).pathname, '/console/users');
     assert.doesNotMatch(page.url(), /wum_/);
     assert.equal(await page.evaluate(() => localStorage.length), 0);
-    assert.match(await page.evaluate(() => JSON.stringify(sessionStorage)), new RegExp(apiKey));
+    // The key was exchanged for a session: the page keeps no key, and its script cannot read the cookie.
+    assert.doesNotMatch(await page.evaluate(() => JSON.stringify(sessionStorage)), /wum_/);
+    assert.equal(await page.evaluate(() => document.cookie), '');
+    const [cookie] = await page.context().cookies();
+    assert.equal(cookie?.name, 'wum_session');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Lax');
+    assert.equal(cookie.path, '/');
+    assert.notEqual(cookie.value, apiKey);
+    const sessionCookie = `${cookie.name}=${cookie.value}`;
+    const host = `${WORKSPACE}.localhost:${server.port}`;
+    const forged = await sendRequest(server.port, 'POST', `${API}/users`, {
+      host,
+      headers: { cookie: sessionCookie, origin: 'http://evil.example' },
+      body: { user: { email: 'forged@example.com', role: 'non_owner', apps: [] } },
+    });
+    assert.equal(forged.status, 403, 'a cross-origin write with the cookie is refused');
+    assert.equal((await call('GET', `${API}/users/forged@example.com`)).status, 404);
     await assertAccessible(page, 'users (empty)');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    let ended = 200;
+    for (let attempt = 0; attempt < 20 && ended === 200; attempt += 1) {
+      ended = (await sendRequest(server.port, 'GET', `${API}/users`, { host, headers: { cookie: sessionCookie } })).status;
+      if (ended === 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(ended, 401, 'sign-out ended the session on the server');
   });
 
   test('adds a user from the catalogue pickers; the API’s field errors show beside the field', TEST_TIMEOUT, async () => {
@@ -297,6 +320,8 @@ describe(`web console [${BACKEND}]`, () => {
     await history.getByRole('row', { name: /user\.updated.*status: deactivated → active/ }).waitFor();
     await history.getByRole('cell', { name: 'user.deactivated' }).waitFor();
     await history.getByRole('cell', { name: 'user.created' }).waitFor();
+    // Who: the key that made the change, by its name and prefix (this one has no name: its prefix).
+    await history.getByRole('cell', { name: /^wum_\S{8} \(api_key\)$/ }).first().waitFor();
     if (SCREENSHOTS) await saveScreenshot(page, 'user');
   });
 
@@ -367,7 +392,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.goto(`${origin}/console/`);
     await page.keyboard.press('Tab'); // skip link
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'sign-in-apiKey');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'sign-in-workspace');
     await page.keyboard.type(apiKey);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Users' }).waitFor();
@@ -430,7 +455,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Create workspace' }).click();
     await page.getByRole('alert').getByText('workspace_exists').waitFor();
 
-    // Keys of a workspace: create one (shown once), revoke one, see when each was last used.
+    // Keys of a workspace: create one with a name, a scope and an expiry (shown once), revoke one, see when each was last used.
     await page.getByRole('link', { name: 'acme' }).click();
     await page.getByRole('heading', { name: 'Workspace acme' }).waitFor();
     const keys = page.getByRole('region', { name: 'API keys' });
@@ -438,23 +463,34 @@ describe(`web console [${BACKEND}]`, () => {
     await keys.locator('tbody tr').first().waitFor();
     assert.equal(await keys.locator('tbody tr').count(), 1);
     // The server records a key's use in the background (docs/api.md): give it a moment.
-    let lastUsed = await keys.locator('tbody tr td').nth(2).innerText();
+    let lastUsed = await keys.locator('tbody tr td').nth(4).innerText();
     for (let attempt = 0; lastUsed === 'Never' && attempt < 20; attempt += 1) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       await page.reload();
       await page.getByRole('heading', { name: 'Workspace acme' }).waitFor();
-      lastUsed = await keys.locator('tbody tr td').nth(2).innerText();
+      lastUsed = await keys.locator('tbody tr td').nth(4).innerText();
     }
     assert.notEqual(lastUsed, 'Never', 'the key in use shows when it was last used');
     await page.getByRole('button', { name: 'Create an API key' }).click();
+    await page.getByRole('button', { name: 'Create the key' }).click();
+    await page.getByText('Name the key after what will use it').waitFor();
+    await page.getByText('Pick at least one scope.').waitFor();
+    await page.getByLabel('Name').fill('reader');
+    await page.getByRole('checkbox', { name: /users:read/ }).check();
+    await page.getByRole('button', { name: 'Create the key' }).click();
     const second = await page.getByLabel('New API key of acme', { exact: true }).inputValue();
     await keys.locator('tbody tr').nth(1).waitFor();
+    await keys.getByRole('row', { name: /reader/ }).getByText('users:read', { exact: true }).waitFor();
+    const outOfScope = await sendRequest(server.port, 'GET', `${API}/products`, { host: `${WORKSPACE}.localhost:${server.port}`, headers: { 'x-api-key': second } });
+    assert.equal(outOfScope.status, 403, 'the new key carries only users:read');
+    const inScope = await sendRequest(server.port, 'GET', `${API}/users`, { host: `${WORKSPACE}.localhost:${server.port}`, headers: { 'x-api-key': second } });
+    assert.equal(inScope.status, 200);
     await assertAccessible(page, 'workspace keys');
     if (SCREENSHOTS) await saveScreenshot(page, 'workspace-keys');
     await keys.locator('tbody tr').nth(1).getByRole('button', { name: /^Revoke key/ }).click();
     await page.getByRole('dialog', { name: 'Revoke this API key?' }).getByRole('button', { name: 'Revoke the key' }).click();
     await keys.getByRole('cell', { name: /^Revoked/ }).waitFor();
-    const revoked = await sendRequest(server.port, 'GET', `${API}/products`, { host: `${WORKSPACE}.localhost:${server.port}`, headers: { 'x-api-key': second } });
+    const revoked = await sendRequest(server.port, 'GET', `${API}/users`, { host: `${WORKSPACE}.localhost:${server.port}`, headers: { 'x-api-key': second } });
     assert.equal(revoked.status, 401);
 
     // Deleting a workspace takes its name typed out.
@@ -500,6 +536,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByLabel('Target').fill('ada@example.com');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByRole('cell', { name: 'user.created' }).waitFor();
+    await page.getByRole('cell', { name: /^wum_\S{8} \(api_key\)$/ }).first().waitFor();
     await assertAccessible(page, 'audit log');
     if (SCREENSHOTS) await saveScreenshot(page, 'audit');
   });

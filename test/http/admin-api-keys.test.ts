@@ -45,7 +45,9 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
     const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`);
     assert.equal(res.statusCode, 201, res.body);
     const key = res.json();
-    assert.deepEqual(Object.keys(key).sort(), ['created_at', 'id', 'key', 'prefix']);
+    assert.deepEqual(Object.keys(key).sort(), ['created_at', 'created_by', 'expires_at', 'id', 'key', 'name', 'prefix', 'scopes']);
+    assert.deepEqual(key.scopes, ['users:read', 'users:write', 'products:read', 'events:read', 'scim'], 'no scopes asked: every scope');
+    assert.deepEqual(key.created_by, { type: 'operator', id: null, label: 'operator' });
     assert.match(key.id, UUID);
     assert.notEqual(key.id, ws.apiKeyId);
     assert.match(key.key, /^wum_/);
@@ -95,7 +97,9 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
     const keys: ListedKey[] = res.json().api_keys;
     assert.deepEqual(keys.map((k) => k.id), [ws.apiKeyId, second.id, third.id]);
     for (const key of keys) {
-      assert.deepEqual(Object.keys(key).sort(), ['created_at', 'id', 'last_used_at', 'prefix', 'revoked_at']);
+      assert.deepEqual(Object.keys(key).sort(), [
+        'created_at', 'created_by', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'revoked_at', 'scopes',
+      ]);
       assert.ok(!('key' in key));
       assert.match(key.created_at, TIMESTAMP);
     }

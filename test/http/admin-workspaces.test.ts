@@ -115,7 +115,9 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     assert.equal(body.subdomain, subdomain);
     assert.equal(body.name, 'Acme Inc');
     assert.match(body.created_at, TIMESTAMP);
-    assert.deepEqual(Object.keys(body.api_key).sort(), ['created_at', 'id', 'key', 'prefix']);
+    assert.deepEqual(Object.keys(body.api_key).sort(), ['created_at', 'created_by', 'expires_at', 'id', 'key', 'name', 'prefix', 'scopes']);
+    assert.deepEqual(body.api_key.scopes, ['users:read', 'users:write', 'products:read', 'events:read', 'scim'], 'the first key can do everything');
+    assert.equal(body.api_key.expires_at, null);
     assert.match(body.api_key.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
     assert.match(body.api_key.key, /^wum_/);
     assert.ok(body.api_key.key.length >= 4 + 43, 'at least 32 random bytes after the prefix');

@@ -83,7 +83,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.deepEqual(trail.map((e) => e.action), ['workspace.created', 'api_key.created']);
     const [ws, key] = trail as [Event, Event];
     for (const e of trail) {
-      assert.equal(e.actor_type, 'admin');
+      assert.equal(e.actor_type, 'operator');
       assert.equal(e.actor_id, null);
       assert.equal(e.request_id, id);
       assert.match(e.occurred_at, TIMESTAMP);
@@ -193,11 +193,11 @@ describe(`audit trail [${BACKEND}]`, () => {
     const revoked = trail[3]!;
     assert.equal(created.target_id, key.id);
     assert.equal(created.request_id, createId);
-    assert.equal(created.actor_type, 'admin');
+    assert.equal(created.actor_type, 'operator');
     assert.equal(revoked.target_type, 'api_key');
     assert.equal(revoked.target_id, key.id);
     assert.equal(revoked.request_id, revokeId);
-    assert.equal(revoked.actor_type, 'admin');
+    assert.equal(revoked.actor_type, 'operator');
     assert.equal(revoked.before?.revoked_at, null);
     assert.match(revoked.after?.revoked_at as string, TIMESTAMP);
     assert.ok(!JSON.stringify(trail).includes(key.key), 'no plaintext key');
@@ -262,7 +262,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.deepEqual(trail.map((e) => e.action), ['product.created', 'product.updated', 'product.deleted']);
     assert.deepEqual(trail.map((e) => e.request_id), [putId, replaceId, deleteId]);
     for (const e of trail) {
-      assert.equal(e.actor_type, 'admin');
+      assert.equal(e.actor_type, 'operator');
       assert.equal(e.actor_id, null);
     }
     const [created, updated, deleted] = trail as [Event, Event, Event];
@@ -339,7 +339,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.ok(!trail.some((e) => e.target_id === 'bye@example.com'), "the workspace's own trail went with it");
     const deleted = trail.filter((e) => e.action === 'workspace.deleted' && e.target_id === ws.subdomain);
     assert.equal(deleted.length, 1);
-    assert.equal(deleted[0]!.actor_type, 'admin');
+    assert.equal(deleted[0]!.actor_type, 'operator');
     assert.equal(deleted[0]!.request_id, id);
     assert.equal(deleted[0]!.target_type, 'workspace');
     assert.deepEqual(deleted[0]!.before, { subdomain: ws.subdomain, name: ws.subdomain });

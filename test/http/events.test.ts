@@ -45,7 +45,8 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
     ]);
     assert.equal(next_after, 5);
     const [first, second] = listed;
-    assert.deepEqual(Object.keys(first!).sort(), ['created_at', 'data', 'id', 'sequence', 'type', 'workspace']);
+    assert.deepEqual(Object.keys(first!).sort(), ['actor', 'created_at', 'data', 'id', 'sequence', 'type', 'workspace']);
+    assert.deepEqual(first!.actor, { type: 'api_key', id: ws.apiKeyId, label: ws.apiKey.slice(0, 12) }, 'the key that made the change');
     assert.match(first!.id, /^evt_[0-9a-f]{32}$/);
     assert.match(first!.created_at, TIMESTAMP);
     assert.deepEqual(first!.workspace, { subdomain: ws.subdomain });
@@ -68,7 +69,7 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
 
   test('a bad after or limit → 400 invalid_parameter', async () => {
     const ws = await ctx.createWorkspace('ev');
-    for (const query of [{ after: '-1' }, { after: 'abc' }, { after: '1.5' }, { after: '' }, { limit: '0' }, { limit: '1001' }, { limit: 'ten' }] as Array<Record<string, string>>) {
+    for (const query of [{ after: '-1' }, { after: 'abc' }, { after: '1.5' }, { after: '' }, { after: '99999999999999999999' }, { limit: '0' }, { limit: '1001' }, { limit: 'ten' }] as Array<Record<string, string>>) {
       const res = await ctx.api(ws, 'GET', '/events', { query });
       assert.equal(res.statusCode, 400, `${JSON.stringify(query)}: ${res.body}`);
       assert.equal(res.json().code, 'invalid_parameter');

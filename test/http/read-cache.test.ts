@@ -146,7 +146,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
 });
 
 describe('ReadCache', () => {
-  const live = { workspace: { id: 1, subdomain: 'a', name: 'a', createdAt: new Date(0) }, apiKeyId: 'k' };
+  const live = { workspace: { id: 1, subdomain: 'a', name: 'a', createdAt: new Date(0) }, apiKey: { id: 'k', name: '', prefix: 'wum_k', scopes: [], expiresAt: null } };
 
   test('a look-up that started before an invalidation is answered but not kept', async () => {
     const cache = new ReadCache(60_000);
@@ -171,15 +171,15 @@ describe('ReadCache', () => {
     let announced = 0;
     const cache = new ReadCache(60_000, () => (announced += 1));
     let loads = 0;
-    const load = (answer: typeof live | { workspace: undefined; apiKeyId: undefined }) => async () => {
+    const load = (answer: typeof live | { workspace: undefined; apiKey: undefined }) => async () => {
       loads += 1;
       return answer;
     };
     await cache.resolve('a', 'h', load(live));
     await cache.resolve('a', 'h', load(live));
     assert.equal(loads, 1);
-    await cache.resolve('a', 'x', load({ workspace: undefined, apiKeyId: undefined }));
-    await cache.resolve('a', 'x', load({ workspace: undefined, apiKeyId: undefined }));
+    await cache.resolve('a', 'x', load({ workspace: undefined, apiKey: undefined }));
+    await cache.resolve('a', 'x', load({ workspace: undefined, apiKey: undefined }));
     assert.equal(loads, 3);
     cache.invalidate();
     assert.equal(announced, 1);

@@ -20,6 +20,8 @@ export type CreatedWorkspace = Json<'createWorkspace', 201>;
 export type CreatedApiKey = Json<'createApiKey', 201>;
 /** An API key as listed (never the plaintext). */
 export type ApiKey = Json<'listApiKeys', 200>['api_keys'][number];
+/** What a new key is made with: name, scopes, expiry (all optional). */
+export type NewApiKey = NonNullable<operations['createApiKey']['requestBody']>['content']['application/json'];
 /** A product of the catalogue with its roles and times. */
 export type CatalogueProduct = Json<'listCatalogueProducts', 200>['products'][number];
 /** One page of audit events. */
@@ -52,9 +54,9 @@ export const adminApi = {
   async listApiKeys(subdomain: string, signal?: AbortSignal): Promise<ApiKey[]> {
     return (await send(`GET ${KEYS}`, (s) => api.GET(KEYS, { params: { path: { subdomain } }, signal: s }), signal)).data.api_keys;
   },
-  /** Adds a key to a workspace. */
-  async createApiKey(subdomain: string): Promise<CreatedApiKey> {
-    return (await send(`POST ${KEYS}`, (s) => api.POST(KEYS, { params: { path: { subdomain } }, signal: s }))).data;
+  /** Adds a key to a workspace, with a name, scopes and an expiry. @throws `validation_failed` (400). */
+  async createApiKey(subdomain: string, body: NewApiKey = {}): Promise<CreatedApiKey> {
+    return (await send(`POST ${KEYS}`, (s) => api.POST(KEYS, { params: { path: { subdomain } }, body, signal: s }))).data;
   },
   /** Revokes a key at once. */
   async revokeApiKey(subdomain: string, id: string): Promise<void> {

@@ -19,19 +19,15 @@ const TIMEOUT_MS = 30_000;
 const POLICY = retryPolicy({ maxAttempts: 4, maxNetworkAttempts: 1, maxElapsedMs: 20_000 });
 
 /**
- * The client of this origin's APIs. Credentials are read from the session at each request:
- * the operator token (`Authorization: Bearer`) on `/admin/v1`, the workspace key
- * (`X-Api-Key`) elsewhere; nothing else carries them.
+ * The client of this origin's APIs. The operator token (`Authorization: Bearer`) is read from
+ * the session at each request to `/admin/v1`; the workspace API is opened by the session
+ * cookie, which the browser sends by itself to this origin only.
  */
 export const api: Api = createClient<paths>({ baseUrl: globalThis.location?.origin ?? '' });
 api.use({
   onRequest({ request, schemaPath }) {
-    const { apiKey, adminToken } = getCredentials();
-    if (schemaPath.startsWith('/admin/')) {
-      if (adminToken) request.headers.set('authorization', `Bearer ${adminToken}`);
-    } else if (apiKey) {
-      request.headers.set('x-api-key', apiKey);
-    }
+    const { adminToken } = getCredentials();
+    if (schemaPath.startsWith('/admin/') && adminToken) request.headers.set('authorization', `Bearer ${adminToken}`);
     return request;
   },
 });

@@ -42,6 +42,7 @@ export interface AuditEventRowProps {
     readonly occurred_at: string;
     readonly action: string;
     readonly actor_type: string;
+    readonly actor?: { readonly type: string; readonly label: string | null };
     readonly target_type: string;
     readonly target_id: string;
     readonly before?: unknown;
@@ -58,7 +59,15 @@ export function AuditEventRow({ event, showTarget }: AuditEventRowProps) {
     <tr>
       <td>{dateTime(event.occurred_at)}</td>
       <td>{event.action}</td>
-      <td>{event.actor_type}</td>
+      <td>
+        {event.actor?.label && event.actor.label !== event.actor.type ? (
+          <>
+            {event.actor.label} <span class="hint">({event.actor.type})</span>
+          </>
+        ) : (
+          event.actor_type
+        )}
+      </td>
       {showTarget && (
         <td>
           {event.target_type} <code>{event.target_id}</code>

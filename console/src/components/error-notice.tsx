@@ -2,7 +2,7 @@ import { WumApiError } from '../../../sdk/errors.ts';
 import { signOut } from '../session.ts';
 
 /** Codes that mean the credentials no longer open the API: the way out is to sign in again. */
-const SIGN_IN_CODES = new Set(['missing_api_key', 'invalid_api_key', 'invalid_admin_token']);
+const SIGN_IN_CODES = new Set(['missing_api_key', 'invalid_api_key', 'invalid_session', 'invalid_admin_token']);
 
 /** Props of {@link ErrorNotice}. */
 export interface ErrorNoticeProps {

@@ -8,7 +8,7 @@ import { Pager, PAGE_SIZES } from '../components/pager.tsx';
 import { choiceParam, positiveParam, useUrlParams } from '../url-state.ts';
 import { Table } from '../components/table.tsx';
 
-const ACTOR_TYPES = ['', 'api_key', 'scim', 'admin', 'system'] as const;
+const ACTOR_TYPES = ['', 'person', 'api_key', 'scim', 'operator', 'system'] as const;
 /** Actions the audit trail records today, offered as suggestions (any text is accepted). */
 const ACTIONS = [
   'user.created',
@@ -17,6 +17,8 @@ const ACTIONS = [
   'user.reactivated',
   'api_key.created',
   'api_key.revoked',
+  'console.signed_in',
+  'console.signed_out',
   'workspace.created',
   'workspace.deleted',
   'product.created',

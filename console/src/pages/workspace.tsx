@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter-preact';
-import { adminApi, type CreatedApiKey } from '../api/admin.ts';
+import { adminApi, type ApiKey, type CreatedApiKey } from '../api/admin.ts';
+import { ApiKeyForm } from './api-key-form.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
@@ -10,9 +11,17 @@ import { dateTime } from '../format.ts';
 import { WebhookEndpointsSection } from './webhook-endpoints.tsx';
 import { Table } from '../components/table.tsx';
 
+/** Revoked, expired or active. */
+function keyStatus(apiKey: ApiKey): string {
+  if (apiKey.revoked_at) return `Revoked ${dateTime(apiKey.revoked_at)}`;
+  if (apiKey.expires_at && Date.parse(apiKey.expires_at) <= Date.now()) return 'Expired';
+  return 'Active';
+}
+
 /**
- * One workspace's API keys (operator): create (the plaintext shown once, with a copy button),
- * revoke after a confirmation, and when each was last used (to the minute); then its webhook
+ * One workspace's API keys (operator): create one with a name, scopes and an expiry (the
+ * plaintext shown once, with a copy button), revoke after a confirmation, who made each and
+ * when each was last used (to the minute); then its webhook
  * endpoints ({@link WebhookEndpointsSection}). Source: SPEC.md Part B, Authentication,
  * Operator interface, and Events and webhooks.
  */
@@ -22,14 +31,14 @@ export function WorkspacePage({ subdomain }: { subdomain: string }) {
   const keys = useQuery({ queryKey: key, queryFn: ({ signal }) => adminApi.listApiKeys(subdomain, signal) });
   const [created, setCreated] = useState<CreatedApiKey | undefined>();
   const [revoking, setRevoking] = useState<string | undefined>();
+  const [creating, setCreating] = useState(false);
   const refresh = () => void queryClient.invalidateQueries({ queryKey: key });
-  const create = useMutation({ mutationFn: () => adminApi.createApiKey(subdomain), onSuccess: setCreated, onSettled: refresh });
   const revoke = useMutation({ mutationFn: (id: string) => adminApi.revokeApiKey(subdomain, id), onSettled: refresh });
   return (
     <Page
       title={`Workspace ${subdomain}`}
       actions={
-        <button type="button" class="button button-primary" disabled={create.isPending} onClick={() => create.mutate()}>
+        <button type="button" class="button button-primary" disabled={creating} onClick={() => setCreating(true)}>
           Create an API key
         </button>
       }
@@ -38,27 +47,40 @@ export function WorkspacePage({ subdomain }: { subdomain: string }) {
         <Link href="/workspaces">← All workspaces</Link> · <Link href={`/audit?workspace=${encodeURIComponent(subdomain)}`}>Audit log of {subdomain}</Link>
       </p>
       {created && <SecretOnce label={`New API key of ${subdomain}`} secret={created.key} onDone={() => setCreated(undefined)} />}
-      {create.isError && <ErrorNotice error={create.error} title="Could not create a key" />}
+      {creating && (
+        <ApiKeyForm
+          create={(body) => adminApi.createApiKey(subdomain, body)}
+          onCreated={(apiKey) => {
+            setCreating(false);
+            setCreated(apiKey);
+            refresh();
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      )}
       {revoke.isError && <ErrorNotice error={revoke.error} title="Could not revoke the key" />}
       {keys.isError && <ErrorNotice error={keys.error} title="Could not load the keys" onRetry={() => void keys.refetch()} />}
       {keys.data && (
         <section aria-labelledby="keys-title">
           <h2 id="keys-title">API keys</h2>
-          <Table caption={<>API keys of {subdomain}, oldest first</>} columns={['Prefix', 'Id', 'Created', 'Last used', 'Status', 'Actions']}>
+          <Table caption={<>API keys of {subdomain}, oldest first</>} columns={['Name', 'Prefix', 'Scopes', 'Expires', 'Created', 'Last used', 'Status', 'Actions']}>
             {keys.data.map((apiKey) => (
               <tr key={apiKey.id}>
-                <th scope="row">
-                  <code>{apiKey.prefix}…</code>
-                </th>
+                <th scope="row">{apiKey.name || '(unnamed)'}</th>
                 <td>
-                  <code>{apiKey.id}</code>
+                  <code title={apiKey.id}>{apiKey.prefix}…</code>
                 </td>
-                <td>{dateTime(apiKey.created_at)}</td>
+                <td>{apiKey.scopes.join(', ')}</td>
+                <td>{apiKey.expires_at ? dateTime(apiKey.expires_at) : 'Never'}</td>
+                <td>
+                  {dateTime(apiKey.created_at)}
+                  {apiKey.created_by && <> by {apiKey.created_by.label ?? apiKey.created_by.type}</>}
+                </td>
                 <td>{apiKey.last_used_at ? dateTime(apiKey.last_used_at) : 'Never'}</td>
-                <td>{apiKey.revoked_at ? `Revoked ${dateTime(apiKey.revoked_at)}` : 'Active'}</td>
+                <td>{keyStatus(apiKey)}</td>
                 <td>
                   {!apiKey.revoked_at && (
-                    <button type="button" class="button button-danger" aria-label={`Revoke key ${apiKey.prefix}`} onClick={() => setRevoking(apiKey.id)}>
+                    <button type="button" class="button button-danger" aria-label={`Revoke key ${apiKey.name || apiKey.prefix}`} onClick={() => setRevoking(apiKey.id)}>
                       Revoke
                     </button>
                   )}

@@ -1,25 +1,53 @@
-import type { Actor } from '../actor.ts';
+import { toActorJson, type Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import type { ApiKeyRecord, Repositories, Store, Workspace } from '../ports.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 import { generateApiKey } from './api-key-secret.ts';
+import { normaliseScopes } from './scopes.ts';
 
 /** A newly created key with its plaintext, which is never retrievable again. */
 export interface CreatedApiKey extends ApiKeyRecord {
   readonly key: string;
 }
 
+/** What a new key is made with; every field optional (no name, every scope, no expiry). */
+export interface ApiKeyOptions {
+  readonly name?: string;
+  /** Scope names, already checked against `API_KEY_SCOPES` by the caller's schema. */
+  readonly scopes?: readonly string[];
+  readonly expiresAt?: Date | null;
+}
+
 function publicRecord(key: ApiKeyRecord) {
-  return { id: key.id, prefix: key.prefix, created_at: key.createdAt, revoked_at: key.revokedAt };
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes,
+    expires_at: key.expiresAt,
+    created_at: key.createdAt,
+    revoked_at: key.revokedAt,
+  };
 }
 
 /**
  * Creates an API key inside an open transaction and audits it (used by workspace creation
  * too, so a workspace never exists without its first key).
+ * @throws AppError `validation_failed` (400) when `expiresAt` is not in the future.
  */
-export async function insertApiKey(tx: Repositories, workspace: Workspace, actor: Actor): Promise<CreatedApiKey> {
+export async function insertApiKey(tx: Repositories, workspace: Workspace, actor: Actor, options: ApiKeyOptions = {}): Promise<CreatedApiKey> {
+  if (options.expiresAt && options.expiresAt.getTime() <= Date.now()) {
+    throw new AppError('validation_failed', 'The key would expire before it is made.', [{ field: 'expires_at', message: 'must be in the future' }]);
+  }
   const secret = generateApiKey();
-  const record = await tx.apiKeys.insert(workspace.id, secret.prefix, secret.hash);
+  const record = await tx.apiKeys.insert(workspace.id, {
+    prefix: secret.prefix,
+    keyHash: secret.hash,
+    name: options.name?.trim() ?? '',
+    scopes: normaliseScopes(options.scopes),
+    expiresAt: options.expiresAt ?? null,
+    createdBy: toActorJson(actor),
+  });
   await tx.audit.append({
     workspaceId: workspace.id,
     actor,
@@ -33,12 +61,13 @@ export async function insertApiKey(tx: Repositories, workspace: Workspace, actor
 }
 
 /**
- * Adds an API key to a workspace (rotation: add the new key, then revoke the old one).
+ * Adds an API key to a workspace (rotation: add the new key, then revoke the old one), with
+ * a name, scopes and an expiry (docs/security.md, "API keys and scopes").
  * Source: SPEC.md Part B, Operator interface.
- * @throws AppError `workspace_not_found` (404).
+ * @throws AppError `workspace_not_found` (404), `validation_failed` (400, an expiry in the past).
  */
-export async function createApiKey(store: Store, subdomain: string, actor: Actor): Promise<CreatedApiKey> {
-  return store.transaction(async (tx) => insertApiKey(tx, await requireWorkspace(tx, subdomain), actor));
+export async function createApiKey(store: Store, subdomain: string, actor: Actor, options: ApiKeyOptions = {}): Promise<CreatedApiKey> {
+  return store.transaction(async (tx) => insertApiKey(tx, await requireWorkspace(tx, subdomain), actor, options));
 }
 
 /**

@@ -1,27 +1,50 @@
+import { apiKeyLabel, type Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { Store, Workspace } from '../ports.ts';
+import type { LiveApiKey, Store, Workspace } from '../ports.ts';
 import { hashApiKey } from './api-key-secret.ts';
 
 /** A request's authenticated tenant: the workspace and the key that opened it. */
 export interface Tenant {
   readonly workspace: Workspace;
+  readonly apiKey: LiveApiKey;
+  /** The key's id (same as `apiKey.id`). */
   readonly apiKeyId: string;
 }
 
 /**
  * Resolves the workspace of a subdomain and checks that `apiKey` is a live key of it, in
  * one look-up by the key's hash. The workspace is checked first (SPEC.md Part B, order of
- * checks); unknown, revoked and foreign keys fail alike so no key's existence leaks.
+ * checks); unknown, revoked, expired and foreign keys fail alike so no key's existence leaks.
+ * The expiry is compared with `now` on every call, cached key or not, so an expired key is
+ * refused everywhere at the same moment without anybody announcing it.
  *
  * @param subdomain - the lower-cased label from the Host header.
  * @param apiKey - the `X-Api-Key` header value, possibly missing or empty.
+ * @param now - the current time (ms since the epoch).
  * @throws AppError `workspace_not_found` (404), `missing_api_key` (401), `invalid_api_key` (401).
  */
-export async function authenticate(store: Store, subdomain: string, apiKey: string | undefined): Promise<Tenant> {
+export async function authenticate(store: Store, subdomain: string, apiKey: string | undefined, now = Date.now()): Promise<Tenant> {
   const presented = apiKey?.trim() ? apiKey.trim() : undefined;
-  const { workspace, apiKeyId } = await store.apiKeys.resolve(subdomain, presented ? hashApiKey(presented) : '');
+  const { workspace, apiKey: key } = await store.apiKeys.resolve(subdomain, presented ? hashApiKey(presented) : '');
   if (!workspace) throw new AppError('workspace_not_found', `No workspace "${subdomain}".`);
   if (!presented) throw new AppError('missing_api_key', 'Send an API key of this workspace in the X-Api-Key header.');
-  if (!apiKeyId) throw new AppError('invalid_api_key', 'The API key is not valid for this workspace.');
-  return { workspace, apiKeyId };
+  if (!key || (key.expiresAt && key.expiresAt.getTime() <= now)) {
+    throw new AppError('invalid_api_key', 'The API key is not valid for this workspace.');
+  }
+  return { workspace, apiKey: key, apiKeyId: key.id };
+}
+
+/**
+ * Refuses a request whose key lacks `scope`.
+ * @throws AppError `insufficient_scope` (403), naming the scope.
+ */
+export function requireScope(tenant: Tenant, scope: string): void {
+  if (!tenant.apiKey.scopes.includes(scope)) {
+    throw new AppError('insufficient_scope', `This API key lacks the scope ${scope}.`);
+  }
+}
+
+/** The actor of a change made with the tenant's key: `api_key`, or `scim` through the SCIM service. */
+export function keyActor(tenant: Tenant, type: 'api_key' | 'scim', requestId: string): Actor {
+  return { type, id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix), requestId };
 }

@@ -1,3 +1,4 @@
+import type { ActorJson } from '../actor.ts';
 import type { UserChangeType } from '../users/user.ts';
 
 /**
@@ -14,6 +15,8 @@ export interface WorkspaceEvent {
   readonly createdAt: Date;
   readonly subdomain: string;
   readonly data: unknown;
+  /** Who made the change (docs/security.md, "Actors"). */
+  readonly actor: ActorJson;
 }
 
 /** The event types a webhook endpoint can subscribe to. */
@@ -25,13 +28,14 @@ export const EVENT_RETENTION_DAYS = 30;
 /** Default and bounds of `GET /events` (SPEC.md Part B, Events and webhooks). */
 export const EVENT_PAGE = { defaultLimit: 100, maxLimit: 1000 } as const;
 
-/** The event as the feed lists it and webhooks send it: `{id, type, sequence, created_at, workspace: {subdomain}, data}`. */
+/** The event as the feed lists it and webhooks send it: `{id, type, sequence, created_at, workspace: {subdomain}, actor, data}`. */
 export interface EventJson {
   readonly id: string;
   readonly type: string;
   readonly sequence: number;
   readonly created_at: string;
   readonly workspace: { readonly subdomain: string };
+  readonly actor: ActorJson;
   readonly data: unknown;
 }
 
@@ -46,6 +50,7 @@ export function toEventJson(event: WorkspaceEvent): EventJson {
     sequence: event.sequence,
     created_at: event.createdAt.toISOString(),
     workspace: { subdomain: event.subdomain },
+    actor: event.actor,
     data: event.data,
   };
 }

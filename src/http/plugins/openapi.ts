@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema, type RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
-import { ProblemSchema } from '../schemas/common.ts';
+import { ActorSchema, ProblemSchema } from '../schemas/common.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
 import { EventSchema } from '../schemas/events.ts';
@@ -100,7 +100,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  for (const schema of [ProblemSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
+  for (const schema of [ProblemSchema, ActorSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
 }
 
 /** Headers of the reference app's answers that belong to its own connection, not to ours. */

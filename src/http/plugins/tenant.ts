@@ -1,10 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { authenticate, type Tenant } from '../../core/api-keys/authenticate.ts';
+import { authenticate, requireScope, type Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Store } from '../../core/ports.ts';
 import { isScimPath } from '../../scim/constants.ts';
+import { requiredScopes } from '../route-scopes.ts';
+import { sessionIdOf } from '../session-cookie.ts';
+import { sessionTenant } from './session-auth.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
 
@@ -55,8 +58,11 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
 
 /**
  * Authenticates every external-API and SCIM request before routing decides anything: workspace
- * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key → per-client limit on
- * failed keys → per-key token bucket. A limit that cannot be read (Redis unreachable) lets
+ * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key (expiry included), or
+ * without one the console's session cookie (then a change must come from the console's own
+ * origin) →
+ * per-client limit on failed keys → per-key token bucket → the route's scopes
+ * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
  * the request through. Source: SPEC.md Part B, Addressing, Authentication, Retries and limits,
  * Running several replicas.
  */
@@ -79,9 +85,10 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
         'retry-after': String(failures.retryAfterSeconds),
       });
     }
+    const sessionId = apiKey || isScimPath(path) ? undefined : sessionIdOf(request);
     let tenant: Tenant;
     try {
-      tenant = await authenticate(store, subdomain, apiKey);
+      tenant = sessionId ? await sessionTenant(request, store, subdomain, sessionId, config.sessions) : await authenticate(store, subdomain, apiKey);
     } catch (error) {
       if (authFailures && error instanceof AppError && error.code === 'invalid_api_key') {
         setRateLimitFields(reply, 'auth-failures', authFailures, await authFailures.take(request.ip));
@@ -97,6 +104,7 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
         });
       }
     }
+    for (const scope of requiredScopes(request, path)) requireScope(tenant, scope);
     request.tenant = tenant;
     const now = Date.now();
     if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) >= TOUCH_INTERVAL_MS) {

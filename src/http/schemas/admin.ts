@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox';
+import { ACTOR_TYPES, toActorJson } from '../../core/actor.ts';
+import { API_KEY_SCOPES } from '../../core/api-keys/scopes.ts';
 import type { CreatedApiKey } from '../../core/api-keys/api-keys-service.ts';
 import type { ApiKeyRecord, AuditEvent, Workspace } from '../../core/ports.ts';
-import { NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
+import { ActorSchema, NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
 import { PRODUCT_NAME_PATTERN } from './products.ts';
 import { USER_EXAMPLE } from './users.ts';
 
@@ -36,13 +38,33 @@ export const WorkspaceSchema = Type.Object(
   { description: 'A customer workspace.' },
 );
 
+/** Scopes of a key on the wire. */
+const ScopesSchema = Type.Array(StringEnum(API_KEY_SCOPES), {
+  uniqueItems: true,
+  description: 'What the key may call: each operation of the API reference names the scope it needs.',
+  examples: [['users:read', 'users:write']],
+});
+
+/** Fields every representation of a key shares. */
+const apiKeyFields = {
+  id: Type.String({ format: 'uuid', description: 'Key id, to revoke it.' }),
+  name: Type.String({ description: 'The name given at creation; empty for keys made before names existed.', examples: ['provisioning'] }),
+  prefix: Type.String({ description: 'The first characters of the key, to recognise it.', examples: ['wum_AbCd1234'] }),
+  scopes: ScopesSchema,
+  expires_at: Type.Unsafe<Date | string | null>({
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: 'When the key stops working (then `401 invalid_api_key`); null for never.',
+  }),
+  created_by: Type.Union([Type.Ref(ActorSchema), Type.Null()], { description: 'Who made the key; null for keys made before this was recorded.' }),
+  created_at: Timestamp,
+};
+
 /** An API key's public record. */
 export const ApiKeySchema = Type.Object(
   {
-    id: Type.String({ format: 'uuid', description: 'Key id, to revoke it.' }),
-    prefix: Type.String({ description: 'The first characters of the key, to recognise it.', examples: ['wum_AbCd1234'] }),
-    created_at: Timestamp,
-    last_used_at: NullableTimestamp,
+    ...apiKeyFields,
+    last_used_at: { ...NullableTimestamp, description: 'When the key was last used (recorded at most once a minute).' },
     revoked_at: NullableTimestamp,
   },
   { description: 'An API key, without its secret.' },
@@ -51,12 +73,22 @@ export const ApiKeySchema = Type.Object(
 /** A created key: the plaintext `key` appears only in this response. */
 export const CreatedApiKeySchema = Type.Object(
   {
-    id: Type.String({ format: 'uuid', description: 'Key id, to revoke it.' }),
+    ...apiKeyFields,
     key: Type.String({ description: 'The API key. Shown only once; store it now.' }),
-    prefix: Type.String({ description: 'The first characters of the key, to recognise it.' }),
-    created_at: Timestamp,
   },
   { description: 'A new API key with its plaintext, shown only in this response.' },
+);
+
+/** Body of `POST /admin/v1/workspaces/{subdomain}/api-keys`; every field optional, the body too. */
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: 'A name to recognise the key by.', examples: ['provisioning'] })),
+    scopes: Type.Optional({ ...ScopesSchema, minItems: 1, description: 'What the key may call; every scope when omitted.' }),
+    expires_at: Type.Optional(
+      Type.Unsafe<string>({ type: 'string', format: 'date-time', description: 'When the key stops working (in the future); never when omitted.' }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ name: 'provisioning', scopes: ['users:read', 'users:write'], expires_at: '2026-04-15T09:00:00Z' }] },
 );
 
 /** Response of workspace creation: the workspace and its first key. */
@@ -88,8 +120,9 @@ export const AuditEventSchema = Type.Object(
   {
     id: Type.Integer({ description: 'Increasing event id.' }),
     occurred_at: Timestamp,
-    actor_type: Type.String({ description: 'Who made the change.', examples: ['api_key', 'admin', 'system'] }),
-    actor_id: Type.Union([Type.String(), Type.Null()], { description: 'The API key id for `api_key`, else null.' }),
+    actor: Type.Ref(ActorSchema),
+    actor_type: StringEnum(ACTOR_TYPES, { description: 'Who made the change: `actor.type`.' }),
+    actor_id: Type.Union([Type.String(), Type.Null()], { description: '`actor.id`: the API key id for `api_key` and `scim`, else null.' }),
     request_id: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the change.' }),
     action: Type.String({ description: 'What happened.', examples: ['user.created'] }),
     target_type: Type.String({ description: 'Kind of the thing changed: user, api_key, workspace, product.' }),
@@ -110,7 +143,7 @@ export const AdminPageQuery = Type.Object(PageQuery);
 const AuditFilters = {
   action: Type.Optional(Type.String({ maxLength: 100, description: 'Only events of this action.', examples: ['user.updated'] })),
   actor_type: Type.Optional(
-    StringEnum(['api_key', 'scim', 'admin', 'system'], { description: 'Only events made by this kind of actor.', examples: ['api_key'] }),
+    StringEnum(ACTOR_TYPES, { description: 'Only events made by this kind of actor.', examples: ['api_key'] }),
   ),
   target_id: Type.Optional(
     Type.String({ maxLength: 320, description: 'Only events about this target (an email, key id, subdomain or product name).', examples: ['ada@example.com'] }),
@@ -136,25 +169,33 @@ export function pageOf<T extends ReturnType<typeof Type.Object>>(key: string, it
   });
 }
 
+/** The fields of the example key that every representation shows. */
+const API_KEY_EXAMPLE = {
+  id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
+  name: 'provisioning',
+  prefix: 'wum_AbCd1234',
+  scopes: ['users:read', 'users:write'],
+  expires_at: '2025-04-15T09:00:00.000Z',
+  created_by: { type: 'operator', id: null, label: 'operator' },
+  created_at: '2025-01-15T09:00:00.000Z',
+};
+
 /** Examples of the admin API in the OpenAPI document. */
 export const ADMIN_EXAMPLES = {
   workspace: { subdomain: 'acme', name: 'Acme Inc', created_at: '2025-01-15T09:00:00.000Z' },
   createdApiKey: {
-    id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
+    ...API_KEY_EXAMPLE,
     key: 'wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx',
-    prefix: 'wum_AbCd1234',
-    created_at: '2025-01-15T09:00:00.000Z',
   },
   apiKey: {
-    id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
-    prefix: 'wum_AbCd1234',
-    created_at: '2025-01-15T09:00:00.000Z',
+    ...API_KEY_EXAMPLE,
     last_used_at: '2025-01-16T14:12:09.000Z',
     revoked_at: null,
   },
   auditEvent: {
     id: 42,
     occurred_at: '2025-01-15T09:30:00.000Z',
+    actor: { type: 'api_key', id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30', label: 'provisioning (wum_AbCd1234)' },
     actor_type: 'api_key',
     actor_id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30',
     request_id: '7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17',
@@ -173,17 +214,21 @@ export const ADMIN_EXAMPLES = {
 
 /** Domain → wire mappers of the admin API. */
 export const toWireWorkspace = (w: Workspace) => ({ subdomain: w.subdomain, name: w.name, created_at: w.createdAt });
-export const toWireApiKey = (k: ApiKeyRecord) => ({
+const apiKeyWireFields = (k: ApiKeyRecord) => ({
   id: k.id,
+  name: k.name,
   prefix: k.prefix,
+  scopes: [...k.scopes],
+  expires_at: k.expiresAt,
+  created_by: k.createdBy,
   created_at: k.createdAt,
-  last_used_at: k.lastUsedAt,
-  revoked_at: k.revokedAt,
 });
-export const toWireCreatedApiKey = (k: CreatedApiKey) => ({ id: k.id, key: k.key, prefix: k.prefix, created_at: k.createdAt });
+export const toWireApiKey = (k: ApiKeyRecord) => ({ ...apiKeyWireFields(k), last_used_at: k.lastUsedAt, revoked_at: k.revokedAt });
+export const toWireCreatedApiKey = (k: CreatedApiKey) => ({ ...apiKeyWireFields(k), key: k.key });
 export const toWireAuditEvent = (e: AuditEvent) => ({
   id: e.id,
   occurred_at: e.occurredAt,
+  actor: toActorJson(e.actor),
   actor_type: e.actor.type,
   actor_id: e.actor.id,
   request_id: e.actor.requestId,

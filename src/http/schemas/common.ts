@@ -1,3 +1,4 @@
+import { ACTOR_TYPES } from '../../core/actor.ts';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ERROR_CATALOGUE, type ErrorCode, type FieldError } from '../../core/errors.ts';
 import type { Pagination } from '../../core/pagination.ts';
@@ -50,6 +51,10 @@ const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: Fie
   missing_api_key: { detail: 'Send an API key of this workspace in the X-Api-Key header.' },
   invalid_api_key: { detail: 'The API key is not valid for this workspace.' },
   invalid_admin_token: { detail: 'Send the operator token as Authorization: Bearer <token>.' },
+  insufficient_scope: { detail: 'This API key lacks the scope users:write.' },
+  invalid_session: { detail: 'Sign in to the console again: the session ended or never existed.' },
+  cross_origin_refused: { detail: 'A change made with a console session must come from the console itself.' },
+  key_sign_in_disabled: { detail: 'This server does not let an API key open a console session.' },
   not_found: { detail: 'No resource at GET /api/external/v2/nothing.' },
   workspace_not_found: { detail: 'No workspace "acme".' },
   user_not_found: { detail: 'No user with email ada@example.com in this workspace.' },
@@ -96,11 +101,12 @@ export function problemExample(code: ErrorCode): ProblemDetails {
   };
 }
 
-/** Errors every external-API route can answer: addressing, authentication, limits, availability. */
+/** Errors every external-API route can answer: addressing, authentication, scopes, limits, availability. */
 export const EXTERNAL_API_ERRORS = [
   'workspace_not_found',
   'missing_api_key',
   'invalid_api_key',
+  'insufficient_scope',
   'rate_limited',
   'internal_error',
   'service_unavailable',
@@ -228,3 +234,13 @@ export function StringEnum<const T extends readonly string[]>(
 ) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
+
+/** An actor on the wire: who made a change (docs/security.md, "Actors"). */
+export const ActorSchema = Type.Object(
+  {
+    type: StringEnum(ACTOR_TYPES, { description: 'What kind of actor: a person, an API key, SCIM, the operator, the server itself.' }),
+    id: Type.Union([Type.String(), Type.Null()], { description: "A stable id: the key's id (api_key, scim), the person's user id; null for operator and system." }),
+    label: Type.Union([Type.String(), Type.Null()], { description: "A readable name: the key's name and prefix, the person's email." }),
+  },
+  { $id: 'Actor', description: 'Who made a change.', examples: [{ type: 'api_key', id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30', label: 'provisioning (wum_AbCd1234)' }] },
+);

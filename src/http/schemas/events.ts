@@ -1,12 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { EVENT_PAGE, EVENT_TYPES } from '../../core/events/event.ts';
-import { StringEnum } from './common.ts';
+import { ActorSchema, StringEnum } from './common.ts';
 import { USER_EXAMPLE, UserSchema } from './users.ts';
 
 /** Query of `GET /events` (SPEC.md Part B, Events and webhooks). */
 export const ListEventsQuery = Type.Object({
   after: Type.Integer({
     minimum: 0,
+    // Sequences are int8 in the database; a larger number would fail there, not here.
+    maximum: Number.MAX_SAFE_INTEGER,
     default: 0,
     description: 'Return the events with a `sequence` above this one (0: from the oldest kept). Pass the last `sequence` you processed.',
     examples: [0],
@@ -28,6 +30,7 @@ export const EventSchema = Type.Object(
     sequence: Type.Integer({ description: 'Increases strictly within the workspace, in commit order.' }),
     created_at: Type.String({ format: 'date-time', description: 'When the change committed (RFC 3339, UTC).' }),
     workspace: Type.Object({ subdomain: Type.String({ description: 'The workspace\'s subdomain.' }) }),
+    actor: Type.Ref(ActorSchema),
     data: Type.Object({
       user: Type.Ref(UserSchema),
       previous: Type.Optional(
@@ -45,5 +48,6 @@ export const EVENT_EXAMPLE = {
   sequence: 42,
   created_at: '2025-01-15T09:31:00.000Z',
   workspace: { subdomain: 'acme' },
+  actor: { type: 'api_key', id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30', label: 'provisioning (wum_AbCd1234)' },
   data: { user: { ...USER_EXAMPLE, role: 'owner', updated_at: '2025-01-15T09:31:00.000Z' }, previous: { role: 'non_owner' } },
 };

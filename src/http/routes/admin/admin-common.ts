@@ -6,7 +6,7 @@ import { paginationLinks } from '../../link-header.ts';
 import { toWirePagination } from '../../schemas/common.ts';
 
 /** The actor of an operator's change, for the audit trail. */
-export const adminActor = (request: FastifyRequest): Actor => ({ type: 'admin', id: null, requestId: request.id });
+export const adminActor = (request: FastifyRequest): Actor => ({ type: 'operator', id: null, label: 'operator', requestId: request.id });
 /** Path parameter: a workspace's subdomain. */
 export const Subdomain = Type.String({ description: 'The workspace\'s subdomain (case-insensitive).', examples: ['acme'] });
 /** Path parameters naming a workspace. */

@@ -4,7 +4,7 @@ import type { Store } from '../../../core/ports.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { Type } from '@sinclair/typebox';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../core/api-keys/api-keys-service.ts';
-import { ADMIN_EXAMPLES, ApiKeySchema, CreatedApiKeySchema, toWireApiKey, toWireCreatedApiKey } from '../../schemas/admin.ts';
+import { ADMIN_EXAMPLES, ApiKeySchema, CreateApiKeyBody, CreatedApiKeySchema, toWireApiKey, toWireCreatedApiKey } from '../../schemas/admin.ts';
 import { jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { AUTH, Subdomain, SubdomainParams, adminActor, security, tags } from './admin-common.ts';
 
@@ -21,14 +21,27 @@ export async function apiKeysRoutes(app: FastifyInstance, options: { store: Stor
     schema: {
       operationId: 'createApiKey',
       summary: 'Create an API key (the plaintext is shown only in this response)',
-      description: 'Adds an API key to the workspace. A workspace can hold several keys: add the new one, then revoke the old.',
+      description:
+        'Adds an API key to the workspace, with a name, the scopes it may use (every scope when omitted) and an optional ' +
+        'expiry. A workspace can hold several keys: add the new one, then revoke the old. The body may be omitted.',
       tags,
       security,
       params: SubdomainParams,
-      response: { 201: jsonResponse('The new key with its plaintext, shown only here.', CreatedApiKeySchema, createdApiKey), ...problemResponses(...AUTH, 'workspace_not_found') },
+      body: CreateApiKeyBody,
+      response: { 201: jsonResponse('The new key with its plaintext, shown only here.', CreatedApiKeySchema, createdApiKey), ...problemResponses(...AUTH, 'workspace_not_found', 'unsupported_media_type', 'malformed_json', 'validation_failed') },
+    },
+    config: { optionalBody: true },
+    // No body at all is an empty one: every field has a default.
+    preValidation: async (request) => {
+      request.body ??= {};
     },
     handler: async (request, reply) => {
-      const key = await createApiKey(store, request.params.subdomain, adminActor(request));
+      const { name, scopes, expires_at: expiresAt } = request.body;
+      const key = await createApiKey(store, request.params.subdomain, adminActor(request), {
+        name,
+        scopes,
+        expiresAt: expiresAt === undefined ? null : new Date(expiresAt),
+      });
       return reply.code(201).send(toWireCreatedApiKey(key));
     },
   });

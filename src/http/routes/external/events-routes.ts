@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { toEventJson } from '../../../core/events/event.ts';
 import { listEvents } from '../../../core/events/events-service.ts';
 import type { Store } from '../../../core/ports.ts';
+import { scoped } from '../../route-scopes.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
@@ -22,6 +23,7 @@ export async function eventsRoutes(app: FastifyInstance, options: { store: Store
         'kept 30 days. Follow the feed by passing the last `sequence` you processed as `after` (`next_after` of the ' +
         'previous answer); an empty `events` array means you are up to date. The same events are sent to webhook endpoints.',
       tags: ['events'],
+      security: scoped('events:read'),
       querystring: ListEventsQuery,
       response: {
         200: jsonResponse(

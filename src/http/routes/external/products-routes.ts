@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
 import { listProducts } from '../../../core/products/products-service.ts';
+import { scoped } from '../../route-scopes.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { PRODUCTS_EXAMPLE, ProductSchema, toWireProduct } from '../../schemas/products.ts';
@@ -19,6 +20,7 @@ export async function productsRoutes(app: FastifyInstance, options: { store: Sto
         'The products users can hold roles in (`apps[].name`), sorted by name, each with its roles ' +
         '(`apps[].role`) in the order the operator defined them.',
       tags: ['products'],
+      security: scoped('products:read'),
       response: {
         200: jsonResponse(
           'Every product and its roles.',

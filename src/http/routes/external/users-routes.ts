@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Actor } from '../../../core/actor.ts';
+import { keyActor } from '../../../core/api-keys/authenticate.ts';
 import type { Store } from '../../../core/ports.ts';
 import { searchCondition } from '../../../core/users/user-query.ts';
 import type { User } from '../../../core/users/user.ts';
@@ -15,6 +16,7 @@ import {
 } from '../../../core/users/users-service.ts';
 import { parseIfMatch, userEtag } from '../../etag.ts';
 import { paginationLinks } from '../../link-header.ts';
+import { scoped } from '../../route-scopes.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { ADMIN_EXAMPLES, AuditEventSchema, pageOf, toWireAuditEvent } from '../../schemas/admin.ts';
@@ -40,8 +42,8 @@ import {
 } from '../../schemas/users.ts';
 
 /** The actor of an external-API change: the API key that made it. */
-function keyActor(request: FastifyRequest): Actor {
-  return { type: 'api_key', id: tenantOf(request).apiKeyId, requestId: request.id };
+function requestActor(request: FastifyRequest): Actor {
+  return keyActor(tenantOf(request), 'api_key', request.id);
 }
 
 /** Path of a user resource, for `Location`. */
@@ -84,6 +86,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         'given and kept when omitted (a new user gets `-`). An active user with the email → `409 ' +
         'user_already_exists`. Send an `Idempotency-Key` to make retries safe.',
       tags: ['users'],
+      security: scoped('users:write'),
       body: AddUserBody,
       response: {
         201: jsonResponse(
@@ -114,7 +117,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
           firstName: user.first_name ?? undefined,
           lastName: user.last_name ?? undefined,
         },
-        keyActor(request),
+        requestActor(request),
       );
       return sendUser(reply.code(201).header('location', userLocation(prefix, result.user.email)), result.user);
     },
@@ -130,6 +133,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         'count the filtered users exactly. A page past the end has an empty `users` array: an empty array means the ' +
         'end of the data.',
       tags: ['users'],
+      security: scoped('users:read'),
       querystring: ListUsersQuery,
       response: {
         200: jsonResponse('A page of users with its pagination envelope.', UserListSchema, USER_LIST_EXAMPLE, { Link: LinkHeader }),
@@ -161,6 +165,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       summary: 'Get one user, of any status',
       description: 'The user with this email (matched case-insensitively), active or deactivated.',
       tags: ['users'],
+      security: scoped('users:read'),
       params: EmailParams,
       response: {
         200: jsonResponse('The user.', Type.Ref(UserSchema), USER_EXAMPLE, EtagHeader),
@@ -188,6 +193,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
           'precondition_failed`), and an `Idempotency-Key` to make retries safe. Accepts `application/json` and ' +
           '`application/merge-patch+json`.',
         tags: ['users'],
+      security: scoped('users:write'),
         params: EmailParams,
         headers: IfMatchHeaders,
         body: PatchUserBody,
@@ -218,7 +224,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
             ...(user.apps === undefined ? {} : { apps: user.apps }),
             ...(user.status === undefined ? {} : { status: user.status }),
           },
-          keyActor(request),
+          requestActor(request),
           ifMatch === undefined ? {} : { ifMatch },
         );
         return sendUser(reply, result.user);
@@ -235,6 +241,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         'Deactivating an already deactivated user succeeds again and changes nothing, so a retry is safe. ' +
         'The last active owner cannot be deactivated (`409 last_owner`).',
       tags: ['users'],
+      security: scoped('users:write'),
       params: EmailParams,
       headers: IfMatchHeaders,
       response: {
@@ -250,7 +257,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         store,
         tenantOf(request).workspace.id,
         { email: request.params.email },
-        keyActor(request),
+        requestActor(request),
         ifMatch === undefined ? {} : { ifMatch },
       );
       return reply.code(204).send();
@@ -266,6 +273,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         'Every recorded change of this user (across renames), with actor, request id, before and after; oldest first ' +
         'unless `sort=-occurred_at`, paginated like users.',
       tags: ['users'],
+      security: scoped('users:read'),
       params: EmailParams,
       querystring: Type.Object({
         ...PageQuery,

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../../../core/actor.ts';
+import { keyActor } from '../../../core/api-keys/authenticate.ts';
 import { SCIM_CONTENT_TYPE, SCIM_PREFIX } from '../../../scim/constants.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 
@@ -10,7 +11,7 @@ export function scimBaseUrl(request: FastifyRequest): string {
 
 /** The actor of a SCIM change: the API key that made it, as `scim` (SPEC.md Part B). */
 export function scimActor(request: FastifyRequest): Actor {
-  return { type: 'scim', id: tenantOf(request).apiKeyId, requestId: request.id };
+  return keyActor(tenantOf(request), 'scim', request.id);
 }
 
 /** The workspace id of an authenticated SCIM request. */

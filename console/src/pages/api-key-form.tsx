@@ -1,0 +1,111 @@
+import { useMutation } from '@tanstack/react-query';
+import { useId } from 'react';
+import { useForm } from 'react-hook-form';
+import { API_KEY_SCOPES, type ApiKeyScope } from '../../../src/core/api-keys/scopes.ts';
+import type { CreatedApiKey, NewApiKey } from '../api/admin.ts';
+import { ErrorNotice } from '../components/error-notice.tsx';
+import { showFieldErrors } from '../components/field-errors.ts';
+import { FieldError, invalid } from '../components/user-fields.tsx';
+
+/** What each scope allows, for the checkboxes (docs/security.md, "API keys and scopes"). */
+const SCOPE_HINTS: Record<ApiKeyScope, string> = {
+  'users:read': 'list, find and read users and their history',
+  'users:write': 'add, change, deactivate and reactivate users',
+  'products:read': 'list the products and their roles',
+  'events:read': 'read the events feed',
+  scim: 'provision through SCIM (an identity provider)',
+};
+
+/** Expiry choices, in days; 0 is never. */
+const EXPIRIES = [
+  { days: 30, label: 'in 30 days' },
+  { days: 90, label: 'in 90 days' },
+  { days: 365, label: 'in a year' },
+  { days: 0, label: 'never' },
+];
+
+interface KeyFormValues {
+  name: string;
+  scopes: ApiKeyScope[];
+  expires_in_days: string;
+}
+
+/** Props of {@link ApiKeyForm}. */
+export interface ApiKeyFormProps {
+  readonly create: (body: NewApiKey) => Promise<CreatedApiKey>;
+  readonly onCreated: (key: CreatedApiKey) => void;
+  readonly onCancel: () => void;
+}
+
+/**
+ * Creates a workspace API key: a name, the scopes it carries (least privilege: none is
+ * checked until the operator picks) and when it expires (90 days unless changed).
+ */
+export function ApiKeyForm({ create, onCreated, onCancel }: ApiKeyFormProps) {
+  const id = useId();
+  const { register, handleSubmit, setError, formState } = useForm<KeyFormValues>({
+    defaultValues: { name: '', scopes: [], expires_in_days: '90' },
+  });
+  const mutation = useMutation({
+    mutationFn: ({ name, scopes, expires_in_days }: KeyFormValues) => {
+      const days = Number(expires_in_days);
+      return create({
+        name: name.trim(),
+        scopes,
+        ...(days > 0 ? { expires_at: new Date(Date.now() + days * 86_400_000).toISOString() } : {}),
+      });
+    },
+    onSuccess: onCreated,
+    onError: (error) => showFieldErrors(error, ['name', 'scopes'], setError),
+  });
+  const { errors } = formState;
+  return (
+    <form class="card form" noValidate aria-labelledby={`${id}-title`} onSubmit={handleSubmit((values) => mutation.mutate(values))}>
+      <h3 id={`${id}-title`}>Create an API key</h3>
+      {mutation.isError && <ErrorNotice error={mutation.error} title="Could not create a key" />}
+      <div class="field-row">
+        <div class="field">
+          <label for={`${id}-name`}>Name</label>
+          <input
+            id={`${id}-name`}
+            autoComplete="off"
+            placeholder="okta-scim"
+            {...invalid(`${id}-name-error`, errors.name?.message)}
+            {...register('name', { validate: (v) => v.trim() !== '' || 'Name the key after what will use it, e.g. okta-scim.' })}
+          />
+          <FieldError id={`${id}-name-error`} message={errors.name?.message} />
+        </div>
+        <div class="field">
+          <label for={`${id}-expiry`}>Expires</label>
+          <select id={`${id}-expiry`} {...register('expires_in_days')}>
+            {EXPIRIES.map((e) => (
+              <option key={e.days} value={String(e.days)}>
+                {e.label}
+              </option>
+            ))}
+          </select>
+        </div>
+      </div>
+      <fieldset class="field">
+        <legend>Scopes</legend>
+        <div class="products">
+          {API_KEY_SCOPES.map((scope) => (
+            <label key={scope} class="choice">
+              <input type="checkbox" value={scope} {...register('scopes', { validate: (v) => v.length > 0 || 'Pick at least one scope.' })} />{' '}
+              <code>{scope}</code> — {SCOPE_HINTS[scope]}
+            </label>
+          ))}
+        </div>
+        <FieldError id={`${id}-scopes-error`} message={errors.scopes?.message} />
+      </fieldset>
+      <div class="actions">
+        <button type="button" class="button" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" class="button button-primary" disabled={mutation.isPending}>
+          {mutation.isPending ? 'Creating…' : 'Create the key'}
+        </button>
+      </div>
+    </form>
+  );
+}

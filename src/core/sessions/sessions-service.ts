@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { apiKeyLabel, type ActorJson } from '../actor.ts';
+import { hashApiKey } from '../api-keys/api-key-secret.ts';
+import type { Tenant } from '../api-keys/authenticate.ts';
+import { AppError } from '../errors.ts';
+import type { AuditEntry, Store } from '../ports.ts';
+
+/** How long sessions live (docs/security.md, "Console sessions"). */
+export interface SessionLifetime {
+  /** Unused this long, in ms, a session ends. */
+  readonly idleMs: number;
+  /** This long after sign-in, in ms, a session ends whatever its use. */
+  readonly maxMs: number;
+}
+
+/** A session just opened: its id (the cookie's value, never stored) and when it ends at the latest. */
+export interface OpenedSession {
+  readonly id: string;
+  readonly expiresAt: Date;
+  readonly actor: ActorJson;
+}
+
+/** A request's session: the tenant it acts as, and what the session needs to be kept alive. */
+export interface SessionTenant extends Tenant {
+  readonly session: { readonly idHash: string; readonly lastSeenAt: Date; readonly expiresAt: Date; readonly actor: ActorJson };
+}
+
+/** Session ids are hashed like API keys: 256 random bits need no slow hash. */
+export const hashSessionId = hashApiKey;
+
+/**
+ * Exchanges the workspace API key that authenticated `tenant` for a console session acting
+ * with that key: the page's script then holds only an HttpOnly cookie, never the key. The
+ * session ends with the key (revoked or expired), after `idleMs` unused, `maxMs` after
+ * sign-in, or at sign-out.
+ */
+export async function openKeySession(store: Store, tenant: Tenant, lifetime: SessionLifetime, requestId: string | null = null): Promise<OpenedSession> {
+  const id = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(Date.now() + lifetime.maxMs);
+  const actor: ActorJson = { type: 'api_key', id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix) };
+  await store.transaction(async (tx) => {
+    await tx.sessions.insert(tenant.workspace.id, { idHash: hashSessionId(id), apiKeyId: tenant.apiKey.id, actor, expiresAt });
+    await tx.audit.append(signInEvent(tenant, actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString() }));
+  });
+  return { id, expiresAt, actor };
+}
+
+/**
+ * The tenant of a session cookie: read from the database on every request (sessions are
+ * never cached), so a session ended anywhere — sign-out, its key revoked, a replica's change —
+ * is refused everywhere at once.
+ * @throws AppError `workspace_not_found` (404), `invalid_session` (401: unknown, ended, idle too
+ *   long, past its absolute end, or its key revoked or expired).
+ */
+export async function authenticateSession(store: Store, subdomain: string, sessionId: string, lifetime: SessionLifetime, now = Date.now()): Promise<SessionTenant> {
+  const idHash = hashSessionId(sessionId);
+  const { workspace, session } = await store.sessions.resolve(subdomain, idHash);
+  if (!workspace) throw new AppError('workspace_not_found', `No workspace "${subdomain}".`);
+  const key = session?.apiKey;
+  if (
+    !session ||
+    !key ||
+    session.endedAt ||
+    session.expiresAt.getTime() <= now ||
+    session.lastSeenAt.getTime() + lifetime.idleMs <= now ||
+    (key.expiresAt && key.expiresAt.getTime() <= now)
+  ) {
+    throw new AppError('invalid_session', 'Sign in to the console again: the session ended or never existed.');
+  }
+  return {
+    workspace,
+    apiKey: key,
+    apiKeyId: key.id,
+    session: { idHash, lastSeenAt: session.lastSeenAt, expiresAt: session.expiresAt, actor: session.actor },
+  };
+}
+
+/** Ends a session (sign-out), recorded in the audit trail; ending an ended one changes nothing. */
+export async function endSession(store: Store, tenant: SessionTenant, requestId: string | null = null): Promise<void> {
+  await store.transaction(async (tx) => {
+    await tx.sessions.end(tenant.workspace.id, tenant.session.idHash);
+    await tx.audit.append(signInEvent(tenant, tenant.session.actor, 'console.signed_out', requestId, null));
+  });
+}
+
+/** The audit event of a console sign-in or sign-out: about the key the session acts with (never the session's id). */
+function signInEvent(tenant: Tenant, actor: ActorJson, action: string, requestId: string | null, after: unknown): AuditEntry {
+  return {
+    workspaceId: tenant.workspace.id,
+    actor: { ...actor, requestId },
+    action,
+    targetType: 'api_key',
+    targetId: tenant.apiKey.id,
+    before: null,
+    after,
+  };
+}

@@ -1,0 +1,29 @@
+import type { FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import type { SessionConfig } from '../../config/load-config.ts';
+import type { Tenant } from '../../core/api-keys/authenticate.ts';
+import type { Store } from '../../core/ports.ts';
+import { authenticateSession } from '../../core/sessions/sessions-service.ts';
+import { requireSameOrigin } from '../session-cookie.ts';
+
+/** Write a session's `last_seen_at` at most this often, not on every request. */
+const TOUCH_INTERVAL_MS = 60_000;
+const lastTouched = new LRUCache<string, number>({ max: 100_000 });
+
+/**
+ * The tenant of a request authenticated by the console's session cookie: the session's key,
+ * with a change refused unless it comes from the console's own origin (CSRF). Keeps the
+ * session alive by recording its use at most once a minute.
+ * @throws AppError `workspace_not_found` (404), `invalid_session` (401), `cross_origin_refused` (403).
+ */
+export async function sessionTenant(request: FastifyRequest, store: Store, subdomain: string, sessionId: string, lifetime: SessionConfig): Promise<Tenant> {
+  requireSameOrigin(request);
+  const tenant = await authenticateSession(store, subdomain, sessionId, lifetime);
+  const now = Date.now();
+  const { idHash, lastSeenAt } = tenant.session;
+  if (now - Math.max(lastSeenAt.getTime(), lastTouched.get(idHash) ?? 0) >= TOUCH_INTERVAL_MS) {
+    lastTouched.set(idHash, now);
+    store.sessions.touch(tenant.workspace.id, idHash).catch((err) => request.log.warn({ err }, 'could not record session use'));
+  }
+  return tenant;
+}

@@ -1,0 +1,67 @@
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import type { ActorJson } from '../core/actor.ts';
+import type { SessionRepository } from '../core/ports.ts';
+import type { Database } from './database.ts';
+import { apiKeys, consoleSessions, workspaces } from './schema.ts';
+
+/** The console sessions repository over Drizzle: one look-up per request, by (workspace, hash of the id). */
+export function createSessionRepository(db: Database): SessionRepository {
+  const bySession = (workspaceId: number, idHash: string) =>
+    and(eq(consoleSessions.workspaceId, workspaceId), eq(consoleSessions.idHash, idHash));
+  return {
+    async insert(workspaceId, session) {
+      await db.insert(consoleSessions).values({ workspaceId, ...session });
+    },
+
+    async resolve(subdomain, idHash) {
+      const [row] = await db
+        .select({
+          workspace: workspaces,
+          found: consoleSessions.idHash,
+          actor: sql<ActorJson>`${consoleSessions.actor}`,
+          lastSeenAt: consoleSessions.lastSeenAt,
+          expiresAt: consoleSessions.expiresAt,
+          endedAt: consoleSessions.endedAt,
+          keyId: apiKeys.id,
+          keyName: apiKeys.name,
+          keyPrefix: apiKeys.prefix,
+          keyScopes: apiKeys.scopes,
+          keyExpiresAt: apiKeys.expiresAt,
+        })
+        .from(workspaces)
+        .leftJoin(consoleSessions, and(eq(consoleSessions.workspaceId, workspaces.id), eq(consoleSessions.idHash, idHash)))
+        .leftJoin(
+          apiKeys,
+          and(eq(apiKeys.workspaceId, workspaces.id), eq(apiKeys.id, consoleSessions.apiKeyId), isNull(apiKeys.revokedAt)),
+        )
+        .where(eq(workspaces.subdomain, subdomain))
+        .limit(1);
+      if (!row) return { workspace: undefined, session: undefined };
+      const workspace = { ...row.workspace, id: Number(row.workspace.id) };
+      if (!row.found) return { workspace, session: undefined };
+      return {
+        workspace,
+        session: {
+          apiKey: row.keyId
+            ? { id: row.keyId, name: row.keyName ?? '', prefix: row.keyPrefix ?? '', scopes: row.keyScopes ?? [], expiresAt: row.keyExpiresAt }
+            : undefined,
+          actor: typeof row.actor === 'string' ? JSON.parse(row.actor) : row.actor,
+          lastSeenAt: row.lastSeenAt!,
+          expiresAt: row.expiresAt!,
+          endedAt: row.endedAt,
+        },
+      };
+    },
+
+    async touch(workspaceId, idHash) {
+      await db.update(consoleSessions).set({ lastSeenAt: sql`now()` }).where(bySession(workspaceId, idHash));
+    },
+
+    async end(workspaceId, idHash) {
+      await db
+        .update(consoleSessions)
+        .set({ endedAt: sql`now()` })
+        .where(and(bySession(workspaceId, idHash), isNull(consoleSessions.endedAt)));
+    },
+  };
+}
