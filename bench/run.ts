@@ -7,14 +7,14 @@
  * one table. Everything runs on
  * 127.0.0.1; every load is bounded in time. See docs/performance.md.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
-import ts from 'typescript';
 import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { sendRequest } from '../test/helpers/server-process.ts';
+import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { buildService, postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
@@ -60,10 +60,6 @@ const SERVER_SCRIPT = 'dist/http/server.js';
  * alike: those of `npm run start:prod` (a heap cap; see docs/operations.md).
  */
 const NODE_FLAGS = ['--max-old-space-size=128'];
-const CEILING_DIR = join('node_modules', '.cache', 'wum-bench');
-const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.js');
-/** The bare Fastify server and the modules it imports, compiled into CEILING_DIR. */
-const CEILING_SOURCES = ['bench/framework-ceiling.ts', 'bench/sql-replay.ts', 'bench/measurement.ts'];
 /** Goal of every endpoint against the bare Fastify route running its SQL (issue 12). */
 const SQL_CEILING_GOAL = 0.8;
 const MB = 1024 * 1024;
@@ -84,14 +80,7 @@ async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
 /** Compiles the service (npm run build) and the framework-ceiling server to plain JavaScript. */
 function build(): void {
   buildService();
-  mkdirSync(CEILING_DIR, { recursive: true });
-  writeFileSync(join(CEILING_DIR, 'package.json'), '{ "type": "module" }\n');
-  for (const source of CEILING_SOURCES) {
-    const { outputText } = ts.transpileModule(readFileSync(source, 'utf8'), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, rewriteRelativeImportExtensions: true },
-    });
-    writeFileSync(join(CEILING_DIR, basename(source).replace(/\.ts$/, '.js')), outputText);
-  }
+  buildFrameworkCeiling();
 }
 
 function serverEnv(databaseUrl: string | undefined, extra: Record<string, string> = {}): Record<string, string> {

@@ -3,12 +3,16 @@
  * [--seconds S] [--cpu-prof]`: one scenario of `npm run bench`, alone, on a small seeded
  * workspace (10,000 users), for trying a setting or profiling the server: prints the rate,
  * the server's and the load generator's CPU per request. With `--cpu-prof` the server writes
- * a V8 CPU profile to `bench-profiles/` (open it in Chrome DevTools). Not a baseline
- * comparison: use `npm run bench` for the record. See docs/performance.md.
+ * a V8 CPU profile to `bench-profiles/` (open it in Chrome DevTools). `products` also
+ * measures the bare Fastify constant JSON (bench/framework-ceiling.ts) right before and after
+ * the service, and prints the service's rate against their mean: the fixed cost of a request.
+ * Use `npm run bench` for the record. See docs/performance.md.
  */
 import { parseArgs } from 'node:util';
 import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
 import { runHttpLoad } from './http-load.ts';
+import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
+import type { HttpRequestSpec } from './http-load.ts';
 import { buildService, sampleOwnCpu, sampleUsage, startServer } from './processes.ts';
 import { addRequest, listRequest, productsRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
@@ -26,6 +30,33 @@ const scenario = positionals[0] ?? 'list';
 if (!['products', 'list', 'add'].includes(scenario)) throw new Error(`unknown scenario ${scenario}: products, list or add`);
 
 buildService();
+if (scenario === 'products') buildFrameworkCeiling();
+const NODE_FLAGS = ['--max-old-space-size=128'];
+const SECONDS = Number(options.seconds);
+
+const PROFILE_FLAGS = options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir=bench-profiles'] : [];
+
+/** The server's CPU time per request in µs, from its CPU use in percent of one core. */
+const microsecondsPerRequest = (cpuPercent: number, perSecond: number) => (cpuPercent / 100 / perSecond) * 1e6;
+
+/**
+ * The bare Fastify route answering the catalogue as constant JSON: its requests per second
+ * and its CPU time per request (µs), which the machine's other load disturbs less than the rate.
+ */
+async function bareProducts(): Promise<{ readonly perSecond: number; readonly cpuUs: number }> {
+  const bare = await startServer(CEILING_SCRIPT, { LOG_LEVEL: 'info' }, await freePort(), { nodeArgs: [...NODE_FLAGS, ...PROFILE_FLAGS] });
+  try {
+    const next = (): HttpRequestSpec => ({ method: 'GET', path: '/api/external/v2/products', headers: { host: 'x.localhost' } });
+    await runHttpLoad({ port: bare.port, connections: 10, seconds: 2, next });
+    const cpu = sampleUsage(bare.pid);
+    const { perSecond } = await runHttpLoad({ port: bare.port, connections: 10, seconds: SECONDS, next });
+    return { perSecond, cpuUs: microsecondsPerRequest(cpu.stop().cpuPercent, perSecond) };
+  } finally {
+    await bare.stop();
+  }
+}
+
+const bareBefore = scenario === 'products' ? await bareProducts() : undefined;
 const cluster = await startPostgresCluster();
 if (!cluster) throw new Error('npm run bench:scenario needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
 try {
@@ -40,19 +71,31 @@ try {
       LOG_LEVEL: 'info',
     },
     await freePort(),
-    { nodeArgs: ['--max-old-space-size=128', ...(options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir=bench-profiles'] : [])] },
+    { nodeArgs: [...NODE_FLAGS, ...PROFILE_FLAGS] },
   );
   try {
     const next = { products: () => productsRequest(small), list: () => listRequest(small, 1), add: () => addRequest(adds) }[scenario]!;
     await runHttpLoad({ port: server.port, connections: 10, seconds: 2, next });
     const serverCpu = sampleUsage(server.pid);
     const ownCpu = sampleOwnCpu();
-    const measured = await runHttpLoad({ port: server.port, connections: 10, seconds: Number(options.seconds), next });
-    const perRequest = (cpuPercent: number) => ((cpuPercent / 100 / measured.perSecond) * 1e6).toFixed(0);
+    const measured = await runHttpLoad({ port: server.port, connections: 10, seconds: SECONDS, next });
+    const perRequest = (cpuPercent: number) => microsecondsPerRequest(cpuPercent, measured.perSecond).toFixed(0);
+    const serverCpuUs = microsecondsPerRequest(serverCpu.stop().cpuPercent, measured.perSecond);
     process.stdout.write(
       `${scenario}: ${measured.perSecond.toFixed(0)} req/s, p99 ${measured.p99Ms.toFixed(1)} ms, errors ${measured.errors}; ` +
-        `server ${perRequest(serverCpu.stop().cpuPercent)} µs/req, load generator ${perRequest(ownCpu.stop().cpuPercent)} µs/req\n`,
+        `server ${serverCpuUs.toFixed(0)} µs/req, load generator ${perRequest(ownCpu.stop().cpuPercent)} µs/req\n`,
     );
+    if (bareBefore !== undefined) {
+      await server.stop();
+      const bareAfter = await bareProducts();
+      const rate = (bareBefore.perSecond + bareAfter.perSecond) / 2;
+      const cpuUs = (bareBefore.cpuUs + bareAfter.cpuUs) / 2;
+      process.stdout.write(
+        `bare Fastify constant JSON: ${bareBefore.perSecond.toFixed(0)} req/s before, ${bareAfter.perSecond.toFixed(0)} after, ` +
+          `server ${bareBefore.cpuUs.toFixed(0)} and ${bareAfter.cpuUs.toFixed(0)} µs/req; GET /products = ` +
+          `${(measured.perSecond / rate).toFixed(2)}× their mean rate, ${(cpuUs / serverCpuUs).toFixed(2)}× by server CPU per request\n`,
+      );
+    }
   } finally {
     await server.stop();
   }

@@ -10,12 +10,15 @@ import {
   claimDueDeliveries,
   countPendingDeliveries,
   recordAttempt,
+  recordSuccesses,
   type AttemptOutcome,
   type ClaimedDelivery,
+  type DeliverySuccess,
 } from '../storage/deliveries.queries.ts';
 import { retryDelayMs } from './retry-schedule.ts';
 import { createWebhookSender, type WebhookSender } from './send.ts';
 import { signDelivery } from './sign.ts';
+import { successBatches } from './success-batches.ts';
 
 /** Options of {@link startDeliveryWorker}. */
 export interface DeliveryWorkerOptions {
@@ -99,6 +102,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const { db, store, config, log } = options;
   const sender: WebhookSender = createWebhookSender(config, config.timeoutMs);
   const m = metrics(options.registry, db);
+  // Successes, the common outcome, are recorded in batches; failures one by one (they need the streak).
+  const successes = successBatches((batch: readonly DeliverySuccess[]) => recordSuccesses(db, batch), (s) => s.delivery.id);
   /** Deliveries being sent, by endpoint id (the per-endpoint bound). */
   const inFlight = new Map<string, number>();
   const tasks = new Set<Promise<void>>();
@@ -130,16 +135,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       error: 'error' in result ? result.error : null,
       duration_ms: durationMs,
     };
-    let outcome: AttemptOutcome;
-    if (ok) outcome = { kind: 'succeeded', attempt: entry };
-    else {
-      m.failures.inc({ endpoint: delivery.endpointId });
-      const retryInMs = retryDelayMs(config.retryScheduleMs, delivery.attempts + 1);
-      outcome = retryInMs === undefined ? { kind: 'failed', attempt: entry } : { kind: 'retry', attempt: entry, retryInMs };
+    if (ok) {
+      if (await successes.record({ delivery, attempt: entry })) m.latency.observe((Date.now() - delivery.event.createdAt.getTime()) / 1000);
+      return;
     }
+    m.failures.inc({ endpoint: delivery.endpointId });
+    const retryInMs = retryDelayMs(config.retryScheduleMs, delivery.attempts + 1);
+    const outcome: AttemptOutcome = retryInMs === undefined ? { kind: 'failed', attempt: entry } : { kind: 'retry', attempt: entry, retryInMs };
     const recorded = await recordAttempt(db, delivery, outcome);
     if (!recorded.recorded) return;
-    if (ok) m.latency.observe((Date.now() - delivery.event.createdAt.getTime()) / 1000);
     if (outcome.kind === 'failed') {
       log.warn({ delivery: delivery.id, endpoint: delivery.endpointId, event: delivery.event.id, ...entry }, 'webhook delivery failed for good');
       if (await disableFailingEndpoint(store, delivery.workspaceId, delivery.endpointId, recorded.failingSince)) {

@@ -304,4 +304,26 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     await sleep(300);
     assert.equal((await deliveries(a, endpoint)).length, 0, 'b\'s events are not sent to a\'s endpoint');
   });
+  test('a burst of changes to two endpoints: every delivery succeeds, and every send is recorded as one attempt', async () => {
+    const ws = await ctx.createWorkspace('wh');
+    const endpoints = [await createEndpoint(ws), await createEndpoint(ws)];
+    const added = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ctx.api(ws, 'POST', '/users', { body: userBody(`burst-${i}@example.com`) })),
+    );
+    assert.deepEqual(added.map((r) => r.statusCode), Array(20).fill(201));
+    const events = (await ctx.api(ws, 'GET', '/events?limit=100')).json().events as Array<{ id: string }>;
+    assert.equal(events.length, 20);
+    const attempts = new Map<string, number>();
+    for (const endpoint of endpoints) {
+      const rows = await until('20 succeeded deliveries', () => deliveries(ws, endpoint), (d) => d.length === 20 && d.every((r) => r.status === 'succeeded'));
+      assert.deepEqual(new Set(rows.map((r) => r.event_id)), new Set(events.map((e) => e.id)));
+      for (const row of rows) {
+        assert.equal(row.attempt_log.length, row.attempts);
+        assert.equal(row.attempt_log.at(-1)!.response_status, 204);
+        attempts.set(row.event_id, (attempts.get(row.event_id) ?? 0) + row.attempts);
+      }
+    }
+    // A timeout on a loaded machine may retry a delivery; then both sends are in its log.
+    for (const event of events) assert.equal(sentFor(event.id).length, attempts.get(event.id), 'each send is one recorded attempt');
+  });
 });
