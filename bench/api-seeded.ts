@@ -8,6 +8,7 @@
  * `npm run bench:api-seeded [-- --quick]` runs this alone; `npm run bench` runs it too.
  */
 import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { sendRequest } from '../test/helpers/server-process.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import type { ServerHandle } from './processes.ts';
@@ -163,11 +164,12 @@ async function measureGrowth(port: number, growth: NonNullable<ApiSeededOptions[
     const rate = await sendAll(port, growth.changesPerBlock, (i) => change(offset + i));
     offset += growth.changesPerBlock;
     const size = directoryMb(growth.dataDir);
+    const wal = directoryMb(join(growth.dataDir, 'pg_wal'));
     const perHundredThousand = ((size - before) * 100_000) / growth.changesPerBlock;
     log(`PGlite data dir after block ${block}: ${size.toFixed(1)} MB`);
     rows.push({
       scenario: `PGlite DATA_DIR growth, block ${block} of ${growth.changesPerBlock} changes (add, deactivate, reactivate)`,
-      note: `${size.toFixed(1)} MB; ${perHundredThousand.toFixed(1)} MB per 100,000 changes; ${rate.toFixed(0)} changes/s`,
+      note: `${size.toFixed(1)} MB (WAL ${wal.toFixed(0)} MB); ${perHundredThousand.toFixed(1)} MB per 100,000 changes; ${rate.toFixed(0)} changes/s`,
     });
     before = size;
   }
