@@ -3,8 +3,9 @@
  * throw-away PostgreSQL cluster, seeds data at scale, measures every scenario against the
  * baselines measured in the same run (a bare Fastify route; the service's own SQL replayed
  * through pg), then 2 workers, three replicas behind HAProxy, writes on a pg_auto_failover
- * formation (synchronous standbys) against a single server, and embedded PGlite, and prints
- * one table. Everything runs on
+ * formation (synchronous standbys) against a single server, and embedded PGlite, then users
+ * added through the API measured fresh and settled on both (bench/api-seeded.ts; every other
+ * row is seeded set-based, bench/seed.ts, and its section says so), and prints one table. Everything runs on
  * 127.0.0.1; every load is bounded in time. See docs/performance.md.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import { measureFailover } from './failover.ts';
 import { measureReplicas } from './replicas.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
+import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteSettling, postgresSettling } from './api-seeded.ts';
 import {
   addRequest,
   lastPage,
@@ -50,8 +52,8 @@ const { values: args } = parseArgs({
 
 /** Sizes and durations: the full run (under 15 minutes on 2 cores) and a quick one for development. */
 const PLAN = args.quick
-  ? { warmup: 1, seconds: 3, small: 10_000, big: 100_000, tenants: 100, tenantUsers: 1_000, removals: 40_000, mixed: 10_000 }
-  : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000 };
+  ? { warmup: 1, seconds: 3, small: 10_000, big: 100_000, tenants: 100, tenantUsers: 1_000, removals: 40_000, mixed: 10_000, apiSeeded: [300, 3_000], churn: 1_000 }
+  : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000, apiSeeded: [1_000, 10_000], churn: 5_000 };
 /** Concurrent connections of every HTTP scenario, and clients of every database ceiling. */
 const CONNECTIONS = 10;
 const SERVER_SCRIPT = 'dist/http/server.js';
@@ -506,6 +508,26 @@ async function main(): Promise<void> {
         })),
       ],
     });
+
+    // Users added through the API, measured fresh and settled, on both backends (bench/api-seeded.ts).
+    const apiSeeded = { sizes: PLAN.apiSeeded, connections: CONNECTIONS, warmupSeconds: PLAN.warmup, seconds: PLAN.seconds, log };
+    const pgQuery = (text: string) => withClient(url, async (client) => (await client.query(text)).rows as Array<Record<string, unknown>>);
+    const apiEnv = { ADMIN_TOKEN: BENCH_ADMIN_TOKEN, SEED_DEMO: 'false' };
+    // Every section so far was seeded set-based; each says so (issue: each row says its seed).
+    sections.splice(0, sections.length, ...sections.map((section) => ({ ...section, title: `${section.title} [set-based seed, then VACUUM ANALYZE]` })));
+    sections.push(
+      await measureApiSeeded({ ...apiSeeded, backend: 'PostgreSQL', start: () => runServer(SERVER_SCRIPT, serverEnv(url, apiEnv)), settling: postgresSettling(pgQuery) }),
+    );
+    const apiDataDir = join(scratch, 'pglite-api');
+    sections.push(
+      await measureApiSeeded({
+        ...apiSeeded,
+        backend: 'PGlite',
+        start: () => runServer(SERVER_SCRIPT, serverEnv(undefined, { ...apiEnv, DATA_DIR: apiDataDir })),
+        settling: pgliteSettling,
+        growth: { dataDir: apiDataDir, changesPerBlock: PLAN.churn, blocks: 3 },
+      }),
+    );
 
     const header = [
       `wum benchmark${args.quick ? ' (--quick: smaller data, 3 s scenarios; not for the record)' : ''}`,

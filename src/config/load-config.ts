@@ -55,6 +55,10 @@ const EnvSchema = Type.Object({
   WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 200 }),
   WEBHOOK_WORKER: Type.Boolean({ default: true }),
   EVENTS_PRUNE_INTERVAL_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
+  EMBEDDED_MAINTENANCE: Type.Boolean({ default: true }),
+  EMBEDDED_MAINTENANCE_INTERVAL_MS: Type.Integer({ minimum: 100, default: 5_000 }),
+  EMBEDDED_ANALYZE_SCALE_FACTOR: Type.Number({ minimum: 0, maximum: 100, default: 0.1 }),
+  EMBEDDED_VACUUM_SCALE_FACTOR: Type.Number({ minimum: 0, maximum: 100, default: 0.2 }),
   SESSION_IDLE_MINUTES: Type.Number({ exclusiveMinimum: 0, maximum: 43_200, default: 480 }),
   SESSION_MAX_HOURS: Type.Number({ exclusiveMinimum: 0, maximum: 8760, default: 168 }),
   CONSOLE_KEY_SIGN_IN: Type.Unsafe<'auto' | 'always' | 'never'>({ type: 'string', enum: ['auto', 'always', 'never'], default: 'auto' }),
@@ -176,6 +180,19 @@ function parseNetworks(value: string): string[] {
 }
 
 /**
+ * When and how often the embedded store analyzes and vacuums itself
+ * (storage/embedded-maintenance.ts); autovacuum's defaults unless set.
+ */
+export interface MaintenanceSettings {
+  /** Pause between two looks at the statistics when nothing was due, in ms. */
+  readonly intervalMs: number;
+  /** Fraction of a table's rows that, changed since its last analyze (plus 50), makes it due for ANALYZE. */
+  readonly analyzeScaleFactor: number;
+  /** Fraction of a table's rows that, dead (plus 50), makes it due for VACUUM. */
+  readonly vacuumScaleFactor: number;
+}
+
+/**
  * The validated, frozen configuration of one wum process. Built once by {@link loadConfig};
  * nothing else reads `process.env`. Units: seconds for rates (`perSecond`), counts for bursts.
  */
@@ -217,6 +234,12 @@ export interface Config {
   readonly seedDemo: boolean;
   /** Webhook delivery and event retention. */
   readonly webhooks: WebhookConfig;
+  /**
+   * The embedded store's own ANALYZE and VACUUM (storage/embedded-maintenance.ts); undefined
+   * when switched off (`EMBEDDED_MAINTENANCE=false`). Used with PGlite only: PostgreSQL has
+   * autovacuum. docs/operations.md, "The embedded store maintains itself".
+   */
+  readonly embeddedMaintenance: MaintenanceSettings | undefined;
   /** Console sessions (docs/security.md, "Console sessions"). */
   readonly sessions: SessionConfig;
 }
@@ -344,6 +367,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       worker: parsed.WEBHOOK_WORKER,
       pruneIntervalMs: parsed.EVENTS_PRUNE_INTERVAL_MS,
     }),
+    embeddedMaintenance: parsed.EMBEDDED_MAINTENANCE
+      ? Object.freeze({
+          intervalMs: parsed.EMBEDDED_MAINTENANCE_INTERVAL_MS,
+          analyzeScaleFactor: parsed.EMBEDDED_ANALYZE_SCALE_FACTOR,
+          vacuumScaleFactor: parsed.EMBEDDED_VACUUM_SCALE_FACTOR,
+        })
+      : undefined,
     sessions: Object.freeze({
       idleMs: Math.round(parsed.SESSION_IDLE_MINUTES * 60_000),
       maxMs: Math.round(parsed.SESSION_MAX_HOURS * 3_600_000),

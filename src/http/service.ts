@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { Config } from '../config/load-config.ts';
 import { openDatabase, type OpenDatabase } from '../storage/database.ts';
+import { maintainEmbeddedStore, type EmbeddedMaintenance } from '../storage/embedded-maintenance.ts';
 import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
@@ -20,6 +21,8 @@ export interface Service {
   readonly deliveryWorker: DeliveryWorker | undefined;
   /** The pruner of events past their retention (absent with `WEBHOOK_WORKER=false`). */
   readonly eventPruner: EventPruner | undefined;
+  /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
+  readonly maintenance: EmbeddedMaintenance | undefined;
   /**
    * Shuts down in order: stop accepting and finish in-flight requests (the app's close, which
    * closes its Redis connection too), let the delivery worker finish its attempts in flight,
@@ -85,10 +88,12 @@ export async function startService(config: Config, options: ServiceOptions = {})
         eventPruner: startEventPruner({ db: database.db, intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
       }
     : undefined;
+  const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,
     store,
     database,
+    maintenance,
     listener,
     deliveryWorker: background?.deliveryWorker,
     eventPruner: background?.eventPruner,
@@ -97,6 +102,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
       await background?.deliveryWorker.stop();
       await background?.eventPruner.stop();
       await listener?.close();
+      await maintenance?.stop();
       await database.close();
     },
   };

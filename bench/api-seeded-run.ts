@@ -1,0 +1,66 @@
+/*
+ * `npm run bench:api-seeded [-- --quick] [-- --sizes 1000,10000] [-- --changes N]`: the rows
+ * of bench/api-seeded.ts alone, on a throw-away PostgreSQL cluster and on a new embedded PGlite
+ * DATA_DIR, each server started from the compiled service as `npm run bench` starts it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort, startPostgresCluster, withClient } from '../test/helpers/postgres-cluster.ts';
+import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteSettling, postgresSettling } from './api-seeded.ts';
+import { buildService, startServer, type ServerHandle } from './processes.ts';
+import { renderReport, type ReportSection } from './report.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    sizes: { type: 'string' },
+    changes: { type: 'string' },
+    backend: { type: 'string' },
+  },
+});
+const sizes = (args.sizes ?? (args.quick ? '300,3000' : '1000,10000')).split(',').map(Number);
+const changes = Number(args.changes ?? (args.quick ? 3_000 : 30_000));
+const seconds = args.quick ? 3 : 10;
+const started = performance.now();
+const log = (message: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${message}\n`);
+const env = (extra: Record<string, string>) => ({ RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, SEED_DEMO: 'false', ...extra });
+
+buildService();
+const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-api-'));
+const servers: ServerHandle[] = [];
+const start = async (extra: Record<string, string>) => {
+  const server = await startServer('dist/http/server.js', env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+  servers.push(server);
+  return server;
+};
+const common = { sizes, connections: 10, warmupSeconds: 1, seconds, log };
+const sections: ReportSection[] = [];
+const cluster = args.backend === 'pglite' ? undefined : await startPostgresCluster();
+try {
+  if (cluster) {
+    await withClient(cluster.url, (client) => client.query('create database wum_api_seeded'));
+    const url = cluster.url.replace(/\/postgres$/, '/wum_api_seeded');
+    const query = (text: string) => withClient(url, async (client) => (await client.query(text)).rows as Array<Record<string, unknown>>);
+    sections.push(await measureApiSeeded({ ...common, backend: 'PostgreSQL', start: () => start({ DATABASE_URL: url }), settling: postgresSettling(query) }));
+  }
+  if (args.backend !== 'postgres') {
+    const dataDir = join(scratch, 'pglite');
+    sections.push(
+      await measureApiSeeded({
+        ...common,
+        backend: 'PGlite',
+        start: () => start({ DATA_DIR: dataDir }),
+        settling: pgliteSettling,
+        growth: { dataDir, changesPerBlock: Math.round(changes / 3), blocks: 3 },
+      }),
+    );
+  }
+  const header = `users added through the API${args.quick ? ' (--quick)' : ''}: ${cpus().length} cores; load average at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}; 10 connections, 1 s warm-up, ${seconds} s measured; run took ${((performance.now() - started) / 60_000).toFixed(1)} min`;
+  process.stdout.write(`\n${header}\n\n${renderReport(sections)}\n`);
+} finally {
+  for (const server of servers) await server.stop().catch(() => {});
+  cluster?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}
