@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { PAGE_DEFAULTS } from '../src/core/pagination.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
-import { startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { LatencyRecorder } from './measurement.ts';
 import { recordQueries } from './sql-replay.ts';
 import { lastPage } from './requests.ts';

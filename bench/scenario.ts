@@ -7,7 +7,7 @@
  * comparison: use `npm run bench` for the record. See docs/performance.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { runHttpLoad } from './http-load.ts';
 import { buildService, sampleOwnCpu, sampleUsage, startServer } from './processes.ts';
 import { addRequest, listRequest, productsRequest } from './requests.ts';
@@ -32,7 +32,7 @@ try {
   const { small, adds } = await seedSmallAndAdds(cluster.url);
 
   const server = await startServer(
-    'dist/http/server.js',
+    'dist/server/server.js',
     {
       DATABASE_URL: options['unix-socket'] ? cluster.socketUrl : cluster.url,
       DATABASE_POOL_SIZE: options['pool-size']!,

@@ -18,7 +18,7 @@ const CONSOLE = join(ROOT, 'console');
 const DIST = join(CONSOLE, 'dist');
 const LOCK = join(CONSOLE, '.build-lock');
 /** Inputs of the build besides console/src: a change in any of them makes a new build. */
-const INPUT_FILES = ['console/index.html', 'console/tsconfig.json', 'sdk/schema.ts', 'sdk/errors.ts', 'sdk/retry.ts', 'src/cli/users-csv.ts', 'src/cli/users-import-rows.ts', 'package-lock.json'];
+const INPUT_FILES = ['console/index.html', 'console/tsconfig.json', 'sdk/schema.ts', 'sdk/errors.ts', 'sdk/retry.ts', 'sdk/users-csv.ts', 'sdk/users-import-rows.ts', 'package-lock.json'];
 const STAMP: BuildStamp = {
   file: join(DIST, '.fingerprint'),
   inputs: () => [...filesUnder(join(CONSOLE, 'src')), ...INPUT_FILES.map((f) => join(ROOT, f))],

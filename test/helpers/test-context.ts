@@ -6,12 +6,10 @@ import { buildApp } from '../../src/http/app.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { createStore } from '../../src/storage/store.ts';
-import { createPostgresDatabase } from './postgres-cluster.ts';
+import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
+import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE } from '../../harness/backend.ts';
 
-/** The backend this test process runs on, chosen by `scripts/run-tests.ts`. */
-export const BACKEND = process.env.WUM_TEST_BACKEND === 'postgres' ? 'postgres' : 'pglite';
-/** The admin token of test apps. */
-export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+export { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE };
 /** Path prefix of the external API. */
 export const API = '/api/external/v2';
 
@@ -51,12 +49,6 @@ export interface TestContext {
   admin(method: InjectOptions['method'], path: string, body?: unknown): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
-
-/**
- * Environment variable naming a tar of a migrated PGlite data directory that `npm test` makes
- * once (scripts/run-tests.ts), so that an in-memory test database starts migrated.
- */
-export const TEST_PGLITE_TEMPLATE_VARIABLE = 'WUM_TEST_PGLITE_TEMPLATE';
 
 /** The in-memory PGlite of a test: from `npm test`'s migrated template when there is one. */
 export function memoryDatabase(): { readonly kind: 'memory'; readonly from?: string } {

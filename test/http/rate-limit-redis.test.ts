@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/http/app.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
+import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
 import { API, BACKEND, createTestContext, testConfig, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*

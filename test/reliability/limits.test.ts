@@ -10,8 +10,8 @@ import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts
 import { mapDatabaseError } from '../../src/storage/pg-errors.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { AppError } from '../../src/core/errors.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
-import { sendRequest } from '../helpers/server-process.ts';
+import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
+import { sendRequest } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { assertProblem, eventually, rawExchange, sleep } from './support.ts';
 

@@ -13,7 +13,7 @@ import {
   withClient,
   type PostgresCluster,
   type PostgresDatabase,
-} from '../helpers/postgres-cluster.ts';
+} from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, testConfig, userBody } from '../helpers/test-context.ts';
 
 /*
