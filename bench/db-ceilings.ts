@@ -6,6 +6,7 @@
  */
 import { loadConfig } from '../src/config/load-config.ts';
 import { buildApp } from '../src/http/app.ts';
+import { webhookUrlCheck } from '../src/webhooks/url-guard.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
 import { createStore } from '../src/storage/store.ts';
@@ -63,6 +64,7 @@ export interface CeilingMeter {
 export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
   const database = await openDatabase({ kind: 'postgres', url: run.databaseUrl, poolSize: 1 });
   const app = await buildApp(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }), {
+    checkWebhookUrl: webhookUrlCheck(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }).webhooks),
     store: createStore(database.db),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,

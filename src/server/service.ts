@@ -6,6 +6,7 @@ import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
+import { webhookUrlCheck } from '../webhooks/url-guard.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
 
@@ -52,6 +53,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
   const registry = new Registry();
   const app = await buildApp(config, {
     store,
+    checkWebhookUrl: webhookUrlCheck(config.webhooks),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,
     ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),

@@ -3,6 +3,7 @@ import { loadConfig, type Config } from '../../src/config/load-config.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { buildApp } from '../../src/http/app.ts';
+import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { createStore } from '../../src/storage/store.ts';
@@ -83,8 +84,10 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const store = createStore(database.db);
   const apps: FastifyInstance[] = [];
   const build = async (extra: Record<string, string> = {}) => {
-    const app = await buildApp(testConfig({ ...env, ...extra }), {
+    const config = testConfig({ ...env, ...extra });
+    const app = await buildApp(config, {
       store,
+      checkWebhookUrl: webhookUrlCheck(config.webhooks),
       idempotency: createIdempotencyStore(database.db),
       ping: database.ping,
       ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
