@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { Config } from '../config/load-config.ts';
 import { openDatabase, type OpenDatabase } from '../storage/database.ts';
+import { createDeliveryQueue } from '../storage/deliveries.queries.ts';
+import { createEventPruning } from '../storage/events.queries.ts';
 import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
@@ -78,13 +80,13 @@ export async function startService(config: Config, options: ServiceOptions = {})
   const background = config.webhooks.worker
     ? {
         deliveryWorker: startDeliveryWorker({
-          db: database.db,
+          queue: createDeliveryQueue(database.db),
           store,
           config: config.webhooks,
           log: app.log.child({ component: 'webhooks' }),
           registry,
         }),
-        eventPruner: startEventPruner({ db: database.db, intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
+        eventPruner: startEventPruner({ events: createEventPruning(database.db), intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
       }
     : undefined;
   return {

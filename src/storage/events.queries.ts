@@ -4,6 +4,7 @@ import type { EventRepository } from '../core/ports.ts';
 import type { UserChangeType } from '../core/users/user.ts';
 import type { Database } from './database.ts';
 import { events, workspaces } from './schema.ts';
+import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 
 /** An outbox row joined with its workspace's subdomain → the domain event. */
 export function toWorkspaceEvent(row: {
@@ -66,4 +67,9 @@ export async function pruneEvents(db: Database, retentionDays: number, batchSize
 export function rowCount(result: unknown): number {
   const r = result as { rowCount?: number | null; affectedRows?: number };
   return Number(r.rowCount ?? r.affectedRows ?? 0);
+}
+
+/** The event pruner's port over `db` ({@link pruneEvents}). */
+export function createEventPruning(db: Database): EventPruning {
+  return { prune: (retentionDays, batchSize) => pruneEvents(db, retentionDays, batchSize) };
 }
