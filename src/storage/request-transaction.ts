@@ -3,7 +3,7 @@ import { createTableRelationsHelpers, extractTablesRelationalConfig, type SQL } 
 import { NodePgSession, NodePgTransaction } from 'drizzle-orm/node-postgres';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
-import type { Database } from './database.ts';
+import type { Database } from './database-handle.ts';
 import * as schema from './schema.ts';
 import type { PendingStatement, RequestTransaction } from '../core/request-ports.ts';
 

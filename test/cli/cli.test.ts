@@ -7,7 +7,7 @@ import { parse } from 'csv-parse/sync';
 import { createClient, type User } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
-import { runWum } from './run-wum.ts';
+import { runWum } from '../../harness/run-wum.ts';
 import { spawn } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { REPO_ROOT } from '../../harness/server-process.ts';
