@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from './database.ts';
-import { rowCount, toWorkspaceEvent } from './events.queries.ts';
+import { toWorkspaceEvent } from './events.queries.ts';
+import { rowsOf } from './rows.ts';
 import type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliveryQueue, RecordedAttempt } from '../core/webhooks/delivery-queue.ts';
 
 export type { AttemptOutcome, ClaimedDelivery, ClaimOptions } from '../core/webhooks/delivery-queue.ts';
@@ -28,10 +29,6 @@ interface ClaimRow {
   event_created_at: string | Date;
   data: unknown;
   subdomain: string;
-}
-
-function rowsOf<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /**

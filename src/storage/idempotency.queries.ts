@@ -3,6 +3,7 @@ import type { Database } from './database.ts';
 import { idempotencyKeys } from './schema.ts';
 import type { IdempotencyStore, StoredResponse } from '../core/request-ports.ts';
 import { pendingStatement } from './request-transaction.ts';
+import { rowsOf } from './rows.ts';
 
 export type { IdempotencyOutcome, IdempotencyStore, StoredResponse } from '../core/request-ports.ts';
 
@@ -64,10 +65,8 @@ export function createIdempotencyStore(db: Database): IdempotencyStore {
 
     async tryLock(workspaceId, key) {
       const lockKey = `${IDEMPOTENCY_LOCK_PREFIX}${workspaceId}:${key}`;
-      const result = (await db.execute(
-        sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as locked`,
-      )) as unknown as { rows: Array<{ locked: boolean }> };
-      return result.rows[0]?.locked === true;
+      const [row] = rowsOf<{ locked: boolean }>(await db.execute(sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as locked`));
+      return row?.locked === true;
     },
 
     async complete(workspaceId, key, response) {

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { Database } from './database-handle.ts';
 import * as schema from './schema.ts';
 import type { PendingStatement, RequestTransaction } from '../core/request-ports.ts';
+import { lastResult } from './rows.ts';
 
 export type { RequestTransaction } from '../core/request-ports.ts';
 
@@ -55,10 +56,6 @@ const dialect = new PgDialect();
 const tables = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
 const relational = { fullSchema: schema, schema: tables.tables, tableNamesMap: tables.tableNamesMap };
 
-/** The last result of a (multi-statement) simple query. */
-function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult | undefined {
-  return Array.isArray(result) ? result[result.length - 1] : result;
-}
 
 /**
  * Takes a connection from `pool`, begins a transaction on it and returns it open, with a
@@ -88,7 +85,7 @@ export async function beginRequestTransaction(pool: pg.Pool): Promise<RequestTra
       end();
       const text = last ? `${dialect.sqlToQuery((last as unknown as SQL).inlineParams()).sql};\ncommit` : 'commit';
       try {
-        const result = lastResult(await client.query(text));
+        const result = lastResult<pg.QueryResult>(await client.query(text));
         // A transaction in which a statement failed answers COMMIT with ROLLBACK.
         if (result?.command !== 'COMMIT') throw new Error(`the request transaction ended with ${result?.command ?? 'nothing'}, not COMMIT`);
       } catch (error) {
