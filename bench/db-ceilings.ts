@@ -63,8 +63,9 @@ export interface CeilingMeter {
  */
 export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
   const database = await openDatabase({ kind: 'postgres', url: run.databaseUrl, poolSize: 1 });
-  const app = await buildApp(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }), {
-    checkWebhookUrl: webhookUrlCheck(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }).webhooks),
+  const config = loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' });
+  const app = await buildApp(config, {
+    checkWebhookUrl: webhookUrlCheck(config.webhooks),
     store: createStore(database.db),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,

@@ -34,8 +34,9 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
 
   async function replica(env: Record<string, string>): Promise<Replica> {
     const logs: string[] = [];
-    const app = await buildApp(testConfig({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), ...env }), {
-      checkWebhookUrl: webhookUrlCheck(testConfig({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), ...env }).webhooks),
+    const config = testConfig({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), ...env });
+    const app = await buildApp(config, {
+      checkWebhookUrl: webhookUrlCheck(config.webhooks),
       store: ctx.store,
       idempotency: createIdempotencyStore(ctx.database.db),
       ping: ctx.database.ping,
