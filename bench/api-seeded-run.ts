@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster, withClient } from '../test/helpers/postgres-cluster.ts';
+import { freePort, startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteSettling, postgresSettling } from './api-seeded.ts';
 import { buildService, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, type ReportSection } from './report.ts';
@@ -31,7 +31,7 @@ buildService();
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-api-'));
 const servers: ServerHandle[] = [];
 const start = async (extra: Record<string, string>) => {
-  const server = await startServer('dist/http/server.js', env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+  const server = await startServer('dist/server/server.js', env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
   servers.push(server);
   return server;
 };

@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { sendRequest } from '../test/helpers/server-process.ts';
+import { sendRequest } from '../harness/server-process.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import type { ServerHandle } from './processes.ts';
 import { ratio, type ReportRow, type ReportSection } from './report.ts';

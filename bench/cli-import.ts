@@ -1,6 +1,6 @@
 /*
  * `npm run bench:import`: how long `wum users import` takes for a CSV of 10,000 rows (with the
- * bad, active and deactivated rows of test/cli/bulk-import-fixture.ts), and the same import
+ * bad, active and deactivated rows of harness/bulk-import-fixture.ts), and the same import
  * run again (every row skipped without a request), against a server on a new embedded PGlite
  * DATA_DIR, or on PostgreSQL with `-- --postgres` (a throw-away cluster). The behaviour is
  * asserted by test/cli/import-1k.test.ts on 1,000 rows; this measures the scale.
@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'csv-stringify/sync';
 import { createAdminClient, createClient } from '../sdk/index.ts';
-import { bulkImport } from '../test/cli/bulk-import-fixture.ts';
-import { runWum } from '../test/cli/run-wum.ts';
-import { startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { bulkImport } from '../harness/bulk-import-fixture.ts';
+import { runWum } from '../harness/run-wum.ts';
+import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '10000' }, postgres: { type: 'boolean', default: false } } });
 const ROWS = Number(values.rows);
@@ -26,7 +26,7 @@ if (cluster) {
   process.env.TEST_DATABASE_URL = cluster.url;
 }
 // Imported after the backend is chosen: the helper reads it when loaded.
-const { startWumServer } = await import('../test/helpers/wum-server.ts');
+const { startWumServer } = await import('../harness/wum-server.ts');
 const server = await startWumServer({ RATE_LIMIT_PER_KEY: '0', SHED_EVENT_LOOP_DELAY_MS: '0', LOG_LEVEL: 'warn' });
 const dir = mkdtempSync(join(tmpdir(), 'wum-bench-import-'));
 try {

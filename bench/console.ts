@@ -16,9 +16,9 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { buildConsole } from '../scripts/build-console.ts';
-import { launchChromium, openPage } from '../test/helpers/browser.ts';
-import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
-import { SERVER_ARGS, REPO_ROOT, sendRequest, spawnServer } from '../test/helpers/server-process.ts';
+import { launchChromium, openPage } from '../harness/browser.ts';
+import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { SERVER_ARGS, REPO_ROOT, sendRequest, spawnServer } from '../harness/server-process.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from './seed.ts';
 import { buildBundles } from '../scripts/build-bundles.ts';
 

@@ -6,6 +6,7 @@
  */
 import { loadConfig } from '../src/config/load-config.ts';
 import { buildApp } from '../src/http/app.ts';
+import { webhookUrlCheck } from '../src/webhooks/url-guard.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
 import { createStore } from '../src/storage/store.ts';
@@ -62,7 +63,9 @@ export interface CeilingMeter {
  */
 export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
   const database = await openDatabase({ kind: 'postgres', url: run.databaseUrl, poolSize: 1 });
-  const app = await buildApp(loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' }), {
+  const config = loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' });
+  const app = await buildApp(config, {
+    checkWebhookUrl: webhookUrlCheck(config.webhooks),
     store: createStore(database.db),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,

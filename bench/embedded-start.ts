@@ -20,8 +20,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildBundles } from '../scripts/build-bundles.ts';
-import { freePort } from '../test/helpers/postgres-cluster.ts';
-import { sendRequest } from '../test/helpers/server-process.ts';
+import { freePort } from '../harness/postgres-cluster.ts';
+import { sendRequest } from '../harness/server-process.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const RUNS = Number(values.runs);
@@ -35,7 +35,7 @@ function startCommand(): string[] {
 }
 
 /** The TypeScript through tsx, as `npm start` ran it before the bundle. */
-const TSX_COMMAND = ['--import', 'tsx', 'src/http/server.ts'];
+const TSX_COMMAND = ['--import', 'tsx', 'src/server/server.ts'];
 
 /**
  * How the server started at each step of issue 12, all on today's code: PGlite's initdb with its

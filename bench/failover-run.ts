@@ -5,7 +5,7 @@
  * postgresql-15-auto-failover). See bench/failover.ts and docs/operations.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort } from '../test/helpers/postgres-cluster.ts';
+import { freePort } from '../harness/postgres-cluster.ts';
 import { measureFailover } from './failover.ts';
 import { buildService, startServer, type ServerHandle } from './processes.ts';
 import { renderReport } from './report.ts';
@@ -20,7 +20,7 @@ try {
   const section = await measureFailover({
     env: { RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'info' },
     start: async (env) => {
-      const server = await startServer('dist/http/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+      const server = await startServer('dist/server/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
       servers.push(server);
       return server;
     },

@@ -10,7 +10,7 @@
  * about CPU than about the network latency a real deployment adds to every commit.
  */
 import { randomUUID } from 'node:crypto';
-import { startFormation, type Formation } from '../test/helpers/pg-auto-failover.ts';
+import { startFormation, type Formation } from '../harness/pg-auto-failover.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { sampleOwnCpu, sampleUsage, type ServerHandle, type Usage } from './processes.ts';
 import type { ReportRow, ReportSection } from './report.ts';

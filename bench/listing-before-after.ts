@@ -22,7 +22,7 @@ import { sql } from 'drizzle-orm';
 import { PAGE_DEFAULTS } from '../src/core/pagination.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
-import { startPostgresCluster, withClient } from '../test/helpers/postgres-cluster.ts';
+import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { SYSTEM_ACTOR } from '../src/core/actor.ts';
 import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { putProduct } from '../src/core/products/products-service.ts';

@@ -6,7 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { withClient } from '../test/helpers/postgres-cluster.ts';
+import { withClient } from '../harness/postgres-cluster.ts';
 
 /**
  * Compiles the service to `dist/` (`npm run build`): the benchmark measures the compiled

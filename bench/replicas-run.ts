@@ -5,7 +5,7 @@
  * See bench/replicas.ts and docs/performance.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { buildService, postmasterPid, startServer, type ServerHandle } from './processes.ts';
 import { measureReplicas } from './replicas.ts';
 import { renderReport } from './report.ts';
@@ -25,7 +25,7 @@ try {
   const section = await measureReplicas({
     env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'info' },
     start: async (env) => {
-      const server = await startServer('dist/http/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+      const server = await startServer('dist/server/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
       servers.push(server);
       return server;
     },

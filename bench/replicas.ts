@@ -5,9 +5,9 @@
  * ratio says what adding replicas buys on this machine; and three replicas with REDIS_URL and
  * the limits on (set high enough never to refuse), which is what sharing them costs.
  */
-import { freePort } from '../test/helpers/postgres-cluster.ts';
-import { startHaproxy, type Haproxy } from '../test/helpers/haproxy.ts';
-import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.ts';
+import { freePort } from '../harness/postgres-cluster.ts';
+import { startHaproxy, type Haproxy } from '../harness/haproxy.ts';
+import { startRedisServer, type RedisServer } from '../harness/redis-server.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { sampleOwnCpu, sampleUsage, type ServerHandle, type Usage } from './processes.ts';
 import type { ReportRow, ReportSection } from './report.ts';

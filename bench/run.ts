@@ -13,8 +13,8 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
-import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
-import { sendRequest } from '../test/helpers/server-process.ts';
+import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../harness/postgres-cluster.ts';
+import { sendRequest } from '../harness/server-process.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
@@ -56,7 +56,7 @@ const PLAN = args.quick
   : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000, apiSeeded: [1_000, 10_000], churn: 5_000 };
 /** Concurrent connections of every HTTP scenario, and clients of every database ceiling. */
 const CONNECTIONS = 10;
-const SERVER_SCRIPT = 'dist/http/server.js';
+const SERVER_SCRIPT = 'dist/server/server.js';
 /**
  * Node flags of every server the benchmark starts, the service's and the bare Fastify one
  * alike: those of `npm run start:prod` (a heap cap; see docs/operations.md).

@@ -9,7 +9,7 @@
  * Use `npm run bench` for the record. See docs/performance.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../test/helpers/postgres-cluster.ts';
+import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { runHttpLoad } from './http-load.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import type { HttpRequestSpec } from './http-load.ts';
@@ -63,7 +63,7 @@ try {
   const { small, adds } = await seedSmallAndAdds(cluster.url);
 
   const server = await startServer(
-    'dist/http/server.js',
+    'dist/server/server.js',
     {
       DATABASE_URL: options['unix-socket'] ? cluster.socketUrl : cluster.url,
       DATABASE_POOL_SIZE: options['pool-size']!,

@@ -7,7 +7,7 @@ import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { generateApiKey } from '../src/core/api-keys/api-key-secret.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { USER_COUNT_LEVEL_BITS } from '../src/storage/schema.ts';
-import { withClient } from '../test/helpers/postgres-cluster.ts';
+import { withClient } from '../harness/postgres-cluster.ts';
 
 /**
  * Runs one SQL statement with positional parameters and returns its rows; with `name`, as that

@@ -21,8 +21,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../test/helpers/postgres-cluster.ts';
-import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
+import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../harness/postgres-cluster.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../harness/server-process.ts';
 import { buildBundles } from '../scripts/build-bundles.ts';
 
 // The server runs as `npm start` runs it: bundled, once the bundle is current.

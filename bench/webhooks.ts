@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sendRequest } from '../test/helpers/server-process.ts';
+import { sendRequest } from '../harness/server-process.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { LatencyRecorder, type Measurement } from './measurement.ts';
 import { sampleOwnCpu, sampleUsage } from './processes.ts';

@@ -1,5 +1,5 @@
 /*
- * Bundles the server (src/http/server.ts) and the CLI (src/cli/main.ts) with esbuild, each
+ * Bundles the server (src/server/server.ts) and the CLI (src/cli/main.ts) with esbuild, each
  * into one JavaScript module in bundle/: what `npm start` and `wum` run. Node then loads one
  * file instead of resolving, reading and compiling some 1,500 modules (tsx transpiling ours on
  * the way), which was most of a start's time: docs/performance.md, "The embedded store".
@@ -65,7 +65,7 @@ async function bundle(): Promise<void> {
     logLevel: 'silent',
   } as const;
   await Promise.all([
-    build({ ...common, entryPoints: [join(ROOT, 'src', 'http', 'server.ts')], outfile: SERVER_BUNDLE, external: SERVER_EXTERNAL }),
+    build({ ...common, entryPoints: [join(ROOT, 'src', 'server', 'server.ts')], outfile: SERVER_BUNDLE, external: SERVER_EXTERNAL }),
     build({ ...common, entryPoints: [join(ROOT, 'src', 'cli', 'main.ts')], outfile: CLI_BUNDLE }),
   ]);
 }

@@ -5,6 +5,7 @@
  */
 import { loadConfig } from '../src/config/load-config.ts';
 import { buildApp } from '../src/http/app.ts';
+import { webhookUrlCheck } from '../src/webhooks/url-guard.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
 import { createStore } from '../src/storage/store.ts';
@@ -22,6 +23,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
   const database = await openDatabase({ kind: 'memory' });
   try {
     const app = await buildApp(loadConfig(DOCUMENT_ENV), {
+      checkWebhookUrl: webhookUrlCheck(loadConfig(DOCUMENT_ENV).webhooks),
       store: createStore(database.db),
       idempotency: createIdempotencyStore(database.db),
       ping: database.ping,

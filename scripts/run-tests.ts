@@ -24,8 +24,8 @@ import {
   TEST_PG_TEMPLATE_VARIABLE,
   withClient,
   type PostgresCluster,
-} from '../test/helpers/postgres-cluster.ts';
-import { TEST_PGLITE_TEMPLATE_VARIABLE } from '../test/helpers/test-context.ts';
+} from '../harness/postgres-cluster.ts';
+import { TEST_PGLITE_TEMPLATE_VARIABLE } from '../harness/backend.ts';
 
 interface Tally {
   backend: string;

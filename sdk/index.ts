@@ -72,6 +72,7 @@ export {
   type WorkspacesApi,
   type WumAdminClient,
 } from './admin-client.ts';
+export { EVENT_TYPES, type EventType } from './events.ts';
 export { WumApiError, type FieldError, type Problem, type WumApiErrorInit } from './errors.ts';
 export { parseRetryAfter, retryDelay, retryPolicy, type RetryEvent, type RetryOptions, type RetryPolicy } from './retry.ts';
 export { createLoopbackAwareAgent, isLoopbackName, loopbackAwareLookup, type TransportOptions } from './transport.ts';

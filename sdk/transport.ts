@@ -1,8 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import createOpenApiClient, { type Client } from 'openapi-fetch';
 import { Agent, fetch as undiciFetch, Request as UndiciRequest, type Dispatcher } from 'undici';
-import { errorFromFailure, errorFromResponse, WumApiError } from './errors.ts';
-import { parseRetryAfter, retryDelay, retryPolicy, type RetryOptions, type RetryPolicy } from './retry.ts';
+import { retryPolicy, type RetryOptions, type RetryPolicy } from './retry.ts';
+import { callWithRetries, type CallOptions, type Outcome } from './retry-loop.ts';
 import type { paths } from './schema.ts';
 
 /** Options every wum client takes. */
@@ -84,21 +84,7 @@ function normalizeBaseUrl(baseUrl: string, apiPrefix: string): string {
   return `${url.origin}${path}`;
 }
 
-/** What an openapi-fetch call resolves to. */
-interface Outcome {
-  readonly data?: unknown;
-  readonly error?: unknown;
-  readonly response: Response;
-}
-
-/** How one call may be retried. */
-export interface CallOptions {
-  /**
-   * The call may be sent again after a network failure or timeout: it is a read, idempotent
-   * by contract, or carries an `Idempotency-Key`. 429 and 503 are retried for every call.
-   */
-  readonly replayable: boolean;
-}
+export type { CallOptions } from './retry-loop.ts';
 
 /** An openapi-fetch client with retries, timeouts and error mapping around it. */
 export interface Transport {
@@ -139,33 +125,7 @@ export function createTransport(options: TransportOptions, headers: Record<strin
 
   async function call<T extends Outcome>(operation: string, callOptions: CallOptions, attempt: (signal: AbortSignal) => Promise<T>) {
     const label = `${operation.split(' ', 1)[0]} ${baseUrl}${operation.slice(operation.indexOf(' ') + 1)}`;
-    const started = policy.now();
-    for (let number = 1; ; number += 1) {
-      let outcome: T | undefined;
-      let failure: unknown;
-      try {
-        outcome = await attempt(AbortSignal.timeout(timeoutMs));
-      } catch (error) {
-        failure = error;
-      }
-      if (outcome?.response.ok) {
-        return { data: outcome.data as NonNullable<T['data']> | undefined, response: outcome.response };
-      }
-      const retryAfterSeconds = outcome ? parseRetryAfter(outcome.response.headers.get('retry-after'), policy.now()) : undefined;
-      const error = outcome
-        ? errorFromResponse(label, outcome.response, outcome.error, retryAfterSeconds)
-        : errorFromFailure(label, failure, timeoutMs);
-      const attempts = error.isNetworkError ? policy.maxNetworkAttempts : policy.maxAttempts;
-      if (number < attempts && isRetryable(error, callOptions)) {
-        const delayMs = retryDelay(policy, number, retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000);
-        if (policy.now() - started + delayMs <= policy.maxElapsedMs) {
-          policy.onRetry?.({ operation: label, attempt: number, reason: error.status ? `${error.status} ${error.code}` : error.code, delayMs });
-          await policy.sleep(delayMs);
-          continue;
-        }
-      }
-      throw error;
-    }
+    return callWithRetries(label, policy, timeoutMs, callOptions, attempt);
   }
 
   return {
@@ -191,11 +151,4 @@ export async function* everyItem<T>(fetchPage: (pageNumber: number) => Promise<r
     if (items.length === 0) return;
     yield* items;
   }
-}
-
-/** Whether a failed attempt may be tried again (see {@link RetryOptions} for the rules). */
-function isRetryable(error: WumApiError, options: CallOptions): boolean {
-  if (error.isNetworkError) return options.replayable;
-  if (error.status === 429 || error.status === 503) return true;
-  return error.status === 409 && error.code === 'idempotency_key_in_use';
 }

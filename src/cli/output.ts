@@ -1,8 +1,8 @@
 import Table from 'cli-table3';
 import type { User } from 'wum/sdk';
-import { formatApps } from './users-csv.ts';
+import { formatApps } from '../../sdk/users-csv.ts';
 
-export { formatApps, wasReactivated } from './users-csv.ts';
+export { formatApps, wasReactivated } from '../../sdk/users-csv.ts';
 
 /** Writes `value` to stdout as indented JSON. */
 export function printJson(value: unknown): void {

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import { parse } from 'csv-parse/sync';
 import { UsageError } from './context.ts';
-import { ImportFileError, parseImportRecords, type ParsedRow } from './users-csv.ts';
+import { ImportFileError, parseImportRecords, type ParsedRow } from '../../sdk/users-csv.ts';
 
-export { importRows, summarize, type ImportSummary, type RowOutcome, type RowReport } from './users-import-rows.ts';
+export { importRows, summarize, type ImportSummary, type RowOutcome, type RowReport } from '../../sdk/users-import-rows.ts';
 
 /**
  * Reads an import file (see {@link parseImportRecords} for what it must hold).

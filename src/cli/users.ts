@@ -5,7 +5,7 @@ import { stringify } from 'csv-stringify';
 import type { AppRole, ListUsersQuery, StatusFilter, User, UserChanges } from 'wum/sdk';
 import { positiveInteger, withJson, workspaceClient } from './context.ts';
 import { printJson, say, table, userDetails, usersTable, wasReactivated } from './output.ts';
-import { CSV_COLUMNS, parseApps, RowError, userToRecord } from './users-csv.ts';
+import { CSV_COLUMNS, parseApps, RowError, userToRecord } from '../../sdk/users-csv.ts';
 import { importRows, progressBar, readImportFile, summarize } from './users-import.ts';
 
 const STATUSES: StatusFilter[] = ['active', 'deactivated', 'all'];

@@ -89,3 +89,19 @@ export class AppError extends Error {
     this.title = ERROR_CATALOGUE[code].title;
   }
 }
+
+/** Seconds a client should wait before retrying after a transient database error. */
+export const TRANSIENT_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The answer when no database server could take the request: `503 database_unavailable` with
+ * `Retry-After`. Source: SPEC.md Part B, "A highly available database".
+ */
+export function databaseUnavailable(): AppError {
+  return new AppError(
+    'database_unavailable',
+    'No database server could take this request (for example during a failover). Retry shortly: with the same Idempotency-Key a retry is applied at most once.',
+    undefined,
+    { 'retry-after': String(TRANSIENT_RETRY_AFTER_SECONDS) },
+  );
+}

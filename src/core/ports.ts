@@ -284,4 +284,10 @@ export interface Repositories {
  */
 export interface Store extends Repositories {
   transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * Translates a failure of this storage that escaped a repository call (reads outside a
+   * transaction) into the domain's AppError when it is one (a conflict, a busy or unavailable
+   * database: 409, 404, 503); returns anything else unchanged, a bug that stays a 500.
+   */
+  mapError(error: unknown): unknown;
 }

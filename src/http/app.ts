@@ -26,12 +26,10 @@ import { registerConsole } from './plugins/console.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { lazySerializerFactory } from './serialization.ts';
 import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
-import type { IdempotencyStore } from '../storage/idempotency.queries.ts';
-import type { RequestTransaction } from '../storage/request-transaction.ts';
+import type { IdempotencyStore, RequestTransaction } from '../core/request-ports.ts';
 import type { Registry } from 'prom-client';
 import { createRateLimits } from './rate-limit/rate-limits.ts';
 import { connectSharedRedis } from './rate-limit/shared-redis.ts';
-import { webhookUrlCheck } from '../webhooks/url-guard.ts';
 
 /** Largest accepted request body: 64 KiB (SPEC.md Part B, Errors). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -54,6 +52,11 @@ export interface AppDependencies {
    * listener, Redis); absent: a registry of this app's own.
    */
   readonly registry?: Registry;
+  /**
+   * Refuses a webhook URL the server must not call (`webhookUrlCheck` of webhooks/url-guard.ts
+   * over the configured policy): rejects with AppError `invalid_webhook_url`.
+   */
+  readonly checkWebhookUrl: (url: string) => Promise<void>;
   /** Directory of the built web console; default `console/dist` (see `registerConsole`). */
   readonly consoleDistDir?: string;
 }
@@ -92,7 +95,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   registerUrlLengthLimit(app, config.http.maxUrlLength);
   registerHostCheck(app);
   await registerLoadShedding(app, config.loadShedding);
-  registerErrorHandling(app);
+  registerErrorHandling(app, (error) => deps.store.mapError(error));
   await registerOpenApi(app, config);
   const metrics = registerMetrics(app, deps.registry);
   // With REDIS_URL the rate limits are shared by the replicas; the connection closes with the app.
@@ -115,7 +118,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       prefix: '/admin/v1',
       store: deps.store,
       adminToken: config.adminToken,
-      checkWebhookUrl: webhookUrlCheck(config.webhooks),
+      checkWebhookUrl: deps.checkWebhookUrl,
     });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics });

@@ -3,18 +3,17 @@ import { readFile } from 'node:fs/promises';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { StorageConfig } from '../config/load-config.ts';
 import { isInitialisedDataDir, readPgliteTemplate, unpackPgliteTemplate } from './pglite-template.ts';
 import { createConnector, type ClientOptions } from './postgres-connector.ts';
 import { beginRequestTransaction, scopedDatabase, type RequestTransaction } from './request-transaction.ts';
 import * as schema from './schema.ts';
+import type { Database } from './database-handle.ts';
 import { packagePath } from '../package-root.ts';
 import type { PGlite } from '@electric-sql/pglite';
 
-/** Drizzle over either backend; query code is typed against this and never knows which. */
-export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+export type { Database } from './database-handle.ts';
 
 /** An open database: the query builder, what it runs on, and how to check and close it. */
 export interface OpenDatabase {

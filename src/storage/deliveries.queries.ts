@@ -1,8 +1,10 @@
 import { sql } from 'drizzle-orm';
-import type { DeliveryAttempt } from '../core/webhooks/webhook-endpoint.ts';
 import type { Database } from './database.ts';
-import { rowCount, toWorkspaceEvent } from './events.queries.ts';
-import type { WorkspaceEvent } from '../core/events/event.ts';
+import { toWorkspaceEvent } from './events.queries.ts';
+import { rowsOf } from './rows.ts';
+import type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliveryQueue, DeliverySuccess, RecordedAttempt } from '../core/webhooks/delivery-queue.ts';
+
+export type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
 
 /*
  * The delivery worker's statements (SPEC.md Part B, Events and webhooks). A claim is one
@@ -12,31 +14,6 @@ import type { WorkspaceEvent } from '../core/events/event.ts';
  * another process (or this one, restarted) sends it. An outcome is recorded only if the row is
  * still as claimed (same attempt count), so a late answer cannot undo a newer attempt.
  */
-
-/** A delivery claimed for one attempt, with what the attempt needs. */
-export interface ClaimedDelivery {
-  readonly workspaceId: number;
-  readonly id: string;
-  readonly endpointId: string;
-  readonly url: string;
-  /** The secrets that sign it: the current one, and the previous one while it is still valid. */
-  readonly secrets: readonly string[];
-  /** Attempts made before this one (the retry schedule's index). */
-  readonly attempts: number;
-  readonly event: WorkspaceEvent;
-}
-
-/** Options of {@link claimDueDeliveries}. */
-export interface ClaimOptions {
-  /** Deliveries this process is sending now, by endpoint id: they count against `perEndpoint`. */
-  readonly inFlight: ReadonlyMap<string, number>;
-  /** Most endpoints to claim for. */
-  readonly maxEndpoints: number;
-  /** Most deliveries in flight per endpoint (its concurrency in this process). */
-  readonly perEndpoint: number;
-  /** How long the claim holds, in ms: longer than an attempt may take. */
-  readonly leaseMs: number;
-}
 
 interface ClaimRow {
   workspace_id: number | string;
@@ -53,10 +30,6 @@ interface ClaimRow {
   data: unknown;
   actor: unknown;
   subdomain: string;
-}
-
-function rowsOf<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /**
@@ -117,13 +90,6 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
   }));
 }
 
-/** What a failed attempt came to (successes: {@link recordSuccesses}). */
-export type AttemptOutcome =
-  /** Retried after `retryInMs`. */
-  | { readonly kind: 'retry'; readonly attempt: DeliveryAttempt; readonly retryInMs: number }
-  /** The retry schedule is used up. */
-  | { readonly kind: 'failed'; readonly attempt: DeliveryAttempt };
-
 /**
  * Records a failed attempt of `delivery`: its log entry, status and next attempt. Returns
  * false when the row was no longer as claimed (another process's attempt, or a redelivery,
@@ -133,7 +99,7 @@ export async function recordAttempt(
   db: Database,
   delivery: ClaimedDelivery,
   outcome: AttemptOutcome,
-): Promise<{ recorded: false } | { recorded: true; failingSince: Date }> {
+): Promise<RecordedAttempt> {
   const log = JSON.stringify([outcome.attempt]);
   const attemptedAt = outcome.attempt.attempted_at;
   const next = outcome.kind === 'retry'
@@ -146,12 +112,6 @@ export async function recordAttempt(
     returning first_failed_at as failing_since`;
   const [row] = rowsOf<{ failing_since: string | Date }>(await db.execute(statement));
   return row ? { recorded: true, failingSince: new Date(row.failing_since) } : { recorded: false };
-}
-
-/** One successful attempt of a claimed delivery, for {@link recordSuccesses}. */
-export interface DeliverySuccess {
-  readonly delivery: ClaimedDelivery;
-  readonly attempt: DeliveryAttempt;
 }
 
 /**
@@ -205,4 +165,14 @@ export async function recordSuccesses(db: Database, successes: readonly Delivery
 export async function countPendingDeliveries(db: Database): Promise<number> {
   const [row] = rowsOf<{ n: number | string }>(await db.execute(sql`select count(*) as n from webhook_deliveries where status = 'pending'`));
   return Number(row?.n ?? 0);
+}
+
+/** The delivery worker's queue over `db` (the statements above). */
+export function createDeliveryQueue(db: Database): DeliveryQueue {
+  return {
+    claimDue: (options) => claimDueDeliveries(db, options),
+    recordAttempt: (delivery, outcome) => recordAttempt(db, delivery, outcome),
+    recordSuccesses: (successes) => recordSuccesses(db, successes),
+    countPending: () => countPendingDeliveries(db),
+  };
 }

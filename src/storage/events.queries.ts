@@ -1,10 +1,12 @@
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { WorkspaceEvent } from '../core/events/event.ts';
 import type { EventRepository } from '../core/ports.ts';
 import type { UserChangeType } from '../core/users/user.ts';
 import type { Database } from './database.ts';
 import { events, workspaces } from './schema.ts';
+import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
+import { rowCount } from './rows.ts';
 
 /** The actor of events written before actors were recorded (migration 0008). */
 const UNKNOWN_ACTOR: ActorJson = { type: 'system', id: null, label: null };
@@ -70,7 +72,45 @@ export async function pruneEvents(db: Database, retentionDays: number, batchSize
 }
 
 /** Affected rows of a statement, as either driver reports them. */
-export function rowCount(result: unknown): number {
-  const r = result as { rowCount?: number | null; affectedRows?: number };
-  return Number(r.rowCount ?? r.affectedRows ?? 0);
+
+/** The event pruner's port over `db` ({@link pruneEvents}). */
+export function createEventPruning(db: Database): EventPruning {
+  return { prune: (retentionDays, batchSize) => pruneEvents(db, retentionDays, batchSize) };
+}
+
+/**
+ * Appends the outbox event of the change of the user row `s` of CTE `source` (if it wrote
+ * one): the workspace's next sequence — taken by bumping `workspaces.event_sequence`, whose
+ * row lock then orders the workspace's events by commit — and `{user, previous?}` as data;
+ * and one webhook delivery of it per enabled endpoint of the workspace that wants its type,
+ * so that no crash can lose a delivery (SPEC.md Part B, Events and webhooks). Three CTEs, to
+ * follow others in a WITH list. `user` is the row as the API shows it (JSON), `previous` the
+ * changed fields' values before (JSON or null), `type` the event type, `actor` who acted (a
+ * `{type, id, label}` JSON object).
+ */
+export function eventInsert(
+  source: string,
+  params: { readonly workspaceId: SQL | Placeholder; readonly type: SQL | Placeholder; readonly user: SQL; readonly previous: SQL | Placeholder; readonly actor: SQL },
+): SQL {
+  const { workspaceId, type, user, previous, actor } = params;
+  return sql`sequenced as (
+      update workspaces set event_sequence = event_sequence + 1
+      where id = ${workspaceId} and exists (select 1 from ${sql.identifier(source)})
+      returning event_sequence
+    ),
+    evented as (
+      insert into events (workspace_id, sequence, id, type, data, actor)
+      select ${workspaceId}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${type}::text,
+        jsonb_build_object('user', ${user})
+          || case when ${previous}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${previous}::jsonb) end,
+        ${actor}
+      from ${sql.identifier(source)} s, sequenced q
+      returning type, sequence
+    ),
+    deliveries as (
+      insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence)
+      select ${workspaceId}, ep.id, e.sequence from evented e
+      join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.enabled
+        and (ep.event_types is null or e.type = any(ep.event_types))
+    )`;
 }

@@ -1,6 +1,7 @@
 import { sql, type Placeholder, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Database } from './database.ts';
+import { rowsOf } from './rows.ts';
 
 const dialect = new PgDialect();
 
@@ -36,7 +37,7 @@ export class NamedStatement {
   async run<T>(db: Database, values: Record<string, unknown>): Promise<T[]> {
     this.built ??= dialect.sqlToQuery(this.build());
     const prepared = db._.session.prepareQuery(this.built, undefined, this.name, false);
-    return ((await prepared.execute(values)) as { rows: T[] }).rows;
+    return rowsOf<T>(await prepared.execute(values));
   }
 }
 

@@ -1,4 +1,6 @@
-import { AppError } from '../core/errors.ts';
+import { AppError, databaseUnavailable, TRANSIENT_RETRY_AFTER_SECONDS } from '../core/errors.ts';
+
+export { databaseUnavailable, TRANSIENT_RETRY_AFTER_SECONDS } from '../core/errors.ts';
 
 /** Unique constraints whose violation is a domain conflict, by constraint name. */
 const UNIQUE_VIOLATIONS: Record<string, () => AppError> = {
@@ -35,8 +37,6 @@ const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDO
 const UNAVAILABLE_MESSAGES = /Connection terminated|is not queryable|timeout expired/i;
 /** pg-pool's error when no connection was free (or could be opened) within the connect timeout. */
 const BUSY_POOL_MESSAGES = /timeout exceeded when trying to connect/i;
-/** Seconds a client should wait before retrying after a transient database error. */
-export const TRANSIENT_RETRY_AFTER_SECONDS = 1;
 
 interface PgError {
   code?: string;
@@ -109,17 +109,4 @@ export function mapDatabaseError(error: unknown): unknown {
     default:
       return error;
   }
-}
-
-/**
- * The answer when no database server could take the request: `503 database_unavailable` with
- * `Retry-After`. Source: SPEC.md Part B, "A highly available database".
- */
-export function databaseUnavailable(): AppError {
-  return new AppError(
-    'database_unavailable',
-    'No database server could take this request (for example during a failover). Retry shortly: with the same Idempotency-Key a retry is applied at most once.',
-    undefined,
-    { 'retry-after': String(TRANSIENT_RETRY_AFTER_SECONDS) },
-  );
 }

@@ -15,7 +15,7 @@ const MAX_CREDENTIALS = 10_000;
  * after the transaction that revoked a key, deleted a workspace or changed the catalogue
  * commits. A read that started before an invalidation is not kept (a generation counter),
  * so a concurrent revocation cannot be undone by a late answer. Changes made by another
- * process reach this one through {@link clear}: at once from a sibling worker (`http/workers.ts`),
+ * process reach this one through {@link clear}: at once from a sibling worker (`server/workers.ts`),
  * within milliseconds from any replica on the same PostgreSQL (`storage/notify.ts`), and after
  * at most `ttlMs` while neither can tell. Source: issue 5, "per-request auth look-up"; SPEC.md
  * Part B, "Running several replicas".

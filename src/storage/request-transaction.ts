@@ -3,8 +3,12 @@ import { createTableRelationsHelpers, extractTablesRelationalConfig, type SQL } 
 import { NodePgSession, NodePgTransaction } from 'drizzle-orm/node-postgres';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
-import type { Database } from './database.ts';
+import type { Database } from './database-handle.ts';
 import * as schema from './schema.ts';
+import type { PendingStatement, RequestTransaction } from '../core/request-ports.ts';
+import { lastResult } from './rows.ts';
+
+export type { RequestTransaction } from '../core/request-ports.ts';
 
 /*
  * One transaction for the whole of a request (PostgreSQL): what the request changes and the
@@ -42,28 +46,16 @@ export function scopedDatabase(db: Database): Database {
   });
 }
 
-/** An open transaction spanning one request; exactly one of `commit` or `rollback` ends it. */
-export interface RequestTransaction {
-  /** Runs `work` with this transaction as the database of every storage call it makes. */
-  run<T>(work: () => T): T;
-  /**
-   * Runs `last` (a statement with its values) and commits, in one round trip. Rejects when
-   * `last` failed, the commit failed, or its outcome is unknown (the connection broke, no reply
-   * in time); the caller must then not report success.
-   */
-  commit(last?: SQL): Promise<void>;
-  /** Rolls back; never rejects (a broken connection rolls back by itself). */
-  rollback(): Promise<void>;
+
+/** Hands a statement out as the ports' opaque {@link PendingStatement}. */
+export function pendingStatement(statement: SQL): PendingStatement {
+  return statement as unknown as PendingStatement;
 }
 
 const dialect = new PgDialect();
 const tables = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
 const relational = { fullSchema: schema, schema: tables.tables, tableNamesMap: tables.tableNamesMap };
 
-/** The last result of a (multi-statement) simple query. */
-function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult | undefined {
-  return Array.isArray(result) ? result[result.length - 1] : result;
-}
 
 /**
  * Takes a connection from `pool`, begins a transaction on it and returns it open, with a
@@ -91,9 +83,9 @@ export async function beginRequestTransaction(pool: pg.Pool): Promise<RequestTra
     run: (work) => current.run(scope, work),
     async commit(last) {
       end();
-      const text = last ? `${dialect.sqlToQuery(last.inlineParams()).sql};\ncommit` : 'commit';
+      const text = last ? `${dialect.sqlToQuery((last as unknown as SQL).inlineParams()).sql};\ncommit` : 'commit';
       try {
-        const result = lastResult(await client.query(text));
+        const result = lastResult<pg.QueryResult>(await client.query(text));
         // A transaction in which a statement failed answers COMMIT with ROLLBACK.
         if (result?.command !== 'COMMIT') throw new Error(`the request transaction ended with ${result?.command ?? 'nothing'}, not COMMIT`);
       } catch (error) {

@@ -87,6 +87,7 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
       resolve: (subdomain, keyHash) => cache.resolve(subdomain, keyHash, () => base.apiKeys.resolve(subdomain, keyHash)),
     },
     products: { ...base.products, findAll: () => cache.products(() => base.products.findAll()) },
+    mapError: mapDatabaseError,
     forgetCached: () => cache.clear(),
     trustCache: (trusted) => cache.trust(trusted),
     async transaction(work) {

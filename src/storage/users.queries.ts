@@ -5,10 +5,13 @@ import type { Slice, UserChangeRecord, UserRepository } from '../core/ports.ts';
 import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
+import { eventInsert } from './events.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, orderSql } from './user-conditions.ts';
 import { isUuid } from './uuid.ts';
+import { WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
+import { rowsOf } from './rows.ts';
 
 /*
  * The hot paths are written out in SQL so that each step costs one round trip: an add is one
@@ -97,42 +100,29 @@ function isoTimestamp(column: SQL): SQL {
 const appsParamJson = sql`(select coalesce(jsonb_agg(jsonb_build_object('name', a.product, 'role', a.role) order by a.position), '[]'::jsonb)
   from unnest(${ph('products')}::text[], ${ph('roles')}::text[]) with ordinality as a(product, role, position))`;
 
-/** The user row `s` as the API shows it (the wire user), with `apps` given. */
+/** The column of the user row `s` behind each field of the wire user (`apps` comes apart). */
+const WIRE_COLUMNS: Record<Exclude<WireUserSource, 'apps'>, SQL> = {
+  id: sql`s.public_id`,
+  email: sql`s.email`,
+  role: sql`s.role`,
+  firstName: sql`s.first_name`,
+  lastName: sql`s.last_name`,
+  status: sql`s.status`,
+  createdAt: isoTimestamp(sql`s.created_at`),
+  updatedAt: isoTimestamp(sql`s.updated_at`),
+};
+
+/** The user row `s` as the API shows it (the wire user of core/users/wire-user.ts), with `apps` given. */
 function wireUserJson(apps: SQL): SQL {
-  return sql`jsonb_build_object('id', s.public_id, 'email', s.email, 'role', s.role, 'first_name', s.first_name,
-    'last_name', s.last_name, 'apps', ${apps}, 'status', s.status,
-    'created_at', ${isoTimestamp(sql`s.created_at`)}, 'updated_at', ${isoTimestamp(sql`s.updated_at`)})`;
+  const pairs = WIRE_USER_FIELDS.map(([wire, field]) => sql`${sql.raw(`'${wire}'`)}, ${field === 'apps' ? apps : WIRE_COLUMNS[field]}`);
+  return sql`jsonb_build_object(${sql.join(pairs, sql`, `)})`;
 }
 
-/**
- * Appends the outbox event of the change of the user row `s` of CTE `source` (if it wrote
- * one): the workspace's next sequence — taken by bumping `workspaces.event_sequence`, whose
- * row lock then orders the workspace's events by commit — and `{user, previous?}` as data;
- * and one webhook delivery of it per enabled endpoint of the workspace that wants its type,
- * so that no crash can lose a delivery (SPEC.md Part B, Events and webhooks). Three CTEs, to
- * follow others in a WITH list.
- */
-function eventInsert(source: string): SQL {
-  return sql`sequenced as (
-      update workspaces set event_sequence = event_sequence + 1
-      where id = ${workspaceParam} and exists (select 1 from ${sql.identifier(source)})
-      returning event_sequence
-    ),
-    evented as (
-      insert into events (workspace_id, sequence, id, type, data, actor)
-      select ${workspaceParam}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${ph('eventType')}::text,
-        jsonb_build_object('user', ${wireUserJson(appsParamJson)})
-          || case when ${ph('previous')}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${ph('previous')}::jsonb) end,
-        jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)
-      from ${sql.identifier(source)} s, sequenced q
-      returning type, sequence
-    ),
-    deliveries as (
-      insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence)
-      select ${workspaceParam}, ep.id, e.sequence from evented e
-      join webhook_endpoints ep on ep.workspace_id = ${workspaceParam} and ep.enabled
-        and (ep.event_types is null or e.type = any(ep.event_types))
-    )`;
+/** The outbox event (and its deliveries) of the change of the user row `s` of CTE `source`. */
+function userEventInsert(source: string): SQL {
+  return eventInsert(source, { workspaceId: workspaceParam, type: ph('eventType'), user: wireUserJson(appsParamJson), previous: ph('previous'),
+    actor: sql`jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)`,
+  });
 }
 
 /** The values of every statement that writes `user` with its change record. */
@@ -239,7 +229,7 @@ function insertStatement(name: string, withApps: boolean): NamedStatement {
       ${withApps ? apps : sql``}
       counted as (${countChange('inserted', sql`values (s.status, 1)`)}),
       audited as (${auditInsert('inserted')}),
-      ${eventInsert('inserted')}
+      ${userEventInsert('inserted')}
       select * from inserted`;
   });
 }
@@ -279,7 +269,7 @@ const writeUser = new NamedStatement(
       on conflict (workspace_id, user_id, product, role) do update set position = excluded.position
     ),
     audited as (${auditInsert('updated')}),
-    ${eventInsert('updated')}
+    ${userEventInsert('updated')}
     select ${userColumnsOf('updated')} from updated`,
 );
 
@@ -353,11 +343,7 @@ function matchingSql(workspaceId: number, where: SQL, total: SQL, order: SQL, ou
  * change of a user's existence or status changes `user_counts` in the same statement.
  */
 export function createUserRepository(db: Database): UserRepository {
-  const rows = async (query: SQL) => (await db.execute(query)) as unknown as { rows: UserRow[] } | UserRow[];
-  const list = async (query: SQL): Promise<UserRow[]> => {
-    const result = await rows(query);
-    return Array.isArray(result) ? result : result.rows;
-  };
+  const list = async (query: SQL): Promise<UserRow[]> => rowsOf<UserRow>(await db.execute(query));
 
   return {
     async find(workspaceId, ref, options) {

@@ -1,20 +1,11 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { WebhookConfig } from '../config/load-config.ts';
 import { toEventJson } from '../core/events/event.ts';
 import type { Store } from '../core/ports.ts';
 import type { DeliveryAttempt } from '../core/webhooks/webhook-endpoint.ts';
 import { disableFailingEndpoint } from '../core/webhooks/webhook-endpoints-service.ts';
-import type { Database } from '../storage/database.ts';
-import {
-  claimDueDeliveries,
-  countPendingDeliveries,
-  recordAttempt,
-  recordSuccesses,
-  type AttemptOutcome,
-  type ClaimedDelivery,
-  type DeliverySuccess,
-} from '../storage/deliveries.queries.ts';
+import type { Logger } from '../core/logger.ts';
+import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
 import { retryDelayMs } from './retry-schedule.ts';
 import { createWebhookSender, type WebhookSender } from './send.ts';
 import { signDelivery } from './sign.ts';
@@ -22,11 +13,12 @@ import { successBatches } from './success-batches.ts';
 
 /** Options of {@link startDeliveryWorker}. */
 export interface DeliveryWorkerOptions {
-  readonly db: Database;
+  /** Where due deliveries are claimed and attempts recorded. */
+  readonly queue: DeliveryQueue;
   /** The same database as a domain store (the disabling rule runs through the core). */
   readonly store: Store;
   readonly config: WebhookConfig;
-  readonly log: FastifyBaseLogger;
+  readonly log: Logger;
   /** Where the worker's metrics go (the `/metrics` registry). */
   readonly registry: Registry;
 }
@@ -48,7 +40,7 @@ const LEASE_MARGIN_MS = 5000;
 /** Wait after a failed claim (database unreachable), in ms, so an outage does not spin. */
 const ERROR_BACKOFF_MS = 1000;
 
-function metrics(registry: Registry, db: Database) {
+function metrics(registry: Registry, queue: DeliveryQueue) {
   return {
     pending: new Gauge({
       name: 'wum_webhook_deliveries_pending',
@@ -56,7 +48,7 @@ function metrics(registry: Registry, db: Database) {
       registers: [registry],
       async collect() {
         try {
-          this.set(await countPendingDeliveries(db));
+          this.set(await queue.countPending());
         } catch {
           // Unknown while the database is away: keep the last value.
         }
@@ -99,11 +91,11 @@ function metrics(registry: Registry, db: Database) {
  * and a request never waits for it.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
-  const { db, store, config, log } = options;
+  const { queue, store, config, log } = options;
   const sender: WebhookSender = createWebhookSender(config, config.timeoutMs);
-  const m = metrics(options.registry, db);
+  const m = metrics(options.registry, queue);
   // Successes, the common outcome, are recorded in batches; failures one by one (they need the streak).
-  const successes = successBatches((batch: readonly DeliverySuccess[]) => recordSuccesses(db, batch), (s) => s.delivery.id);
+  const successes = successBatches((batch: readonly DeliverySuccess[]) => queue.recordSuccesses(batch), (s) => s.delivery.id);
   /** Deliveries being sent, by endpoint id (the per-endpoint bound). */
   const inFlight = new Map<string, number>();
   const tasks = new Set<Promise<void>>();
@@ -142,7 +134,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     m.failures.inc({ endpoint: delivery.endpointId });
     const retryInMs = retryDelayMs(config.retryScheduleMs, delivery.attempts + 1);
     const outcome: AttemptOutcome = retryInMs === undefined ? { kind: 'failed', attempt: entry } : { kind: 'retry', attempt: entry, retryInMs };
-    const recorded = await recordAttempt(db, delivery, outcome);
+    const recorded = await queue.recordAttempt(delivery, outcome);
     if (!recorded.recorded) return;
     if (outcome.kind === 'failed') {
       log.warn({ delivery: delivery.id, endpoint: delivery.endpointId, event: delivery.event.id, ...entry }, 'webhook delivery failed for good');
@@ -173,7 +165,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       let claimed: ClaimedDelivery[] = [];
       if (tasks.size < MAX_IN_FLIGHT) {
         try {
-          claimed = await claimDueDeliveries(db, {
+          claimed = await queue.claimDue({
             inFlight,
             maxEndpoints: MAX_ENDPOINTS,
             perEndpoint: config.concurrencyPerEndpoint,

@@ -1,7 +1,6 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { EVENT_RETENTION_DAYS } from '../core/events/event.ts';
-import type { Database } from '../storage/database.ts';
-import { pruneEvents } from '../storage/events.queries.ts';
+import type { Logger } from '../core/logger.ts';
+import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 
 /** Events deleted per statement: short statements, so no lock is held for long. */
 const BATCH_SIZE = 1000;
@@ -24,15 +23,15 @@ export interface EventPruner {
  * other), with a pause between batches. Writers append new events and never touch old ones,
  * so pruning never blocks them.
  */
-export function startEventPruner(options: { db: Database; intervalMs: number; log: FastifyBaseLogger }): EventPruner {
-  const { db, log } = options;
+export function startEventPruner(options: { events: EventPruning; intervalMs: number; log: Logger }): EventPruner {
+  const { events, log } = options;
   let stopping = false;
   let current: Promise<number> | undefined;
 
   async function pruneAll(): Promise<number> {
     let total = 0;
     for (;;) {
-      const deleted = await pruneEvents(db, EVENT_RETENTION_DAYS, BATCH_SIZE);
+      const deleted = await events.prune(EVENT_RETENTION_DAYS, BATCH_SIZE);
       total += deleted;
       if (deleted < BATCH_SIZE || stopping) return total;
       await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));

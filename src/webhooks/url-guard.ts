@@ -3,6 +3,7 @@ import { promises as dns } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 import type { WebhookConfig } from '../config/load-config.ts';
 import { AppError } from '../core/errors.ts';
+import { MAX_WEBHOOK_URL_LENGTH } from '../core/webhooks/webhook-endpoint.ts';
 
 /*
  * Server-side request forgery guard of webhook URLs (SPEC.md Part B, Events and webhooks;
@@ -15,8 +16,7 @@ import { AppError } from '../core/errors.ts';
 /** The rules a webhook URL follows: configuration's `allowHttp` and `allowedNetworks`. */
 export type UrlPolicy = Pick<WebhookConfig, 'allowHttp' | 'allowedNetworks'>;
 
-/** Longest accepted webhook URL, in characters. */
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
+export { MAX_WEBHOOK_URL_LENGTH } from '../core/webhooks/webhook-endpoint.ts';
 
 /** Longest wait for DNS when an endpoint is created or changed, in ms. */
 const CREATE_DNS_TIMEOUT_MS = 2000;

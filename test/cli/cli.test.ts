@@ -6,11 +6,11 @@ import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { createClient, type User } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
-import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
-import { runWum } from './run-wum.ts';
+import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
+import { runWum } from '../../harness/run-wum.ts';
 import { spawn } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
-import { REPO_ROOT } from '../helpers/server-process.ts';
+import { REPO_ROOT } from '../../harness/server-process.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 const TIMEOUT = { timeout: 180_000 };

@@ -6,9 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import { stringify } from 'csv-stringify/sync';
 import { createAdminClient, createClient, type User, type WumClient } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
-import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
-import { bulkImport } from './bulk-import-fixture.ts';
-import { runWum, type WumRun } from './run-wum.ts';
+import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
+import { bulkImport } from '../../harness/bulk-import-fixture.ts';
+import { runWum, type WumRun } from '../../harness/run-wum.ts';
 
 /**
  * 1,000 rows: what this asserts is the import's behaviour (every row's outcome, what is

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'wum/sdk';
-import { freePort } from '../helpers/postgres-cluster.ts';
-import { SERVER_ARGS, REPO_ROOT, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { freePort } from '../../harness/postgres-cluster.ts';
+import { SERVER_ARGS, REPO_ROOT, spawnServer, type ServerProcess } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
 
 const TIMEOUT = { timeout: 180_000 };

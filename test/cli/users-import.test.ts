@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { WumApiError, type NewUser, type User, type UserPage, type WumClient } from 'wum/sdk';
 import { UsageError } from '../../src/cli/context.ts';
-import { parseApps, recordToUser, RowError } from '../../src/cli/users-csv.ts';
+import { parseApps, recordToUser, RowError } from '../../sdk/users-csv.ts';
 import { importRows, readImportFile, summarize } from '../../src/cli/users-import.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wum-import-unit-'));

@@ -4,11 +4,11 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../scripts/build-console.ts';
 import { CONSOLE_CSP } from '../../src/http/plugins/console.ts';
-import { assertAccessible, launchChromium, openPage, saveScreenshot, type WatchedPage } from '../helpers/browser.ts';
-import { sendRequest, type HttpResponse } from '../helpers/server-process.ts';
+import { assertAccessible, launchChromium, openPage, saveScreenshot, type WatchedPage } from '../../harness/browser.ts';
+import { sendRequest, type HttpResponse } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
-import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
+import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 
 /*
  * The web console end to end: the real server process on this backend, the console it serves

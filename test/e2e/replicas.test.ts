@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { startHaproxy, type Haproxy } from '../helpers/haproxy.ts';
-import { createPostgresDatabase, freePort, withClient, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
-import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { startHaproxy, type Haproxy } from '../../harness/haproxy.ts';
+import { createPostgresDatabase, freePort, withClient, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
+import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*

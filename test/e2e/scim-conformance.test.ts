@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { countsOf } from '../../scripts/scim-conformance/report.ts';
 import { runScimConformance } from '../../scripts/scim-conformance/run.ts';
 import { BACKEND } from '../helpers/test-context.ts';
-import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
+import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 
 /*
  * The third-party SCIM suites (Okta's SPEC and CRUD tests, Microsoft's reference collection,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { freePort } from '../helpers/postgres-cluster.ts';
-import { sendRequest, type ServerProcess } from '../helpers/server-process.ts';
+import { freePort } from '../../harness/postgres-cluster.ts';
+import { sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';

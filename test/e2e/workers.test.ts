@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createPostgresDatabase, type PostgresDatabase, freePort } from '../helpers/postgres-cluster.ts';
-import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { createPostgresDatabase, type PostgresDatabase, freePort } from '../../harness/postgres-cluster.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*

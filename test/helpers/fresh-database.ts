@@ -4,7 +4,7 @@ import { createStore } from '../../src/storage/store.ts';
 import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { putProduct } from '../../src/core/products/products-service.ts';
-import { createPostgresDatabase } from './postgres-cluster.ts';
+import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { BACKEND, memoryDatabase } from './test-context.ts';
 
 /** A fresh migrated database of the current backend with a Store over it. */

@@ -3,15 +3,14 @@ import { loadConfig, type Config } from '../../src/config/load-config.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { buildApp } from '../../src/http/app.ts';
+import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { createStore } from '../../src/storage/store.ts';
-import { createPostgresDatabase } from './postgres-cluster.ts';
+import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
+import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE } from '../../harness/backend.ts';
 
-/** The backend this test process runs on, chosen by `scripts/run-tests.ts`. */
-export const BACKEND = process.env.WUM_TEST_BACKEND === 'postgres' ? 'postgres' : 'pglite';
-/** The admin token of test apps. */
-export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+export { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE };
 /** Path prefix of the external API. */
 export const API = '/api/external/v2';
 
@@ -52,12 +51,6 @@ export interface TestContext {
   close(): Promise<void>;
 }
 
-/**
- * Environment variable naming a tar of a migrated PGlite data directory that `npm test` makes
- * once (scripts/run-tests.ts), so that an in-memory test database starts migrated.
- */
-export const TEST_PGLITE_TEMPLATE_VARIABLE = 'WUM_TEST_PGLITE_TEMPLATE';
-
 /** The in-memory PGlite of a test: from `npm test`'s migrated template when there is one. */
 export function memoryDatabase(): { readonly kind: 'memory'; readonly from?: string } {
   const from = process.env[TEST_PGLITE_TEMPLATE_VARIABLE];
@@ -91,8 +84,10 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const store = createStore(database.db);
   const apps: FastifyInstance[] = [];
   const build = async (extra: Record<string, string> = {}) => {
-    const app = await buildApp(testConfig({ ...env, ...extra }), {
+    const config = testConfig({ ...env, ...extra });
+    const app = await buildApp(config, {
       store,
+      checkWebhookUrl: webhookUrlCheck(config.webhooks),
       idempotency: createIdempotencyStore(database.db),
       ping: database.ping,
       ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),

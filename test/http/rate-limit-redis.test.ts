@@ -3,8 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/http/app.ts';
+import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
+import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
 import { API, BACKEND, createTestContext, testConfig, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
@@ -33,7 +34,9 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
 
   async function replica(env: Record<string, string>): Promise<Replica> {
     const logs: string[] = [];
-    const app = await buildApp(testConfig({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), ...env }), {
+    const config = testConfig({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), ...env });
+    const app = await buildApp(config, {
+      checkWebhookUrl: webhookUrlCheck(config.webhooks),
       store: ctx.store,
       idempotency: createIdempotencyStore(ctx.database.db),
       ping: ctx.database.ping,

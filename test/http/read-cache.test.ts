@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/http/app.ts';
+import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { ReadCache } from '../../src/storage/read-cache.ts';
 import { createStore } from '../../src/storage/store.ts';
@@ -28,6 +29,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
 
   async function anotherProcess(cacheTtlMs: number): Promise<FastifyInstance> {
     const app = await buildApp(testConfig(), {
+      checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
       store: createStore(ctx.database.db, { cacheTtlMs }),
       idempotency: createIdempotencyStore(ctx.database.db),
       ping: ctx.database.ping,

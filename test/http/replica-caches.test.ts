@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
-import { startService, type Service } from '../../src/http/service.ts';
+import { startService, type Service } from '../../src/server/service.ts';
 import { LISTENER_APPLICATION_NAME } from '../../src/storage/database.ts';
-import { createPostgresDatabase, withClient, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
+import { createPostgresDatabase, withClient, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, testConfig } from '../helpers/test-context.ts';
 
 /*

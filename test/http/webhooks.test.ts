@@ -5,6 +5,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
+import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -67,7 +68,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     ctx = await createTestContext(ENV);
     await ctx.seedProducts();
     receiver = await startWebhookReceiver();
-    worker = startDeliveryWorker({ db: ctx.database.db, store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
+    worker = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
   });
   after(async () => {
     await worker.stop();
@@ -279,7 +280,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     await worker.stop();
     const strictConfig = testConfig({ ...ENV, WEBHOOK_ALLOW_HTTP: 'false' }).webhooks;
-    const strict = startDeliveryWorker({ db: ctx.database.db, store: ctx.store, config: strictConfig, log: ctx.app.log, registry: new Registry() });
+    const strict = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: strictConfig, log: ctx.app.log, registry: new Registry() });
     try {
       await ctx.api(ws, 'POST', '/users', { body: userBody('guarded@example.com') });
       const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
@@ -289,7 +290,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       assert.equal(sentFor(event.id).length, 0);
     } finally {
       await strict.stop();
-      worker = startDeliveryWorker({ db: ctx.database.db, store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
+      worker = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
     }
   });
 

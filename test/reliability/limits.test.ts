@@ -5,13 +5,14 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { buildApp } from '../../src/http/app.ts';
+import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { mapDatabaseError } from '../../src/storage/pg-errors.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { AppError } from '../../src/core/errors.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
-import { sendRequest } from '../helpers/server-process.ts';
+import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
+import { sendRequest } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { assertProblem, eventually, rawExchange, sleep } from './support.ts';
 
@@ -241,6 +242,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
       const inFlight = new Promise<void>((resolve) => (entered = resolve));
       // /readyz waits on this gate, so a request is in flight when close() starts.
       const app = await buildApp(testConfig(), {
+        checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
         store: ctx.store,
         idempotency: createIdempotencyStore(ctx.database.db),
         ping: async () => {
@@ -311,6 +313,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
   test('a failure to record an idempotent response does not turn a done change into an error', async () => {
     const idempotency = createIdempotencyStore(ctx.database.db);
     const app = await buildApp(testConfig(), {
+      checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
       store: ctx.store,
       idempotency: {
         ...idempotency,
@@ -349,6 +352,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
         const database = await openDatabase({ kind: 'postgres', url: created.url, ...options });
         opened.push(database);
         const app = await buildApp(testConfig(), {
+          checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
           store: createStore(database.db),
           idempotency: createIdempotencyStore(database.db),
           ping: database.ping,

@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { secretsEqual } from '../../src/core/api-keys/api-key-secret.ts';
-import { freePort } from '../helpers/postgres-cluster.ts';
-import { listeningPid, sendRequest, type ServerProcess } from '../helpers/server-process.ts';
+import { freePort } from '../../harness/postgres-cluster.ts';
+import { listeningPid, sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, startServer, type ServerStorage } from './support.ts';
 

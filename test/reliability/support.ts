@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
 import { openDatabase } from '../../src/storage/database.ts';
-import { createPostgresDatabase, withClient } from '../helpers/postgres-cluster.ts';
-import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../helpers/server-process.ts';
+import { createPostgresDatabase, withClient } from '../../harness/postgres-cluster.ts';
+import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createAdminClient, createClient, WumApiError, type RetryEvent, type WumAdminClient, type WumClient } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
-import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
+import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 
 const TIMEOUT = { timeout: 120_000 };
 

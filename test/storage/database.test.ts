@@ -9,7 +9,7 @@ import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts
 import { openDatabase, PGLITE_SETTINGS, type OpenDatabase } from '../../src/storage/database.ts';
 import { isInitialisedDataDir, pgliteTemplatePath, unpackPgliteTemplate } from '../../src/storage/pglite-template.ts';
 import { createStore } from '../../src/storage/store.ts';
-import { createPostgresDatabase, type PostgresDatabase } from '../helpers/postgres-cluster.ts';
+import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { PGlite } from '@electric-sql/pglite';
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/http/app.ts';
+import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { createStore } from '../../src/storage/store.ts';
@@ -13,7 +14,7 @@ import {
   withClient,
   type PostgresCluster,
   type PostgresDatabase,
-} from '../helpers/postgres-cluster.ts';
+} from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, testConfig, userBody } from '../helpers/test-context.ts';
 
 /*
@@ -39,6 +40,7 @@ interface Served {
 async function serve(url: string, limits: { statementTimeoutMs: number; queryTimeoutMs: number; connectTimeoutMs: number }): Promise<Served> {
   const database = await openDatabase({ kind: 'postgres', url, poolSize: 3, ...limits });
   const app = await buildApp(testConfig(), {
+    checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
     store: createStore(database.db, { cacheTtlMs: 0 }),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,

@@ -2,12 +2,12 @@
  * The console's only way to the server: openapi-fetch typed by the OpenAPI document's
  * generated types (sdk/schema.ts), so a call the API does not serve, or a field it does not
  * have, fails the console's type check. Failures are the SDK's WumApiError, and 429/503 are
- * retried by the SDK's own policy (sdk/retry.ts).
+ * retried by the SDK's own loop and policy (sdk/retry-loop.ts, sdk/retry.ts).
  */
 import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from '../../../sdk/schema.ts';
-import { errorFromFailure, errorFromResponse, WumApiError } from '../../../sdk/errors.ts';
-import { parseRetryAfter, retryDelay, retryPolicy } from '../../../sdk/retry.ts';
+import { retryPolicy } from '../../../sdk/retry.ts';
+import { callWithRetries, type Outcome } from '../../../sdk/retry-loop.ts';
 import { getCredentials } from '../session.ts';
 
 /** The typed client of both APIs (the workspace API and the operator API). */
@@ -32,13 +32,6 @@ api.use({
   },
 });
 
-/** What an openapi-fetch call resolves to. */
-interface Outcome {
-  readonly data?: unknown;
-  readonly error?: unknown;
-  readonly response: Response;
-}
-
 /** The result of {@link send}: the parsed body and the response (for `ETag`). */
 export interface Sent<T extends Outcome> {
   readonly data: NonNullable<T['data']>;
@@ -46,9 +39,10 @@ export interface Sent<T extends Outcome> {
 }
 
 /**
- * Runs one API call: `attempt` gets an abort signal (the caller's, plus a 30 s timeout). A
- * `429` or `503` is tried again after its `Retry-After` (they are answered before anything is
- * applied); anything else that is not a success throws.
+ * Runs one API call through the SDK's retry loop (sdk/retry-loop.ts): `attempt` gets an abort
+ * signal (the caller's, plus a 30 s timeout). A `429` or `503` is tried again after its
+ * `Retry-After` (they are answered before anything is applied); a request that got no answer
+ * is not sent again; anything else that is not a success throws.
  * @param operation - method and path for error messages, e.g. `GET /api/external/v2/users`.
  * @throws WumApiError with the problem's `code`, `detail`, `errors` and `request_id`; `status`
  *   0 and `code` `network_error`/`timeout` when no response arrived (or `aborted`, when the
@@ -59,25 +53,8 @@ export async function send<T extends Outcome>(
   attempt: (signal: AbortSignal) => Promise<T>,
   signal?: AbortSignal,
 ): Promise<Sent<T>> {
-  const started = Date.now();
-  for (let number = 1; ; number += 1) {
-    const timeout = AbortSignal.timeout(TIMEOUT_MS);
-    let outcome: T;
-    try {
-      outcome = await attempt(signal ? AbortSignal.any([signal, timeout]) : timeout);
-    } catch (failure) {
-      if (signal?.aborted) throw new WumApiError({ status: 0, code: 'aborted', detail: 'Cancelled.', operation, cause: failure });
-      throw errorFromFailure(operation, failure, TIMEOUT_MS);
-    }
-    const { response } = outcome;
-    if (response.ok) return { data: outcome.data as NonNullable<T['data']>, response };
-    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), Date.now());
-    const error = errorFromResponse(operation, response, outcome.error, retryAfter);
-    const delay = retryDelay(POLICY, number, retryAfter === undefined ? undefined : retryAfter * 1000);
-    const retryable = (error.status === 429 || error.status === 503) && number < POLICY.maxAttempts;
-    if (!retryable || Date.now() - started + delay > POLICY.maxElapsedMs) throw error;
-    await POLICY.sleep(delay);
-  }
+  const { data, response } = await callWithRetries(operation, POLICY, TIMEOUT_MS, { replayable: false, ...(signal ? { signal } : {}) }, attempt);
+  return { data: data as NonNullable<T['data']>, response };
 }
 
 /** The `ETag` of a response (a user's version for `If-Match`), or `*` when it has none. */

@@ -1,10 +1,10 @@
 /*
  * The workspace API (`/api/external/v2`) as the console uses it, typed from sdk/schema.ts.
  * `usersApi` has the SDK's shapes (`add`, `list`, `iterate`), so the CLI's import code
- * (src/cli/users-import-rows.ts) runs on it unchanged.
+ * (sdk/users-import-rows.ts) runs on it unchanged.
  */
 import type { components, operations } from '../../../sdk/schema.ts';
-import type { ImportClient } from '../../../src/cli/users-import-rows.ts';
+import type { ImportClient } from '../../../sdk/users-import-rows.ts';
 import { api, etagOf, send } from './client.ts';
 
 /** A user of the workspace. */

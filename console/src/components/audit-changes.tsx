@@ -1,4 +1,4 @@
-import { formatApps } from '../../../src/cli/users-csv.ts';
+import { formatApps } from '../../../sdk/users-csv.ts';
 import { dateTime } from '../format.ts';
 
 /** A field value of an audit record, readable: apps as `crm:admin;…`, others as text. */

@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useForm } from 'react-hook-form';
-import { API_KEY_SCOPES, type ApiKeyScope } from '../../../src/core/api-keys/scopes.ts';
+import { API_KEY_SCOPES, type ApiKeyScope } from '../../../sdk/api-key-scopes.ts';
 import type { CreatedApiKey, NewApiKey } from '../api/admin.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';

@@ -2,8 +2,8 @@ import { useQueryClient } from '@tanstack/react-query';
 import Papa from 'papaparse';
 import { useId, useState } from 'react';
 import { Link } from 'wouter-preact';
-import { CSV_COLUMNS, ImportFileError, parseImportRecords, type CsvLine, type ParsedRow } from '../../../src/cli/users-csv.ts';
-import { importRows, summarize, type RowReport } from '../../../src/cli/users-import-rows.ts';
+import { CSV_COLUMNS, ImportFileError, parseImportRecords, type CsvLine, type ParsedRow } from '../../../sdk/users-csv.ts';
+import { importRows, summarize, type RowReport } from '../../../sdk/users-import-rows.ts';
 import { usersApi } from '../api/users.ts';
 import { USERS_KEY } from '../api/queries.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
@@ -84,7 +84,7 @@ type State =
 /**
  * Imports a CSV file of users, the format of `wum users import` (columns
  * email,role,first_name,last_name,apps; apps as `crm:admin;analytics:viewer`), with the CLI's
- * own rules (src/cli/users-import-rows.ts): rows already active are skipped, deactivated ones
+ * own rules (sdk/users-import-rows.ts): rows already active are skipped, deactivated ones
  * reactivated, bad rows rejected with the reason. A progress bar while it runs, then a report
  * of every row.
  */

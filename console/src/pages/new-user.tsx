@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { Link, useLocation } from 'wouter-preact';
 import { WumApiError } from '../../../sdk/errors.ts';
-import { wasReactivated } from '../../../src/cli/users-csv.ts';
+import { wasReactivated } from '../../../sdk/users-csv.ts';
 import { usersApi } from '../api/users.ts';
 import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { Link } from 'wouter-preact';
 import { WumApiError } from '../../../sdk/errors.ts';
-import { formatApps } from '../../../src/cli/users-csv.ts';
+import { formatApps } from '../../../sdk/users-csv.ts';
 import { usersApi, type User, type UserChanges, type VersionedUser } from '../api/users.ts';
 import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { AuditEventRow } from '../components/audit-changes.tsx';

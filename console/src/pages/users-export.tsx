@@ -1,6 +1,6 @@
 import Papa from 'papaparse';
 import { useRef, useState } from 'react';
-import { CSV_COLUMNS, userToRecord } from '../../../src/cli/users-csv.ts';
+import { CSV_COLUMNS, userToRecord } from '../../../sdk/users-csv.ts';
 import { usersApi, type ListUsersQuery } from '../api/users.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ProgressBar } from '../components/progress-bar.tsx';

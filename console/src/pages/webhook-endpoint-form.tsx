@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useForm } from 'react-hook-form';
-import { EVENT_TYPES } from '../../../src/core/events/event.ts';
+import { EVENT_TYPES } from '../../../sdk/events.ts';
 import type { WebhookEndpoint, WebhookEndpointChanges, WebhookEventType } from '../api/webhooks.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';

@@ -18,10 +18,8 @@ export interface AppRole {
  */
 export type ScimAttributes = Readonly<Record<string, unknown>>;
 
-/** A user as the domain sees it. Timestamps are instants; `apps` keep the order given. */
-export interface User {
-  /** A UUID given at creation that never changes (SPEC.md Part B, Changing a user in place). */
-  readonly id: string;
+/** The attributes a store writes for a user (created or changed). */
+export interface UserWrite {
   readonly email: string;
   readonly role: WorkspaceRole;
   readonly firstName: string;
@@ -37,6 +35,15 @@ export interface User {
    * reactivated (SPEC.md Part B, SCIM 2.0 provisioning). False again on any reactivation.
    */
   readonly scimDeleted: boolean;
+}
+
+/**
+ * A user as the domain sees it: what a store writes, and what it gives it. Timestamps are
+ * instants; `apps` keep the order given.
+ */
+export interface User extends UserWrite {
+  /** A UUID given at creation that never changes (SPEC.md Part B, Changing a user in place). */
+  readonly id: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
   /** 1 at creation, one more on every change: the user's strong ETag (RFC 9110 §8.8.3). */
@@ -46,19 +53,6 @@ export interface User {
 /** A stored user with its row id: a per-table sequence that orders users by creation. */
 export interface StoredUser extends User {
   readonly rowId: number;
-}
-
-/** The attributes a store writes for a user (created or changed). */
-export interface UserWrite {
-  readonly email: string;
-  readonly role: WorkspaceRole;
-  readonly firstName: string;
-  readonly lastName: string;
-  readonly apps: readonly AppRole[];
-  readonly status: UserStatus;
-  readonly externalId: string | null;
-  readonly scimAttributes: ScimAttributes | null;
-  readonly scimDeleted: boolean;
 }
 
 /** Which users a listing shows (SPEC.md Part B, Listing: default `active`). */

@@ -4,6 +4,7 @@ import { paginate, pageOffset, type Page, type PageRequest } from '../pagination
 import type { AuditEntry, AuditEvent, Repositories, Slice, Store, UserChangeRecord } from '../ports.ts';
 import { appsInCatalogue, assertAppsExist, dedupeApps } from '../products/apps.ts';
 import type { RowWindow, UserCondition, UserQuery } from './user-query.ts';
+import { auditSnapshot, previousWireFields } from './wire-user.ts';
 import type {
   AppRole,
   ScimAttributes,
@@ -82,31 +83,6 @@ function snapshot(user: StoredUser): User {
   return rest;
 }
 
-/** The fields of a user the audit trail and the events compare, in the API's names. */
-const WIRE_FIELDS = [
-  ['email', 'email'],
-  ['role', 'role'],
-  ['first_name', 'firstName'],
-  ['last_name', 'lastName'],
-  ['apps', 'apps'],
-  ['status', 'status'],
-] as const satisfies ReadonlyArray<readonly [string, keyof UserWrite]>;
-
-/** The user as audit events record it: its id and the API's field names, without timestamps. */
-function auditRecord(id: string, user: UserWrite): Record<string, unknown> {
-  return { id, ...Object.fromEntries(WIRE_FIELDS.map(([wire, field]) => [wire, user[field]])) };
-}
-
-/** The fields that differ between `before` and `after`, with their values before (API names). */
-function previousFields(before: UserWrite, after: UserWrite): Record<string, unknown> {
-  return Object.fromEntries(
-    WIRE_FIELDS.filter(([, field]) => JSON.stringify(before[field]) !== JSON.stringify(after[field])).map(([wire, field]) => [
-      wire,
-      before[field],
-    ]),
-  );
-}
-
 /** The attributes a store writes for `user`. */
 function writeOf(user: User): UserWrite {
   return {
@@ -138,8 +114,8 @@ function changeRecord(
     targetType: 'user',
     targetId: after.email,
     userId: id,
-    before: before ? auditRecord(id, before) : null,
-    after: auditRecord(id, after),
+    before: before ? auditSnapshot(id, before) : null,
+    after: auditSnapshot(id, after),
   };
   const eventType: UserChangeType = !before
     ? 'user.created'
@@ -148,7 +124,7 @@ function changeRecord(
       : after.status === 'active'
         ? 'user.reactivated'
         : 'user.deactivated';
-  return { audit, eventType, previous: before ? previousFields(before, after) : null };
+  return { audit, eventType, previous: before ? previousWireFields(before, after) : null };
 }
 
 /** `current` with `changes` applied (names reset to `-` on null, apps de-duplicated). */

@@ -67,6 +67,9 @@ export interface WebhookDelivery {
   readonly deliveredAt: Date | null;
 }
 
+/** Longest accepted webhook URL, in characters. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
 /** The Standard Webhooks prefix of a signing secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 

@@ -1,6 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
-import { mapDatabaseError } from '../../storage/pg-errors.ts';
 import { sendProblem } from '../problem.ts';
 import { toFieldErrors } from '../validation.ts';
 
@@ -37,10 +36,11 @@ function fromFramework(error: FastifyError): AppError | undefined {
 /**
  * Turns anything thrown into an AppError: ours as they are, Fastify's parsing and validation
  * errors by code, other 4xx as `bad_request`, transient database failures (statement
- * timeout, full pool, unreachable server) as `503 service_unavailable`, and everything else as a logged
+ * timeout, full pool, unreachable server) as `503 service_unavailable` through
+ * `mapStorageError` (the store's `mapError`), and everything else as a logged
  * `internal_error` whose detail reveals nothing.
  */
-export function toAppError(error: unknown, request: FastifyRequest): AppError {
+export function toAppError(error: unknown, request: FastifyRequest, mapStorageError: (error: unknown) => unknown): AppError {
   if (error instanceof AppError) return error;
   const fastifyError = error as FastifyError;
   const mapped = fromFramework(fastifyError);
@@ -49,7 +49,7 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
     return new AppError('bad_request', fastifyError.message);
   }
   // Queries outside a transaction (reads, authentication) reach here unmapped.
-  const fromDatabase = mapDatabaseError(error);
+  const fromDatabase = mapStorageError(error);
   if (fromDatabase instanceof AppError) {
     request.log.warn({ err: error }, 'database unavailable');
     return fromDatabase;
@@ -76,12 +76,13 @@ export function handleFrameworkError(error: FastifyError, request: FastifyReques
 }
 
 /**
- * Installs the one error handler (RFC 9457 problem+json for every failure) and the 404
+ * Installs the one error handler (RFC 9457 problem+json for every failure; storage failures
+ * translated by `mapStorageError`) and the 404
  * handler for unknown paths (`not_found`). Source: SPEC.md Part B, Errors; DESIGN.md.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, mapStorageError: (error: unknown) => unknown): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) =>
-    sendProblem(request, reply, toAppError(error, request)),
+    sendProblem(request, reply, toAppError(error, request, mapStorageError)),
   );
   app.setNotFoundHandler((request, reply) =>
     sendProblem(request, reply, new AppError('not_found', `No resource at ${request.method} ${request.url.split('?')[0]}.`)),

@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import stringify from 'safe-stable-stringify';
-import { AppError } from '../../core/errors.ts';
-import type { IdempotencyOutcome, IdempotencyStore } from '../../storage/idempotency.queries.ts';
-import { databaseUnavailable } from '../../storage/pg-errors.ts';
-import type { RequestTransaction } from '../../storage/request-transaction.ts';
+import { AppError, databaseUnavailable } from '../../core/errors.ts';
+import type { IdempotencyOutcome, IdempotencyStore, RequestTransaction } from '../../core/request-ports.ts';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '../problem.ts';
 import { addRouteHook } from '../hooks.ts';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { AppError } from '../../core/errors.ts';
-import { TRANSIENT_RETRY_AFTER_SECONDS } from '../../storage/pg-errors.ts';
+import { TRANSIENT_RETRY_AFTER_SECONDS } from '../../core/errors.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 
 /** How long `/readyz` waits for the database before answering 503. */

@@ -171,17 +171,4 @@ export const EmailParams = Type.Object({
   }),
 });
 
-/** Domain user → wire user. */
-export function toWireUser(user: User) {
-  return {
-    id: user.id,
-    email: user.email,
-    role: user.role,
-    first_name: user.firstName,
-    last_name: user.lastName,
-    apps: [...user.apps],
-    status: user.status,
-    created_at: user.createdAt,
-    updated_at: user.updatedAt,
-  };
-}
+export { toWireUser } from '../../core/users/wire-user.ts';

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { EVENT_TYPES } from '../../core/events/event.ts';
 import type { WebhookDelivery, WebhookEndpoint } from '../../core/webhooks/webhook-endpoint.ts';
-import { MAX_WEBHOOK_URL_LENGTH } from '../../webhooks/url-guard.ts';
+import { MAX_WEBHOOK_URL_LENGTH } from '../../core/webhooks/webhook-endpoint.ts';
 import { NullableTimestamp, StringEnum, Timestamp } from './common.ts';
 
 const Url = Type.String({

@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { SERVER_BUNDLE } from '../../scripts/build-bundles.ts';
+import { SERVER_BUNDLE } from '../scripts/build-bundles.ts';
 
 /** The repository root: where `npm start` runs. */
-export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
  * Node's arguments for the server as `npm start` runs it once its `prestart` has bundled it

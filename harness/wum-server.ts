@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgresDatabase, type PostgresDatabase, freePort } from './postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from './server-process.ts';
-import { ADMIN_TOKEN, BACKEND } from './test-context.ts';
+import { ADMIN_TOKEN, BACKEND } from './backend.ts';
 
 /** A wum server process on the current backend, started for SDK and CLI tests. */
 export interface WumServer {

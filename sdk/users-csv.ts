@@ -3,7 +3,7 @@
  * export: pure functions without Node APIs, so that the console (console/src) bundles this
  * same file and both read and write one format the same way.
  */
-import type { components, operations } from '../../sdk/schema.ts';
+import type { components, operations } from './schema.ts';
 
 type User = components['schemas']['User'];
 type NewUser = operations['addUser']['requestBody']['content']['application/json']['user'];

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { REPO_ROOT } from '../helpers/server-process.ts';
+import { REPO_ROOT } from './server-process.ts';
 
 /** How one `wum` run ended. */
 export interface WumRun {

@@ -3,10 +3,13 @@ import { Registry } from 'prom-client';
 import type { Config } from '../config/load-config.ts';
 import { openDatabase, type OpenDatabase } from '../storage/database.ts';
 import { maintainEmbeddedStore, type EmbeddedMaintenance } from '../storage/embedded-maintenance.ts';
+import { createDeliveryQueue } from '../storage/deliveries.queries.ts';
+import { createEventPruning } from '../storage/events.queries.ts';
 import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
-import { buildApp } from './app.ts';
+import { buildApp } from '../http/app.ts';
+import { webhookUrlCheck } from '../webhooks/url-guard.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
 
@@ -55,6 +58,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
   const registry = new Registry();
   const app = await buildApp(config, {
     store,
+    checkWebhookUrl: webhookUrlCheck(config.webhooks),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,
     ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
@@ -79,13 +83,13 @@ export async function startService(config: Config, options: ServiceOptions = {})
   const background = config.webhooks.worker
     ? {
         deliveryWorker: startDeliveryWorker({
-          db: database.db,
+          queue: createDeliveryQueue(database.db),
           store,
           config: config.webhooks,
           log: app.log.child({ component: 'webhooks' }),
           registry,
         }),
-        eventPruner: startEventPruner({ db: database.db, intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
+        eventPruner: startEventPruner({ events: createEventPruning(database.db), intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
       }
     : undefined;
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);

@@ -3,8 +3,8 @@
  * import, over any client with the SDK's `users.add`, `list` and `iterate` (the SDK's, or the
  * console's over the browser's fetch). No Node APIs: the console bundles this file.
  */
-import { WumApiError } from '../../sdk/errors.ts';
-import type { components, operations } from '../../sdk/schema.ts';
+import { WumApiError } from './errors.ts';
+import type { components, operations } from './schema.ts';
 import { wasReactivated, type ParsedRow } from './users-csv.ts';
 
 type User = components['schemas']['User'];

@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
 import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
-import { EXTERNAL_PREFIX } from './plugins/tenant.ts';
+import { EXTERNAL_PREFIX } from '../http/plugins/tenant.ts';
 import { startService } from './service.ts';
 import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.ts';
 

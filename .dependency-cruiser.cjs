@@ -1,0 +1,81 @@
+/*
+ * The import graph's rules, checked by test/architecture/import-graph.test.ts (in `npm test`)
+ * and by `npx depcruise src sdk console/src harness`. Rooms: core is the domain (no HTTP, SQL or
+ * framework), http/ the HTTP adapter, storage/ the database, webhooks/ the delivery worker,
+ * server/ the composition root that wires them; the console sees the server only through sdk/.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No module reaches itself through its imports.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'adapters-not-into-storage',
+      severity: 'error',
+      comment: 'http/ and webhooks/ depend on ports in core/; only the composition root (src/server/) imports storage/.',
+      from: { path: '^src/(http|webhooks)/' },
+      to: { path: '^src/storage/' },
+    },
+    {
+      name: 'http-not-into-webhooks',
+      severity: 'error',
+      comment: 'The HTTP adapter gets what it needs of the webhook worker (the URL check) from the composition root.',
+      from: { path: '^src/http/' },
+      to: { path: '^src/webhooks/' },
+    },
+    {
+      name: 'core-is-the-domain',
+      severity: 'error',
+      comment: 'src/core imports neither the adapters nor the composition root.',
+      from: { path: '^src/core/' },
+      to: { path: '^src/(http|storage|webhooks|server|cli|scim)/' },
+    },
+    {
+      name: 'core-without-frameworks',
+      severity: 'error',
+      comment: 'src/core imports neither the HTTP framework nor the database libraries.',
+      from: { path: '^src/core/' },
+      to: { path: 'node_modules/(fastify|@fastify|drizzle-orm|pg|@electric-sql)/' },
+    },
+    {
+      name: 'console-through-the-sdk',
+      severity: 'error',
+      comment: 'The console talks to the server only through sdk/, never its sources.',
+      from: { path: '^console/' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'sdk-stands-alone',
+      severity: 'error',
+      comment: 'The SDK is published on its own and bundled into the console: nothing from src/.',
+      from: { path: '^sdk/' },
+      to: { path: '^(src|console|harness|test)/' },
+    },
+    {
+      name: 'tooling-not-into-tests',
+      severity: 'error',
+      comment: 'bench/, scripts/ and harness/ share tooling through harness/, not test/.',
+      from: { path: '^(bench|scripts|harness)/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'only-the-root-imports-the-root',
+      severity: 'error',
+      comment: 'Nothing in src/ but the composition root imports it (it is the entry point).',
+      from: { path: '^src/', pathNot: '^src/server/' },
+      to: { path: '^src/server/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|dist|bundle)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};

@@ -1,0 +1,54 @@
+import type { AppRole, User, UserWrite } from './user.ts';
+
+/*
+ * The user as the API shows it, defined once: the HTTP response (http/schemas/users.ts), the
+ * event payload (built in SQL by storage/users.queries.ts from the same table, which the
+ * compiler holds to it) and the audit snapshot (users-service.ts) all read this table.
+ */
+
+/** The fields a change can alter, in the API's names, each with the domain field it shows. */
+export const CHANGEABLE_WIRE_FIELDS = [
+  ['email', 'email'],
+  ['role', 'role'],
+  ['first_name', 'firstName'],
+  ['last_name', 'lastName'],
+  ['apps', 'apps'],
+  ['status', 'status'],
+] as const satisfies ReadonlyArray<readonly [string, keyof UserWrite]>;
+
+/** Every field of the wire user, in the API's order: `id`, the changeable fields, the timestamps. */
+export const WIRE_USER_FIELDS = [
+  ['id', 'id'],
+  ...CHANGEABLE_WIRE_FIELDS,
+  ['created_at', 'createdAt'],
+  ['updated_at', 'updatedAt'],
+] as const satisfies ReadonlyArray<readonly [string, keyof User]>;
+
+/** A domain field the wire user shows. */
+export type WireUserSource = (typeof WIRE_USER_FIELDS)[number][1];
+
+/** The user as the API shows it (timestamps as instants; the serializer writes RFC 3339). */
+export type WireUser = { -readonly [F in (typeof WIRE_USER_FIELDS)[number] as F[0]]: F[0] extends 'apps' ? AppRole[] : User[F[1]] };
+
+/** Domain user → wire user: `{id, email, role, first_name, last_name, apps, status, created_at, updated_at}`. */
+export function toWireUser(user: User): WireUser {
+  return Object.fromEntries(WIRE_USER_FIELDS.map(([wire, field]) => [wire, field === 'apps' ? [...user.apps] : user[field]])) as unknown as WireUser;
+}
+
+/**
+ * The user as audit events record it: its id and the changeable fields in the API's names,
+ * without timestamps.
+ */
+export function auditSnapshot(id: string, user: UserWrite): Record<string, unknown> {
+  return { id, ...Object.fromEntries(CHANGEABLE_WIRE_FIELDS.map(([wire, field]) => [wire, user[field]])) };
+}
+
+/** The changeable fields that differ between `before` and `after`, with their values before (API names). */
+export function previousWireFields(before: UserWrite, after: UserWrite): Record<string, unknown> {
+  return Object.fromEntries(
+    CHANGEABLE_WIRE_FIELDS.filter(([, field]) => JSON.stringify(before[field]) !== JSON.stringify(after[field])).map(([wire, field]) => [
+      wire,
+      before[field],
+    ]),
+  );
+}

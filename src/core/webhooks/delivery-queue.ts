@@ -1,0 +1,82 @@
+import type { WorkspaceEvent } from '../events/event.ts';
+import type { DeliveryAttempt } from './webhook-endpoint.ts';
+
+/*
+ * The ports the webhook delivery worker and the event pruner run on (implemented in storage/:
+ * deliveries.queries.ts and events.queries.ts; wired by the composition root). A claim leases
+ * due deliveries so that the workers of several processes never send the same one; an outcome
+ * is recorded only while the delivery is still as claimed.
+ */
+
+/** A delivery claimed for one attempt, with what the attempt needs. */
+export interface ClaimedDelivery {
+  readonly workspaceId: number;
+  readonly id: string;
+  readonly endpointId: string;
+  readonly url: string;
+  /** The secrets that sign it: the current one, and the previous one while it is still valid. */
+  readonly secrets: readonly string[];
+  /** Attempts made before this one (the retry schedule's index). */
+  readonly attempts: number;
+  readonly event: WorkspaceEvent;
+}
+
+/** Options of {@link DeliveryQueue.claimDue}. */
+export interface ClaimOptions {
+  /** Deliveries this process is sending now, by endpoint id: they count against `perEndpoint`. */
+  readonly inFlight: ReadonlyMap<string, number>;
+  /** Most endpoints to claim for. */
+  readonly maxEndpoints: number;
+  /** Most deliveries in flight per endpoint (its concurrency in this process). */
+  readonly perEndpoint: number;
+  /** How long the claim holds, in ms: longer than an attempt may take. */
+  readonly leaseMs: number;
+}
+
+/** What a failed attempt came to (successes: {@link DeliveryQueue.recordSuccesses}). */
+export type AttemptOutcome =
+  /** Failed; retried after `retryInMs`. */
+  | { readonly kind: 'retry'; readonly attempt: DeliveryAttempt; readonly retryInMs: number }
+  /** Failed, and the retry schedule is used up. */
+  | { readonly kind: 'failed'; readonly attempt: DeliveryAttempt };
+
+/** Whether {@link DeliveryQueue.recordAttempt} recorded the outcome, and the delivery's failing streak's start. */
+export type RecordedAttempt = { readonly recorded: false } | { readonly recorded: true; readonly failingSince: Date };
+
+/** One successful attempt of a claimed delivery, for {@link DeliveryQueue.recordSuccesses}. */
+export interface DeliverySuccess {
+  readonly delivery: ClaimedDelivery;
+  readonly attempt: DeliveryAttempt;
+}
+
+/** The queue of webhook deliveries the worker takes its work from. */
+export interface DeliveryQueue {
+  /**
+   * Claims due pending deliveries of enabled endpoints, oldest due first, each leased for
+   * `leaseMs`: for each of up to `maxEndpoints` endpoints, as many as `perEndpoint` less those
+   * of it already in flight here.
+   */
+  claimDue(options: ClaimOptions): Promise<ClaimedDelivery[]>;
+  /**
+   * Records a failed attempt: `recorded: false` when the delivery was no longer as claimed
+   * (another process's attempt, or a redelivery, came first); else the start of its failing
+   * streak (the disabling rule).
+   */
+  recordAttempt(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<RecordedAttempt>;
+  /**
+   * Records many successful attempts at once (each only while its delivery is still as
+   * claimed); resolves with the ids of the deliveries recorded.
+   */
+  recordSuccesses(successes: readonly DeliverySuccess[]): Promise<Set<string>>;
+  /** Deliveries waiting to be sent (pending, of any endpoint). */
+  countPending(): Promise<number>;
+}
+
+/** Deletes events past their retention, batch by batch. */
+export interface EventPruning {
+  /**
+   * Deletes up to `batchSize` events created more than `retentionDays` days ago (with their
+   * deliveries), oldest first; resolves with how many it deleted.
+   */
+  prune(retentionDays: number, batchSize: number): Promise<number>;
+}

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../../harness/server-process.ts';
+
+/*
+ * The rooms of the tree, kept by dependency-cruiser's rules (.dependency-cruiser.cjs): http/
+ * and webhooks/ reach storage/ only through the composition root (src/server/), the console
+ * only through sdk/, core/ neither adapters nor frameworks, and no circle anywhere.
+ */
+
+const DEPCRUISE = join(REPO_ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
+const CONFIG = join(REPO_ROOT, '.dependency-cruiser.cjs');
+const TIMEOUT = { timeout: 180_000 };
+
+interface Violation {
+  readonly from: string;
+  readonly to: string;
+  readonly rule: { readonly name: string };
+}
+
+/** Runs depcruise over `folders` of `cwd` with the repository's rules; resolves with its violations. */
+async function violations(cwd: string, folders: readonly string[]): Promise<Violation[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, [DEPCRUISE, ...folders, '--config', CONFIG, '--output-type', 'json'], {
+    cwd,
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((error: { stdout?: string }) => {
+    // depcruise exits non-zero when it finds violations; its report is still on stdout.
+    if (error.stdout) return { stdout: error.stdout };
+    throw error;
+  });
+  const result = JSON.parse(stdout) as { summary: { violations: Violation[]; totalCruised: number } };
+  assert.ok(result.summary.totalCruised > 0, 'depcruise read some modules');
+  return result.summary.violations;
+}
+
+/** Writes `files` (path → content) under a new temporary directory; returns it. */
+async function tree(files: Record<string, string>): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'wum-import-graph-'));
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), content);
+  }
+  return root;
+}
+
+describe('import graph', () => {
+  test('the repository keeps every rule: no violation in src, sdk, console, harness, bench, scripts, test', TIMEOUT, async () => {
+    const found = await violations(REPO_ROOT, ['src', 'sdk', 'console/src', 'harness', 'bench', 'scripts', 'test']);
+    assert.deepEqual(found.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`), []);
+  });
+
+  test('the rules catch what they forbid: http → storage, webhooks → storage, console → src, core → http, a circle', TIMEOUT, async () => {
+    const root = await tree({
+      'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', allowImportingTsExtensions: true, noEmit: true } }),
+      'src/storage/store.ts': "export const store = 1;\n",
+      'src/http/app.ts': "import { store } from '../storage/store.ts';\nexport const app = store;\n",
+      'src/webhooks/worker.ts': "import { store } from '../storage/store.ts';\nexport const worker = store;\n",
+      'src/server/server.ts': "import { store } from '../storage/store.ts';\nimport { app } from '../http/app.ts';\nexport const server = [store, app];\n",
+      'src/core/domain.ts': "import { app } from '../http/app.ts';\nexport const domain = app;\n",
+      'console/src/page.ts': "import { domain } from '../../src/core/domain.ts';\nexport const page = domain;\n",
+      'src/core/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
+      'src/core/b.ts': "import { a } from './a.ts';\nexport const b = () => a;\n",
+    });
+    try {
+      const found = (await violations(root, ['src', 'console'])).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
+      assert.deepEqual(found, [
+        'adapters-not-into-storage: src/http/app.ts → src/storage/store.ts',
+        'adapters-not-into-storage: src/webhooks/worker.ts → src/storage/store.ts',
+        'console-through-the-sdk: console/src/page.ts → src/core/domain.ts',
+        'core-is-the-domain: src/core/domain.ts → src/http/app.ts',
+        'no-circular: src/core/a.ts → src/core/b.ts',
+      ]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
