@@ -10,7 +10,8 @@ import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
 import { eventsRoutes } from './routes/external/events-routes.ts';
 import { scimRoutes } from './routes/scim/scim-routes.ts';
-import { canonicalScimTarget, SCIM_PREFIX } from '../scim/constants.ts';
+import { SCIM_PREFIX } from '../scim/constants.ts';
+import { registerAbsoluteFormRefusal, rewriteRequestTarget } from './request-target.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
 import { adminRoutes } from './routes/admin/admin-routes.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -76,8 +77,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     return503OnClosing: false,
     // Path parameters carry emails of up to 254 characters, percent-encoded up to 3x longer.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 1024 },
-    // SCIM clients spell the endpoints loosely (`/scim/v2/users`, `/Users/?filter=`): read them canonically.
-    rewriteUrl: (raw) => canonicalScimTarget(raw.url ?? '/'),
+    // One normalisation of the path, which the router and every check read (request-target.ts).
+    rewriteUrl: rewriteRequestTarget,
     // URLs the router rejects (bad percent-encoding, over-long parameter) as problem+json too.
     frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
@@ -90,6 +91,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   registerSecurityHeaders(app);
   registerUrlLengthLimit(app, config.http.maxUrlLength);
   registerHostCheck(app);
+  registerAbsoluteFormRefusal(app);
   await registerLoadShedding(app, config.loadShedding);
   registerErrorHandling(app);
   await registerOpenApi(app, config);
