@@ -69,7 +69,7 @@ describe(`one path for the router and every check [${BACKEND}]`, () => {
         for (const [hostName, host] of Object.entries(hosts)) {
           for (const [keyName, headers] of Object.entries(credentials)) {
             const body = method === 'GET' || method === 'DELETE' ? undefined : '{}';
-            const contentType = body === undefined ? {} : { 'content-type': 'application/json' };
+            const contentType: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
             const res = await rawRequest(port, method, target, { host, ...headers, ...contentType }, body);
             const label = `${method} ${target} on the ${hostName} host with ${keyName}: ${res.status}`;
             if (res.status === 0 || res.status >= 500) failures.push(label);
