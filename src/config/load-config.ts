@@ -49,6 +49,7 @@ const EnvSchema = Type.Object({
   SEED_DEMO: Type.Boolean({ default: true }),
   WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false }),
   WEBHOOK_ALLOWED_NETWORKS: Type.String({ default: '' }),
+  WEBHOOK_LOOPBACK_ONLY: Type.Boolean({ default: false }),
   WEBHOOK_RETRY_SCHEDULE: Type.String({ default: '5s,5m,30m,2h,5h,10h,10h' }),
   WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 15_000 }),
   WEBHOOK_CONCURRENCY_PER_ENDPOINT: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
@@ -134,6 +135,12 @@ export interface WebhookConfig {
    * (private, loopback, link-local, …), e.g. `10.20.0.0/16`; empty: public addresses only.
    */
   readonly allowedNetworks: readonly string[];
+  /**
+   * Every webhook connection outside 127.0.0.0/8 and ::1 is refused, whatever the other rules
+   * allow (`WEBHOOK_LOOPBACK_ONLY`): set by the test harness and benchmarks so that no test
+   * can send traffic off the machine (docs/security.md, "Tests stay on the machine").
+   */
+  readonly loopbackOnly: boolean;
   /** Delays before each retry, in ms; after the last one fails, the delivery fails. */
   readonly retryScheduleMs: readonly number[];
   /** Longest wait for a receiver's response, in ms (SPEC.md: 15 s). */
@@ -318,6 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: Object.freeze({
       allowHttp: parsed.WEBHOOK_ALLOW_HTTP,
       allowedNetworks: Object.freeze(parseNetworks(parsed.WEBHOOK_ALLOWED_NETWORKS)),
+      loopbackOnly: parsed.WEBHOOK_LOOPBACK_ONLY,
       retryScheduleMs: Object.freeze(parseSchedule(parsed.WEBHOOK_RETRY_SCHEDULE)),
       timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
       concurrencyPerEndpoint: parsed.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
