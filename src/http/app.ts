@@ -25,7 +25,8 @@ import { registerLoadShedding } from './plugins/load-shedding.ts';
 import { registerConsole } from './plugins/console.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { lazySerializerFactory } from './serialization.ts';
-import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
+import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
+import { depthLimitedJsonParser } from './json-body.ts';
 import type { IdempotencyStore } from '../storage/idempotency.queries.ts';
 import type { RequestTransaction } from '../storage/request-transaction.ts';
 import type { Registry } from 'prom-client';
@@ -85,7 +86,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   });
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
-  app.removeContentTypeParser(['text/plain']);
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, depthLimitedJsonParser(app));
   registerRequestIdHeader(app);
   // Cheap refusals first, each with the security headers: URL size, Host, overload, shutdown.
   registerSecurityHeaders(app);
@@ -103,7 +105,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   if (redis) app.addHook('onClose', () => redis.close());
   registerTenantAuthentication(app, deps.store, config, createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) }));
   requireJsonContentType(app);
-  rejectNulCharacters(app);
+  rejectUnstorableText(app);
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
