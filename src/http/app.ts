@@ -103,7 +103,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     ? await connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
     : undefined;
   if (redis) app.addHook('onClose', () => redis.close());
-  registerTenantAuthentication(app, deps.store, config, createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) }));
+  const limits = createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) });
+  registerTenantAuthentication(app, deps.store, config, limits);
   requireJsonContentType(app);
   rejectUnstorableText(app);
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);
@@ -117,6 +118,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       prefix: '/admin/v1',
       store: deps.store,
       adminToken: config.adminToken,
+      baseDomain: config.baseDomain,
+      authFailures: limits.authFailures,
       checkWebhookUrl: webhookUrlCheck(config.webhooks),
     });
   }
