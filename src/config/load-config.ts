@@ -25,7 +25,9 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 60_000 }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 60_000 }),
+  IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 0, default: 10_000 }),
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 16_384 }),
   MAX_URL_LENGTH: Type.Integer({ minimum: 256, default: 4096 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
@@ -92,6 +94,10 @@ export interface HttpLimits {
   readonly connectionTimeoutMs: number;
   /** How long an idle keep-alive connection is kept open (Node `keepAliveTimeout`). */
   readonly keepAliveTimeoutMs: number;
+  /** How long a new connection may stay silent before its first byte; then it is closed (0: no limit). */
+  readonly idleTimeoutMs: number;
+  /** Most open connections of this process; more are closed as they arrive (Node `maxConnections`; 0: no cap). */
+  readonly maxConnections: number;
   /** Largest request line plus headers (Node `maxHeaderSize`) → 431. */
   readonly maxHeaderBytes: number;
   /** Longest request target (path and query), in characters → 414. */
@@ -307,6 +313,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: parsed.HEADERS_TIMEOUT_MS,
       connectionTimeoutMs: parsed.CONNECTION_TIMEOUT_MS,
       keepAliveTimeoutMs: parsed.KEEP_ALIVE_TIMEOUT_MS,
+      idleTimeoutMs: parsed.IDLE_TIMEOUT_MS,
+      maxConnections: parsed.MAX_CONNECTIONS,
       maxHeaderBytes: parsed.MAX_HEADER_BYTES,
       maxUrlLength: parsed.MAX_URL_LENGTH,
       shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,

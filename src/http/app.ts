@@ -3,6 +3,7 @@ import type { Config } from '../config/load-config.ts';
 import type { Store } from '../core/ports.ts';
 import { handleFrameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerMetrics } from './plugins/metrics.ts';
+import { registerConnectionLimits } from './plugins/connection-limits.ts';
 import { registerApiReference, registerOpenApi } from './plugins/openapi.ts';
 import { generateRequestId, registerRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
@@ -98,6 +99,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   registerErrorHandling(app);
   await registerOpenApi(app, config);
   const metrics = registerMetrics(app, deps.registry);
+  registerConnectionLimits(app, config.http, metrics);
   // With REDIS_URL the rate limits are shared by the replicas; the connection closes with the app.
   const redis = config.redis
     ? await connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
