@@ -4,6 +4,7 @@ import type { Store } from '../core/ports.ts';
 import { handleFrameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerConnectionLimits } from './plugins/connection-limits.ts';
+import { LOG_SERIALIZERS } from './log-serializers.ts';
 import { registerApiReference, registerOpenApi } from './plugins/openapi.ts';
 import { generateRequestId, registerRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
@@ -60,16 +61,20 @@ export interface AppDependencies {
   readonly consoleDistDir?: string;
 }
 
+/** The Fastify `logger` option: `given` (or JSON logs at `level`) with wum's serializers. */
+function loggerOptions(given: boolean | object | undefined, level: string): boolean | object {
+  if (typeof given === 'object') return { serializers: LOG_SERIALIZERS, ...given };
+  return given ?? { level, serializers: LOG_SERIALIZERS };
+}
+
 /**
  * Builds the whole Fastify application without listening: request id → tenant and key →
  * route → body parsing → schema validation → handler → core. Source: DESIGN.md.
  */
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: deps.logger ?? {
-      level: config.logLevel,
-      redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
-    },
+    // Route patterns, not URLs, and errors without statement values (log-serializers.ts).
+    logger: loggerOptions(deps.logger, config.logLevel),
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
