@@ -5,6 +5,7 @@ import { handleFrameworkError, registerErrorHandling } from './plugins/errors.ts
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerConnectionLimits } from './plugins/connection-limits.ts';
 import { LOG_SERIALIZERS } from './log-serializers.ts';
+import { resilientStdout } from './log-destination.ts';
 import { registerApiReference, registerOpenApi } from './plugins/openapi.ts';
 import { generateRequestId, registerRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
@@ -64,7 +65,7 @@ export interface AppDependencies {
 /** The Fastify `logger` option: `given` (or JSON logs at `level`) with wum's serializers. */
 function loggerOptions(given: boolean | object | undefined, level: string): boolean | object {
   if (typeof given === 'object') return { serializers: LOG_SERIALIZERS, ...given };
-  return given ?? { level, serializers: LOG_SERIALIZERS };
+  return given ?? { level, serializers: LOG_SERIALIZERS, stream: resilientStdout() };
 }
 
 /**
