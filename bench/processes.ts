@@ -64,7 +64,7 @@ export async function startServer(
   const timeoutMs = options.timeoutMs ?? 120_000;
   const started = performance.now();
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', WEBHOOK_LOOPBACK_ONLY: 'true', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
     // Its own process group, so that an interrupted run can kill workers along with it.
     detached: true,

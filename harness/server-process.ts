@@ -39,6 +39,8 @@ const WUM_VARIABLES = [
   'HEADERS_TIMEOUT_MS',
   'CONNECTION_TIMEOUT_MS',
   'KEEP_ALIVE_TIMEOUT_MS',
+  'IDLE_TIMEOUT_MS',
+  'MAX_CONNECTIONS',
   'MAX_HEADER_BYTES',
   'MAX_URL_LENGTH',
   'SHUTDOWN_TIMEOUT_MS',
@@ -50,6 +52,7 @@ const WUM_VARIABLES = [
   'SHED_SAMPLE_INTERVAL_MS',
   'WEBHOOK_ALLOW_HTTP',
   'WEBHOOK_ALLOWED_NETWORKS',
+  'WEBHOOK_LOOPBACK_ONLY',
   'WEBHOOK_RETRY_SCHEDULE',
   'WEBHOOK_TIMEOUT_MS',
   'WEBHOOK_CONCURRENCY_PER_ENDPOINT',
@@ -84,7 +87,8 @@ export function spawnServer(command: string, args: readonly string[], env: Recor
   for (const name of WUM_VARIABLES) delete inherited[name];
   const child = spawn(command, args, {
     cwd: REPO_ROOT,
-    env: { ...inherited, ...env },
+    // No test server sends a webhook off the machine (docs/security.md, "Tests stay on the machine").
+    env: { ...inherited, WEBHOOK_LOOPBACK_ONLY: 'true', ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

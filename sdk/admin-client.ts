@@ -164,7 +164,7 @@ export interface WumAdminClient {
 }
 
 /**
- * A client of the operator API (`/admin/v1`, served on any host when the service has an
+ * A client of the operator API (`/admin/v1`, served on any host but a workspace's when the service has an
  * `ADMIN_TOKEN`). Retries follow the same rules as {@link createClient}: 429 and 503 always;
  * network failures only for reads and idempotent calls (product put, key revoke).
  *

@@ -74,9 +74,30 @@ export function wasReactivated(user: User): boolean {
   return user.updated_at !== user.created_at;
 }
 
-/** A user as an export row, in {@link CSV_COLUMNS} order. */
+/**
+ * A cell a spreadsheet would run as a formula: it begins with `=`, `+`, `-`, `@`, a tab or a
+ * carriage return (OWASP, "CSV Injection") — possibly behind quotes this module itself added,
+ * so that the escape can always be undone.
+ */
+const FORMULA_START = /^'*[=+\-@\t\r]/;
+
+/**
+ * A cell as the export writes it: one `'` in front of a value a spreadsheet would read as a
+ * formula (OWASP, "CSV Injection"), so `=cmd|' /C calc'!A0` shows as text; any other value
+ * unchanged. {@link unescapeCell} undoes it exactly.
+ */
+export function escapeCell(value: string): string {
+  return FORMULA_START.test(value) ? `'${value}` : value;
+}
+
+/** A cell as the import reads it: the `'` that {@link escapeCell} added is removed, other values are kept. */
+export function unescapeCell(cell: string): string {
+  return cell.startsWith("'") && FORMULA_START.test(cell) ? cell.slice(1) : cell;
+}
+
+/** A user as an export row, in {@link CSV_COLUMNS} order, each cell escaped with {@link escapeCell}. */
 export function userToRecord(user: User): string[] {
-  return [user.email, user.role, user.first_name, user.last_name, formatApps(user.apps)];
+  return [user.email, user.role, user.first_name, user.last_name, formatApps(user.apps)].map(escapeCell);
 }
 
 /** An import file that cannot be read as a whole: empty, or a header that is not {@link CSV_COLUMNS}. */
@@ -104,7 +125,7 @@ export interface CsvLine {
  * and `role` required, `first_name`, `last_name`, `apps` optional, nothing else, each once),
  * then one user per row. A row with the wrong number of cells, malformed apps, or the email of
  * an earlier row (compared case-insensitively, as the API does) is rejected before anything is
- * sent.
+ * sent. A cell escaped against formula injection by the export is read back unescaped.
  * @param source - the file's name, for messages.
  * @throws ImportFileError when there is no header or it is wrong.
  */
@@ -123,7 +144,7 @@ export function parseImportRecords(records: readonly CsvLine[], source: string):
   }
   const firstLine = new Map<string, number>();
   return data.map(({ cells, line }) => {
-    const record = Object.fromEntries(columns.map((c, i) => [c, cells[i]])) as CsvRecord;
+    const record = Object.fromEntries(columns.map((c, i) => [c, cells[i] === undefined ? undefined : unescapeCell(cells[i]!)])) as CsvRecord;
     const email = (record.email ?? '').trim();
     try {
       if (cells.length !== columns.length) {

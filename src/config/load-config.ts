@@ -25,7 +25,9 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 60_000 }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 60_000 }),
+  IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 0, default: 10_000 }),
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 16_384 }),
   MAX_URL_LENGTH: Type.Integer({ minimum: 256, default: 4096 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10_000 }),
@@ -49,6 +51,7 @@ const EnvSchema = Type.Object({
   SEED_DEMO: Type.Boolean({ default: true }),
   WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false }),
   WEBHOOK_ALLOWED_NETWORKS: Type.String({ default: '' }),
+  WEBHOOK_LOOPBACK_ONLY: Type.Boolean({ default: false }),
   WEBHOOK_RETRY_SCHEDULE: Type.String({ default: '5s,5m,30m,2h,5h,10h,10h' }),
   WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 15_000 }),
   WEBHOOK_CONCURRENCY_PER_ENDPOINT: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
@@ -98,6 +101,10 @@ export interface HttpLimits {
   readonly connectionTimeoutMs: number;
   /** How long an idle keep-alive connection is kept open (Node `keepAliveTimeout`). */
   readonly keepAliveTimeoutMs: number;
+  /** How long a new connection may stay silent before its first byte; then it is closed (0: no limit). */
+  readonly idleTimeoutMs: number;
+  /** Most open connections of this process; more are closed as they arrive (Node `maxConnections`; 0: no cap). */
+  readonly maxConnections: number;
   /** Largest request line plus headers (Node `maxHeaderSize`) → 431. */
   readonly maxHeaderBytes: number;
   /** Longest request target (path and query), in characters → 414. */
@@ -141,6 +148,12 @@ export interface WebhookConfig {
    * (private, loopback, link-local, …), e.g. `10.20.0.0/16`; empty: public addresses only.
    */
   readonly allowedNetworks: readonly string[];
+  /**
+   * Every webhook connection outside 127.0.0.0/8 and ::1 is refused, whatever the other rules
+   * allow (`WEBHOOK_LOOPBACK_ONLY`): set by the test harness and benchmarks so that no test
+   * can send traffic off the machine (docs/security.md, "Tests stay on the machine").
+   */
+  readonly loopbackOnly: boolean;
   /** Delays before each retry, in ms; after the last one fails, the delivery fails. */
   readonly retryScheduleMs: readonly number[];
   /** Longest wait for a receiver's response, in ms (SPEC.md: 15 s). */
@@ -342,6 +355,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: parsed.HEADERS_TIMEOUT_MS,
       connectionTimeoutMs: parsed.CONNECTION_TIMEOUT_MS,
       keepAliveTimeoutMs: parsed.KEEP_ALIVE_TIMEOUT_MS,
+      idleTimeoutMs: parsed.IDLE_TIMEOUT_MS,
+      maxConnections: parsed.MAX_CONNECTIONS,
       maxHeaderBytes: parsed.MAX_HEADER_BYTES,
       maxUrlLength: parsed.MAX_URL_LENGTH,
       shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
@@ -360,6 +375,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: Object.freeze({
       allowHttp: parsed.WEBHOOK_ALLOW_HTTP,
       allowedNetworks: Object.freeze(parseNetworks(parsed.WEBHOOK_ALLOWED_NETWORKS)),
+      loopbackOnly: parsed.WEBHOOK_LOOPBACK_ONLY,
       retryScheduleMs: Object.freeze(parseSchedule(parsed.WEBHOOK_RETRY_SCHEDULE)),
       timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
       concurrencyPerEndpoint: parsed.WEBHOOK_CONCURRENCY_PER_ENDPOINT,

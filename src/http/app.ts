@@ -3,6 +3,9 @@ import type { Config } from '../config/load-config.ts';
 import type { Store } from '../core/ports.ts';
 import { handleFrameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerMetrics } from './plugins/metrics.ts';
+import { registerConnectionLimits } from './plugins/connection-limits.ts';
+import { LOG_SERIALIZERS } from './log-serializers.ts';
+import { resilientStdout } from './log-destination.ts';
 import { registerApiReference, registerOpenApi } from './plugins/openapi.ts';
 import { generateRequestId, registerRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
@@ -10,7 +13,8 @@ import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
 import { eventsRoutes } from './routes/external/events-routes.ts';
 import { scimRoutes } from './routes/scim/scim-routes.ts';
-import { canonicalScimTarget, SCIM_PREFIX } from '../scim/constants.ts';
+import { SCIM_PREFIX } from '../scim/constants.ts';
+import { registerAbsoluteFormRefusal, rewriteRequestTarget } from './request-target.ts';
 import { operationsRoutes } from './routes/operations-routes.ts';
 import { adminRoutes } from './routes/admin/admin-routes.ts';
 import { sessionRoutes } from './routes/external/session-routes.ts';
@@ -25,7 +29,8 @@ import { registerLoadShedding } from './plugins/load-shedding.ts';
 import { registerConsole } from './plugins/console.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { lazySerializerFactory } from './serialization.ts';
-import { rejectNulCharacters, requireJsonContentType, validatorCompiler } from './validation.ts';
+import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
+import { depthLimitedJsonParser } from './json-body.ts';
 import type { IdempotencyStore, RequestTransaction } from '../core/request-ports.ts';
 import type { Registry } from 'prom-client';
 import { createRateLimits } from './rate-limit/rate-limits.ts';
@@ -61,16 +66,20 @@ export interface AppDependencies {
   readonly consoleDistDir?: string;
 }
 
+/** The Fastify `logger` option: `given` (or JSON logs at `level`) with wum's serializers. */
+function loggerOptions(given: boolean | object | undefined, level: string): boolean | object {
+  if (typeof given === 'object') return { serializers: LOG_SERIALIZERS, ...given };
+  return given ?? { level, serializers: LOG_SERIALIZERS, stream: resilientStdout() };
+}
+
 /**
  * Builds the whole Fastify application without listening: request id → tenant and key →
  * route → body parsing → schema validation → handler → core. Source: DESIGN.md.
  */
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: deps.logger ?? {
-      level: config.logLevel,
-      redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
-    },
+    // Route patterns, not URLs, and errors without statement values (log-serializers.ts).
+    logger: loggerOptions(deps.logger, config.logLevel),
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -80,32 +89,36 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     return503OnClosing: false,
     // Path parameters carry emails of up to 254 characters, percent-encoded up to 3x longer.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 1024 },
-    // SCIM clients spell the endpoints loosely (`/scim/v2/users`, `/Users/?filter=`): read them canonically.
-    rewriteUrl: (raw) => canonicalScimTarget(raw.url ?? '/'),
+    // One normalisation of the path, which the router and every check read (request-target.ts).
+    rewriteUrl: rewriteRequestTarget,
     // URLs the router rejects (bad percent-encoding, over-long parameter) as problem+json too.
     frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
-  app.removeContentTypeParser(['text/plain']);
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, depthLimitedJsonParser(app));
   registerRequestIdHeader(app);
   // Cheap refusals first, each with the security headers: URL size, Host, overload, shutdown.
   registerSecurityHeaders(app);
   registerUrlLengthLimit(app, config.http.maxUrlLength);
   registerHostCheck(app);
+  registerAbsoluteFormRefusal(app);
   await registerLoadShedding(app, config.loadShedding);
   registerErrorHandling(app, (error) => deps.store.mapError(error));
   await registerOpenApi(app, config);
   const metrics = registerMetrics(app, deps.registry);
+  registerConnectionLimits(app, config.http, metrics);
   // With REDIS_URL the rate limits are shared by the replicas; the connection closes with the app.
   const redis = config.redis
     ? await connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
     : undefined;
   if (redis) app.addHook('onClose', () => redis.close());
-  registerTenantAuthentication(app, deps.store, config, createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) }));
+  const limits = createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) });
+  registerTenantAuthentication(app, deps.store, config, limits);
   requireJsonContentType(app);
-  rejectNulCharacters(app);
+  rejectUnstorableText(app);
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
@@ -118,6 +131,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       prefix: '/admin/v1',
       store: deps.store,
       adminToken: config.adminToken,
+      baseDomain: config.baseDomain,
+      authFailures: limits.authFailures,
       checkWebhookUrl: deps.checkWebhookUrl,
     });
   }

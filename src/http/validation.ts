@@ -119,17 +119,33 @@ export function requireJsonContentType(app: FastifyInstance): void {
   });
 }
 
-/** The first path (e.g. `user.first_name`) holding a string with a NUL character, if any. */
-function findNul(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path || '(body)' : undefined;
+/** A lone UTF-16 surrogate: in `u` mode a well-formed pair is one code point, so only lone halves match. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Why PostgreSQL could not store `text`, or undefined: NUL characters, lone surrogates (no UTF-8 form). */
+function unstorable(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'must not contain NUL characters';
+  if (LONE_SURROGATE.test(text)) return 'must be valid Unicode (no lone surrogate such as \\ud800)';
+  return undefined;
+}
+
+/** The first path (e.g. `user.first_name`) holding a string PostgreSQL cannot store, with why. */
+function findUnstorable(value: unknown, path: string): FieldError | undefined {
+  if (typeof value === 'string') {
+    const message = unstorable(value);
+    return message ? { field: path || '(body)', message } : undefined;
+  }
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
-      const found = findNul(item, `${path}[${i}]`);
+      const found = findUnstorable(item, `${path}[${i}]`);
       if (found) return found;
     }
   } else if (typeof value === 'object' && value !== null) {
     for (const [key, item] of Object.entries(value)) {
-      const found = findNul(item ?? null, path ? `${path}.${key}` : key);
+      const name = path ? `${path}.${key}` : key;
+      const keyProblem = unstorable(key);
+      if (keyProblem) return { field: name, message: keyProblem };
+      const found = findUnstorable(item ?? null, name);
       if (found) return found;
     }
   }
@@ -137,26 +153,22 @@ function findNul(value: unknown, path: string): string | undefined {
 }
 
 /**
- * Refuses NUL characters in path parameters, query and body before validation: PostgreSQL
- * text cannot store them, so they could only ever fail deeper down (SPEC.md Part B, Errors:
- * never a 5xx for bad input). Parameters → `400 invalid_parameter`, body → `400 validation_failed`.
+ * Refuses text PostgreSQL cannot store — NUL characters and lone surrogates (`"\ud800"` in
+ * JSON) — in path parameters, query and body before validation, so they never fail deeper
+ * down (SPEC.md Part B, Errors: never a 5xx for bad input). Refused, not repaired: a silently
+ * changed name would be worse. Parameters → `400 invalid_parameter`, body → `400 validation_failed`.
  */
-export function rejectNulCharacters(app: FastifyInstance): void {
+export function rejectUnstorableText(app: FastifyInstance): void {
   app.addHook(
     'preValidation',
     syncHook((request) => {
-      const parameter = findNul(request.params, '') ?? findNul(request.query, '');
+      const parameter = findUnstorable(request.params, '') ?? findUnstorable(request.query, '');
       if (parameter) {
-        throw new AppError('invalid_parameter', `Parameter ${parameter} contains a NUL character.`, [
-          { field: parameter, message: 'must not contain NUL characters' },
-        ]);
+        const what = parameter.message.startsWith('must not contain NUL') ? 'contains a NUL character' : 'is not valid Unicode';
+        throw new AppError('invalid_parameter', `Parameter ${parameter.field} ${what}.`, [parameter]);
       }
-      const field = findNul(request.body, '');
-      if (field) {
-        throw new AppError('validation_failed', 'The request body is invalid.', [
-          { field, message: 'must not contain NUL characters' },
-        ]);
-      }
+      const field = findUnstorable(request.body, '');
+      if (field) throw new AppError('validation_failed', 'The request body is invalid.', [field]);
     }),
   );
 }

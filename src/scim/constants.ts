@@ -31,6 +31,8 @@ export const MAX_COUNT = 1000;
 export const MAX_GROUP_MEMBERS = 1000;
 /** Longest accepted `filter`, in characters. */
 export const MAX_FILTER_LENGTH = 2048;
+/** Deepest nesting of parentheses and value filters (`[…]`) in one filter: deeper ones would only exhaust the stack. */
+export const MAX_FILTER_DEPTH = 16;
 /** Most comparisons in one filter (each becomes SQL). */
 export const MAX_FILTER_COMPARISONS = 50;
 /** Most operations in one PATCH request. */

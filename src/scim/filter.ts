@@ -1,7 +1,7 @@
 import { Tester, type Compare, type Filter } from 'scim2-parse-filter';
 import { Tokens, parseFilter, tokenizer, type Token } from 'scim2-parse-filter/lib/src/parser.js';
 import { AppError } from '../core/errors.ts';
-import { MAX_FILTER_COMPARISONS, MAX_FILTER_LENGTH } from './constants.ts';
+import { MAX_FILTER_COMPARISONS, MAX_FILTER_DEPTH, MAX_FILTER_LENGTH } from './constants.ts';
 
 export type { Filter } from 'scim2-parse-filter';
 
@@ -50,6 +50,23 @@ function comparisons(filter: Filter): number {
   }
 }
 
+/** The deepest nesting of `(…)` and `[…]` outside quoted strings, read without recursion. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '\\') i += 1;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '(' || c === '[') deepest = Math.max(deepest, ++depth);
+    else if (c === ')' || c === ']') depth -= 1;
+  }
+  return deepest;
+}
+
 /** Parses with the library, all of the text or nothing. */
 function parseAll(text: string): Filter {
   const tokens = new Tokens(quoteBareValues(tokenizer(text)));
@@ -63,19 +80,25 @@ function parseAll(text: string): Filter {
  * the caller's, against a schema). Source: RFC 7644 §3.4.2.2.
  *
  * @throws AppError `invalid_filter` (400) for text that is not a filter, longer than
- *   {@link MAX_FILTER_LENGTH} characters or with more than {@link MAX_FILTER_COMPARISONS}
- *   comparisons.
+ *   {@link MAX_FILTER_LENGTH} characters, nested deeper than {@link MAX_FILTER_DEPTH} or with
+ *   more than {@link MAX_FILTER_COMPARISONS} comparisons. Only the parser's own syntax messages
+ *   are passed on, never an engine's (a stack overflow is reported as too deep).
  */
 export function parseScimFilter(text: string): Filter {
   if (text.trim() === '') throw new AppError('invalid_filter', 'The filter is empty.');
   if (text.length > MAX_FILTER_LENGTH) {
     throw new AppError('invalid_filter', `The filter is longer than ${MAX_FILTER_LENGTH} characters.`);
   }
+  if (nestingDepth(text) > MAX_FILTER_DEPTH) {
+    throw new AppError('invalid_filter', `The filter nests parentheses or value filters deeper than ${MAX_FILTER_DEPTH} levels.`);
+  }
   let filter: Filter;
   try {
     filter = parseAll(text);
   } catch (error) {
-    throw new AppError('invalid_filter', `The filter is not valid (RFC 7644 §3.4.2.2): ${(error as Error).message}.`);
+    // The library throws plain Errors about syntax; anything else (a RangeError) is the engine's.
+    const reason = error instanceof Error && error.constructor === Error ? error.message : 'it is too complex';
+    throw new AppError('invalid_filter', `The filter is not valid (RFC 7644 §3.4.2.2): ${reason}.`);
   }
   if (comparisons(filter) > MAX_FILTER_COMPARISONS) {
     throw new AppError('invalid_filter', `The filter has more than ${MAX_FILTER_COMPARISONS} comparisons.`);

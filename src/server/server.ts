@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { detachStdioOnHangup, ignoreStdioErrors } from '../http/log-destination.ts';
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
 import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
@@ -27,6 +28,9 @@ function demoBanner(config: Config, apiKey: string): string {
  * many workers, each of which runs the rest of this function.
  */
 async function main(): Promise<void> {
+  // A closed terminal must not turn log writes into a loop of uncaught errors (log-destination.ts).
+  ignoreStdioErrors();
+  detachStdioOnHangup();
   let config: Config;
   try {
     config = loadConfig();

@@ -14,7 +14,7 @@ import { MAX_WEBHOOK_URL_LENGTH } from '../core/webhooks/webhook-endpoint.ts';
  */
 
 /** The rules a webhook URL follows: configuration's `allowHttp` and `allowedNetworks`. */
-export type UrlPolicy = Pick<WebhookConfig, 'allowHttp' | 'allowedNetworks'>;
+export type UrlPolicy = Pick<WebhookConfig, 'allowHttp' | 'allowedNetworks'> & Partial<Pick<WebhookConfig, 'loopbackOnly'>>;
 
 export { MAX_WEBHOOK_URL_LENGTH } from '../core/webhooks/webhook-endpoint.ts';
 
@@ -39,16 +39,33 @@ function networksOf(policy: UrlPolicy) {
   return networks;
 }
 
+/** IPv6 ranges that carry an IPv4 address in their last 32 bits (RFC 4291 §2.5.5, RFC 6052, RFC 6145). */
+const EMBEDDING_IPV4 = new Set(['ipv4Mapped', 'rfc6145', 'rfc6052']);
+
+/**
+ * True for an IPv6 address that spells an IPv4 one: IPv4-compatible `::a.b.c.d` (deprecated,
+ * but some stacks still route it to the IPv4 address), IPv4-mapped `::ffff:a.b.c.d`, and the
+ * translated and NAT64 forms. Refused outright: no receiver needs them, and each is a way to
+ * write a loopback or private IPv4 address past a check that reads only IPv6 ranges.
+ */
+function embedsIpv4(ip: ipaddr.IPv6): boolean {
+  const parts = ip.parts;
+  const compatible = parts.slice(0, 6).every((p) => p === 0) && (parts[6] !== 0 || (parts[7] ?? 0) > 1);
+  return compatible || EMBEDDING_IPV4.has(ip.range());
+}
+
 /**
  * Why `address` (an IP literal) may not receive a webhook sent over `protocol`, or undefined
- * when it may: over `http:` only loopback addresses; over `https:` public unicast addresses,
- * and any address inside `policy.allowedNetworks`. IPv4-mapped IPv6 addresses count as IPv4.
+ * when it may: with `policy.loopbackOnly` nothing outside 127.0.0.0/8 and ::1; over `http:`
+ * only loopback addresses; over `https:` public unicast addresses, and any address inside
+ * `policy.allowedNetworks`. An IPv6 address that embeds an IPv4 one is always refused.
  */
 export function addressRefusal(address: string, protocol: 'http:' | 'https:', policy: UrlPolicy): string | undefined {
   if (!ipaddr.isValid(address)) return `"${address}" is not an IP address`;
-  let ip = ipaddr.parse(address);
-  if (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress()) ip = ip.toIPv4Address();
+  const ip = ipaddr.parse(address);
+  if (ip instanceof ipaddr.IPv6 && embedsIpv4(ip)) return `${address} is an IPv6 form of an IPv4 address; use the IPv4 address`;
   const range = ip.range();
+  if (policy.loopbackOnly && range !== 'loopback') return `${address} is outside loopback (WEBHOOK_LOOPBACK_ONLY)`;
   if (protocol === 'http:') {
     return range === 'loopback' ? undefined : `http:// webhooks may only go to loopback addresses; ${address} is ${range}`;
   }

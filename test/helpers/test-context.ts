@@ -66,13 +66,14 @@ async function openTestDatabase(): Promise<OpenDatabase> {
 }
 
 /**
- * Test configuration: admin API on, logs off, limits as in production unless overridden, but
+ * Test configuration: admin API on, logs off, webhooks to loopback only (a test that names another
+ * address fails instead of sending traffic off the machine), limits as in production unless overridden, but
  * no shedding on event-loop delay: an in-process app shares its loop with embedded PGlite and
  * with the test itself, so a loaded CI machine would shed requests no server would see (the
  * load-shedding tests set their own thresholds).
  */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'silent', SHED_EVENT_LOOP_DELAY_MS: '0', ...env });
+  return loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'silent', SHED_EVENT_LOOP_DELAY_MS: '0', WEBHOOK_LOOPBACK_ONLY: 'true', ...env });
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { BACKEND, createTestContext, userBody, type TestContext } from '../helpers/test-context.ts';
+import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 describe(`hostile and edge-case input never reaches the database as a 5xx [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -82,5 +82,76 @@ describe(`hostile and edge-case input never reaches the database as a 5xx [${BAC
     assert.equal(res.statusCode, 401);
     assert.equal(res.headers['ratelimit-policy'], '"auth-failures";q=20;w=60');
     assert.match(String(res.headers.ratelimit), /^"auth-failures";r=19;t=\d+$/);
+  });
+
+  const scim = (ws: TestWorkspace, method: 'GET' | 'POST', url: string, payload?: string) =>
+    ctx.app.inject({
+      method,
+      url: `/scim/v2${url}`,
+      headers: { host: ws.host, authorization: `Bearer ${ws.apiKey}`, ...(payload === undefined ? {} : { 'content-type': 'application/scim+json' }) },
+      ...(payload === undefined ? {} : { payload }),
+    });
+
+  test('a JSON body nested deeper than 64 levels → 400 validation_failed naming the limit, on every JSON media type; nothing stored', async () => {
+    const ws = await ctx.createWorkspace();
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    const user = JSON.stringify(userBody('deep@example.com')).replace(/}$/, `, "x": ${deep(6000)}}`);
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/external/v2/users', headers: { host: ws.host, 'x-api-key': ws.apiKey, 'content-type': 'application/json' }, payload: user });
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().code, 'validation_failed');
+    assert.match(res.json().detail, /deeper than 64 levels/);
+    const patch = await ctx.app.inject({ method: 'PATCH', url: '/api/external/v2/users/deep@example.com', headers: { host: ws.host, 'x-api-key': ws.apiKey, 'content-type': 'application/merge-patch+json' }, payload: `{"user": ${deep(100)}}` });
+    assert.equal(patch.statusCode, 400);
+    assert.match(patch.json().detail, /deeper than 64 levels/);
+    const viaScim = await scim(ws, 'POST', '/Users', `{"userName": "deep@example.com", "x": ${deep(6000)}}`);
+    assert.equal(viaScim.statusCode, 400);
+    assert.match(viaScim.json().detail, /deeper than 64 levels/);
+    // Brackets inside strings are text, not nesting.
+    const inString = await ctx.api(ws, 'POST', '/users', { body: userBody('brackets@example.com', { first_name: '['.repeat(100) }) });
+    assert.equal(inString.statusCode, 201, inString.body);
+    assert.equal((await ctx.api(ws, 'GET', '/users/deep@example.com')).statusCode, 404);
+  });
+
+  test('a lone surrogate in a body string, a key or a query value → 400 naming the field; nothing stored', async () => {
+    const ws = await ctx.createWorkspace();
+    const body = JSON.stringify(userBody('surrogate@example.com')).replace('"user":{', '"user":{"first_name":"a\\ud800b",');
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/external/v2/users', headers: { host: ws.host, 'x-api-key': ws.apiKey, 'content-type': 'application/json' }, payload: body });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, 'validation_failed');
+    assert.deepEqual(res.json().errors, [{ field: 'user.first_name', message: 'must be valid Unicode (no lone surrogate such as \\ud800)' }]);
+    const low = await ctx.app.inject({ method: 'POST', url: '/api/external/v2/users', headers: { host: ws.host, 'x-api-key': ws.apiKey, 'content-type': 'application/json' }, payload: body.replace('\\ud800', '\\udc00') });
+    assert.equal(low.statusCode, 400);
+    const viaScim = await scim(ws, 'POST', '/Users', '{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "surrogate@example.com", "name": {"givenName": "\\udbff"}}');
+    assert.equal(viaScim.statusCode, 400, viaScim.body);
+    assert.equal((await ctx.api(ws, 'GET', '/users/surrogate@example.com')).statusCode, 404);
+    const pair = await ctx.api(ws, 'POST', '/users', { body: userBody('pair@example.com', { first_name: 'smile \u{1F600}' }) });
+    assert.equal(pair.statusCode, 201, pair.body);
+    assert.equal(pair.json().user?.first_name ?? pair.json().first_name, 'smile \u{1F600}');
+  });
+
+  test('GET /events?after= beyond 2^53 - 1 or beyond a 64-bit integer → 400 invalid_parameter, never rounded or a 500', async () => {
+    const ws = await ctx.createWorkspace();
+    for (const after of ['9223372036854775807', '9223372036854775808', '1e20', '9007199254740993', '9007199254740992', '-1']) {
+      const res = await ctx.api(ws, 'GET', '/events', { query: { after } });
+      assert.equal(res.statusCode, 400, `after=${after}: ${res.body}`);
+      assert.equal(res.json().code, 'invalid_parameter');
+      assert.equal(res.json().errors[0].field, 'after');
+    }
+    const largest = await ctx.api(ws, 'GET', '/events', { query: { after: '9007199254740991' } });
+    assert.equal(largest.statusCode, 200);
+    assert.match(largest.body, /"next_after":9007199254740991\b/);
+  });
+
+  test('a SCIM filter nested deeper than 16 levels → 400 invalidFilter naming the limit, never an engine message', async () => {
+    const ws = await ctx.createWorkspace();
+    for (const filter of [`${'not ('.repeat(150)}userName eq "a"${')'.repeat(150)}`, `${'('.repeat(17)}userName eq "a"${')'.repeat(17)}`]) {
+      const res = await scim(ws, 'GET', `/Users?filter=${encodeURIComponent(filter)}`);
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().scimType, 'invalidFilter');
+      assert.match(res.json().detail, /deeper than 16 levels/);
+      assert.doesNotMatch(res.body, /call stack|RangeError/i);
+    }
+    const fine = await scim(ws, 'GET', `/Users?filter=${encodeURIComponent(`${'('.repeat(16)}userName eq "a"${')'.repeat(16)}`)}`);
+    assert.equal(fine.statusCode, 200, fine.body);
   });
 });

@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
+import { addressRefusal } from '../../src/webhooks/url-guard.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -259,7 +260,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       'https://100.64.0.1/hook',
       'https://0.0.0.0/hook',
       'ftp://example.com/hook',
-      'https://user:pass@93.184.215.14/hook',
+      'https://user:pass@127.0.0.1/hook',
       'not a url',
     ]) {
       const res = await post(strict, url);
@@ -267,12 +268,37 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       assert.equal(res.json().errors[0].field, 'url', url);
     }
     // With WEBHOOK_ALLOW_HTTP, http goes to loopback only.
-    for (const url of ['http://10.1.2.3/hook', 'http://93.184.215.14/hook']) assertProblem(await post(ctx.app, url), 400, 'validation_failed');
+    for (const url of ['http://10.1.2.3/hook', 'http://192.0.2.1/hook']) assertProblem(await post(ctx.app, url), 400, 'validation_failed');
     assert.deepEqual((await ctx.admin('GET', base(ws))).json().webhook_endpoints, []);
-    // An allow-list admits a private network (https), and a public address needs none.
-    const allowed = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/8' });
-    assert.equal((await post(allowed, 'https://10.0.0.1/hook')).statusCode, 201);
-    assert.equal((await post(strict, 'https://93.184.215.14/hook')).statusCode, 201);
+    // An allow-list admits a network that is not public (https), and a public address needs none.
+    const allowed = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' });
+    assert.equal((await post(allowed, 'https://127.0.0.1:9/hook')).statusCode, 201);
+    // A public address passes the rules (checked without creating anything that could send to it).
+    assert.equal(addressRefusal('93.184.215.14', 'https:', { allowHttp: false, allowedNetworks: [] }), undefined);
+  });
+
+  test('SSRF: IPv6 spellings of an IPv4 address (compatible, mapped, translated, NAT64) are refused, whatever the allow-list', async () => {
+    const ws = await ctx.createWorkspace('ssrf');
+    const open = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::/0' });
+    for (const url of ['https://[::127.0.0.1]/hook', 'https://[::7f00:1]/hook', 'https://[::10.0.0.1]/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://[::ffff:0:127.0.0.1]/hook', 'https://[64:ff9b::127.0.0.1]/hook']) {
+      const res = await open.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
+      assertProblem(res, 400, 'validation_failed');
+      assert.match(res.json().errors[0].message, /IPv6 form of an IPv4 address/, url);
+    }
+    assert.equal((await open.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url: 'https://127.0.0.1:9/hook' } })).statusCode, 201);
+  });
+
+  test('the test harness keeps webhooks on the machine: with WEBHOOK_LOOPBACK_ONLY nothing outside loopback is accepted, whatever else allows it', async () => {
+    const ws = await ctx.createWorkspace('loopback');
+    const app = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '0.0.0.0/0' });
+    assert.equal(ctx.config.webhooks.loopbackOnly, true);
+    for (const url of ['https://10.9.8.7/hook', 'https://[fd00::7]/hook']) {
+      const res = await app.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
+      assertProblem(res, 400, 'validation_failed');
+      assert.match(res.json().errors[0].message, /WEBHOOK_LOOPBACK_ONLY/, url);
+    }
+    assert.match(addressRefusal('192.0.2.1', 'https:', ctx.config.webhooks) ?? '', /outside loopback/);
+    assert.equal(addressRefusal('127.0.0.2', 'http:', ctx.config.webhooks), undefined);
   });
 
   test('SSRF at delivery time: a worker whose rules refuse the address sends nothing and records why', async () => {

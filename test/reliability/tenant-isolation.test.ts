@@ -68,7 +68,8 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
   }
 
   before(async () => {
-    ctx = await createTestContext();
+    // Webhook endpoints point at the discard port of loopback (nothing runs a worker here).
+    ctx = await createTestContext({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' });
     // Many wrong keys are sent on purpose; the per-address limit of failed keys has its own tests.
     app = await ctx.buildApp({ AUTH_FAILURE_LIMIT: '0' });
     await ctx.seedProducts();
@@ -309,7 +310,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       const base = '/workspaces/{subdomain}/webhook-endpoints';
       const at = (rest = '') => () => `/workspaces/${mine.subdomain}/webhook-endpoints${rest}`;
       return [
-        { method: 'POST', label: base, path: at(), body: { url: 'https://93.184.215.14/hook' }, ok: 201 },
+        { method: 'POST', label: base, path: at(), body: { url: 'https://127.0.0.1:9/hook' }, ok: 201 },
         { method: 'GET', label: base, path: at(), ok: 200 },
         { method: 'GET', label: `${base}/{id}`, path: () => at(`/${endpointId}`)(), ok: 200 },
         { method: 'PATCH', label: `${base}/{id}`, path: () => at(`/${endpointId}`)(), body: { description: 'checked' }, ok: 200 },
@@ -326,7 +327,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
     }
 
     before(async () => {
-      const endpoint = await ctx.admin('POST', `/workspaces/${mine.subdomain}/webhook-endpoints`, { url: 'https://93.184.215.14/hook' });
+      const endpoint = await ctx.admin('POST', `/workspaces/${mine.subdomain}/webhook-endpoints`, { url: 'https://127.0.0.1:9/hook' });
       assert.equal(endpoint.statusCode, 201, endpoint.body);
       endpointId = endpoint.json().id;
       const added = await ctx.api(mine, 'POST', '/users', { body: userBody(`hooked-${process.pid}@example.com`) });

@@ -40,8 +40,12 @@ export function subdomainOf(hostname: string, baseDomain: string): string | unde
   return DNS_LABEL.test(label) ? label : undefined;
 }
 
+/**
+ * The path the checks read: the route the router matched when there is one (so no spelling
+ * of a path reaches a tenant route without the key), else the normalised request path.
+ */
 function pathOf(request: FastifyRequest): string {
-  return request.url.split('?', 1)[0] ?? '';
+  return request.routeOptions.url ?? request.url.split('?', 1)[0] ?? '';
 }
 
 /** True for a path of the external API (or of the SCIM service) that needs a workspace and a key. */

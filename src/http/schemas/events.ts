@@ -7,10 +7,11 @@ import { USER_EXAMPLE, UserSchema } from './users.ts';
 export const ListEventsQuery = Type.Object({
   after: Type.Integer({
     minimum: 0,
-    // Sequences are int8 in the database; a larger number would fail there, not here.
+    // Sequences are below 2^53; a larger `after` would be rounded on the way to JSON and overflow
+    // PostgreSQL's bigint past 2^63, so it is refused (400), never rounded (docs/security.md).
     maximum: Number.MAX_SAFE_INTEGER,
     default: 0,
-    description: 'Return the events with a `sequence` above this one (0: from the oldest kept). Pass the last `sequence` you processed.',
+    description: 'Return the events with a `sequence` above this one (0: from the oldest kept; at most 2^53 - 1). Pass the last `sequence` you processed.',
     examples: [0],
   }),
   limit: Type.Integer({

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
-import { requireAdminToken } from '../../plugins/admin-auth.ts';
+import { requireAdminToken, type AdminGuard } from '../../plugins/admin-auth.ts';
 import { apiKeysRoutes } from './api-keys-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { catalogueRoutes } from './catalogue-routes.ts';
@@ -9,15 +9,15 @@ import { webhookEndpointsRoutes } from './webhook-endpoints-routes.ts';
 import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-service.ts';
 
 /**
- * The operator API under `/admin/v1`, behind the admin token: workspaces, their API keys,
+ * The operator API under `/admin/v1`, on the operator host only and behind the admin token: workspaces, their API keys,
  * audit trail and webhook endpoints, and the product catalogue, one plugin per resource.
  * Source: SPEC.md Part B, Operator interface.
  */
 export async function adminRoutes(
   app: FastifyInstance,
-  options: { store: Store; adminToken: string; checkWebhookUrl: WebhookUrlCheck },
+  options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck },
 ): Promise<void> {
-  requireAdminToken(app, options.adminToken);
+  requireAdminToken(app, options);
   for (const routes of [workspacesRoutes, apiKeysRoutes, auditRoutes, catalogueRoutes]) {
     await app.register(routes, { store: options.store });
   }

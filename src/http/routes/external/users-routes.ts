@@ -1,3 +1,4 @@
+import { depthLimitedJsonParser } from '../../json-body.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
@@ -179,7 +180,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
   // application/merge-patch+json (RFC 7396) is accepted on PATCH only: a child context holds
   // its parser, so POST /users keeps answering 415 to anything but application/json.
   await app.register(async (patchScope) => {
-    patchScope.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, patchScope.getDefaultJsonParser('error', 'error'));
+    patchScope.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, depthLimitedJsonParser(patchScope));
     patchScope.withTypeProvider<TypeBoxTypeProvider>().patch('/users/:email', {
       schema: {
         operationId: 'updateUser',

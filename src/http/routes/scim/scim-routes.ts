@@ -1,3 +1,4 @@
+import { depthLimitedJsonParser } from '../../json-body.ts';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../../core/errors.ts';
 import type { Store } from '../../../core/ports.ts';
@@ -17,7 +18,7 @@ const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
  * SPEC.md Part B, SCIM 2.0 provisioning.
  */
 export async function scimRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
-  app.addContentTypeParser('application/scim+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addContentTypeParser('application/scim+json', { parseAs: 'string' }, depthLimitedJsonParser(app));
   app.addHook(
     'onRequest',
     syncHook((request) => {
