@@ -19,6 +19,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/storage/database.ts';
 import { buildBundles } from './build-bundles.ts';
+import { runStaticChecks } from './static-checks.ts';
 import {
   startPostgresCluster,
   TEST_PG_TEMPLATE_VARIABLE,
@@ -148,19 +149,27 @@ const startPostgres = async (): Promise<Awaited<ReturnType<typeof migratedPostgr
 };
 
 const tallies: Tally[] = [];
+// Types and lint are checked on a full run, or when asked for by `npm test -- lint`.
+const staticChecks = only.length === 0 || only.includes('lint') ? runStaticChecks() : undefined;
 let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
 try {
   // The servers and CLI processes the tests start run the bundles, as `npm start` and `wum` do.
   const [pgliteTemplate, postgres] = await Promise.all([migratedPgliteTemplate(), startPostgres(), buildBundles({ ifStale: true })]);
   postgresTemplate = postgres;
-  const suites = [runSuite('pglite', { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)];
-  if (postgresUrl && postgresTemplate) {
+  // `npm test -- lint` may select no file: then only the static checks run.
+  const suites = selected.length > 0 ? [runSuite('pglite', { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)] : [];
+  if (selected.length > 0 && postgresUrl && postgresTemplate) {
     suites.push(runSuite('postgres', { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, false));
   }
   for (const suite of suites) {
     const { output, ...tally } = await suite;
     if (output) process.stdout.write(output);
     tallies.push(tally);
+  }
+  if (staticChecks) {
+    const { checks, passed, report } = await staticChecks;
+    process.stdout.write(report);
+    tallies.push({ backend: 'tsc and eslint', tests: checks, passed, skipped: 0, failed: checks - passed, exitCode: 0 });
   }
   if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
   if (!postgresUrl) {
