@@ -27,7 +27,7 @@ import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from '
 const { values: options } = parseArgs({
   options: { sizes: { type: 'string', default: '10000,1000000,10000000' } },
 });
-const SIZES = options.sizes!.split(',').map((s) => Number(s.trim()));
+const SIZES = options.sizes.split(',').map((s) => Number(s.trim()));
 if (SIZES.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`--sizes: whole numbers of users, at least 100: ${options.sizes}`);
 
 const WARM_UP = 3;

@@ -98,7 +98,7 @@ function serverEnv(databaseUrl: string | undefined, extra: Record<string, string
   return {
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     RATE_LIMIT_PER_KEY: '0',
-    LOG_LEVEL: args['log-level']!,
+    LOG_LEVEL: args['log-level'],
     ...extra,
   };
 }

@@ -121,7 +121,7 @@ async function migratedPostgresTemplate(url: string): Promise<{ name: string; dr
 
 /** With WUM_TEST_TIMINGS=1: each file's (top-level suite's) duration from a TAP report, slowest first. */
 function timings(tally: Tally): string {
-  let tap = '';
+  let tap: string;
   try {
     tap = readFileSync(join(reportDir, `${tally.backend}.tap`), 'utf8');
   } catch {

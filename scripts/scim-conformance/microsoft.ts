@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import newman, { type NewmanRunExecution } from 'newman';
+import newman from 'newman';
 import { loopbackAgent } from './http.ts';
 import type { StepResult, SuiteResult } from './report.ts';
 import type { SuiteWorkspace } from './target.ts';
@@ -195,12 +195,12 @@ export async function runMicrosoftCollection(adapted: AdaptedCollection, workspa
   );
   // newman runs the requests in collection order, once each: execution i is request i.
   const items = requests(adapted.collection.item);
-  const steps: StepResult[] = (summary.run.executions as NewmanRunExecution[]).map((execution, i) => {
+  const steps: StepResult[] = (summary.run.executions).map((execution, i) => {
     const item = items[i]?.name === execution.item.name ? items[i] : undefined;
     const requestError = (execution as { requestError?: Error }).requestError;
     const failures = [
       ...(requestError ? [String(requestError)] : []),
-      ...(execution.assertions ?? []).filter((a) => a.error).map((a) => `${a.assertion}: ${a.error!.message}`),
+      ...(execution.assertions ?? []).filter((a) => a.error).map((a) => `${a.assertion}: ${a.error.message}`),
     ];
     const adaptation = item ? adapted.adaptations.get(item)?.join('; ') : undefined;
     return { name: execution.item.name, passed: failures.length === 0, failures, ...(adaptation ? { adaptation } : {}) };

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DeliveryAttempt } from '../core/webhooks/webhook-endpoint.ts';
 import type { Database } from './database.ts';
-import { rowCount, toWorkspaceEvent } from './events.queries.ts';
+import { toWorkspaceEvent } from './events.queries.ts';
 import type { WorkspaceEvent } from '../core/events/event.ts';
 
 /*

@@ -47,7 +47,7 @@ interface PgError {
 /** The error and its `cause` chain (Drizzle puts the driver's error on `cause`). */
 function* causes(error: unknown): Generator<PgError> {
   for (let current = error, depth = 0; typeof current === 'object' && current !== null && depth < 10; depth++) {
-    yield current as PgError;
+    yield current;
     current = (current as { cause?: unknown }).cause;
   }
 }

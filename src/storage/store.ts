@@ -92,9 +92,9 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
       let result;
       try {
         result = await db.transaction(async (tx) => {
-          const value = await work(watchChanges(repositories(tx as unknown as Database), () => void (changed = true)));
+          const value = await work(watchChanges(repositories(tx), () => void (changed = true)));
           // Delivered to every listener when this transaction commits, and never if it rolls back.
-          if (changed) await announceCacheChange(tx as unknown as Database);
+          if (changed) await announceCacheChange(tx);
           return value;
         });
       } catch (error) {

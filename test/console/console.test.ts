@@ -353,7 +353,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByText('Page 1 of 1 · 2 users').waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
     assert.equal(download.suggestedFilename(), 'users.csv');
-    const text = await readFile((await download.path())!, 'utf8');
+    const text = await readFile((await download.path()), 'utf8');
     assert.equal(
       text,
       'email,role,first_name,last_name,apps\n' +
@@ -556,7 +556,7 @@ describe(`web console [${BACKEND}]`, () => {
     await edit.getByLabel('Enabled (deliveries are sent)').uncheck();
     await edit.getByRole('button', { name: 'Save the endpoint' }).click();
     await row.getByText('Disabled').waitFor();
-    let stored = (await call('GET', endpointPath)).json();
+    const stored = (await call('GET', endpointPath)).json();
     assert.deepEqual({ event_types: stored.event_types, enabled: stored.enabled }, { event_types: ['user.created', 'user.deactivated'], enabled: false });
     await row.getByRole('button', { name: `Edit ${receiver.url}` }).click();
     await edit.getByLabel('Enabled (deliveries are sent)').check();

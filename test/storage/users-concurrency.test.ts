@@ -68,7 +68,7 @@ describe(`users under concurrency [${BACKEND}]`, () => {
       assert.deepEqual(results.map(errorCode).sort(), ['last_owner', 'ok'], `round ${round}`);
       const survivors = await activeOwners(ws);
       assert.equal(survivors.length, 1, `round ${round}: exactly one active owner`);
-      const loser = results[0]!.status === 'fulfilled' ? 'b@example.com' : 'a@example.com';
+      const loser = results[0].status === 'fulfilled' ? 'b@example.com' : 'a@example.com';
       assert.deepEqual(survivors, [loser], `round ${round}: the refused one is the one still active`);
     }
   });

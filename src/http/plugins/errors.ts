@@ -36,8 +36,9 @@ function fromFramework(error: FastifyError): AppError | undefined {
 
 /**
  * Turns anything thrown into an AppError: ours as they are, Fastify's parsing and validation
- * errors by code, other 4xx as `bad_request`, transient database failures (statement
- * timeout, full pool, unreachable server) as `503 service_unavailable`, and everything else as a logged
+ * errors by code, other 4xx as `bad_request`, database failures as storage's mapping
+ * (`mapDatabaseError`) names them (`503 service_unavailable` when the database is busy,
+ * `503 database_unavailable` when no primary answers), and everything else as a logged
  * `internal_error` whose detail reveals nothing.
  */
 export function toAppError(error: unknown, request: FastifyRequest): AppError {

@@ -68,7 +68,8 @@ function helmetHeaders(options: HelmetOptions): Record<string, string> {
   };
   let failure: unknown;
   helmet(options)({} as IncomingMessage, recorder as unknown as ServerResponse, (error?: unknown) => (failure = error));
-  if (failure) throw failure;
+  // helmet reports only Errors (a bad option); anything else is wrapped so the stack says where.
+  if (failure) throw failure instanceof Error ? failure : new Error('helmet refused its options', { cause: failure });
   return headers;
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { Actor } from '../../../core/actor.ts';
 import type { Store } from '../../../core/ports.ts';
 import { searchCondition } from '../../../core/users/user-query.ts';
@@ -103,7 +103,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
     },
     handler: async (request, reply) => {
-      const { user } = request.body as Static<typeof AddUserBody>;
+      const { user } = request.body;
       const result = await addUser(
         store,
         tenantOf(request).workspace.id,
