@@ -48,6 +48,8 @@ export interface AppDependencies {
   readonly beginTransaction?: () => Promise<RequestTransaction>;
   /** Pino options or `false`; defaults to JSON logs at the configured level. */
   readonly logger?: boolean | object;
+  /** Where the default logger writes (a pino destination); stdout when absent. */
+  readonly logStream?: NodeJS.WritableStream;
   /**
    * The registry `/metrics` serves, for metrics of what runs beside the app (the cache
    * listener, Redis); absent: a registry of this app's own.
@@ -66,6 +68,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     logger: deps.logger ?? {
       level: config.logLevel,
       redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,

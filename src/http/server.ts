@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
 import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
 import { EXTERNAL_PREFIX } from './plugins/tenant.ts';
 import { startService } from './service.ts';
+import { terminalLogStream } from './terminal-log.ts';
 import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.ts';
 
 function demoBanner(config: Config, apiKey: string): string {
@@ -46,7 +47,8 @@ async function main(): Promise<void> {
   // With WORKERS, a key revoked or a product changed through one worker is forgotten by all
   // at once (IPC through the primary); every other replica learns it through PostgreSQL.
   const cacheChanges = shareCacheChanges(() => service.store.forgetCached());
-  const service = await startService(config, { onChange: () => cacheChanges.announce() });
+  const logStream = terminalLogStream();
+  const service = await startService(config, { onChange: () => cacheChanges.announce(), ...(logStream ? { logStream } : {}) });
   const { app, store, database } = service;
   // In-flight requests get SHUTDOWN_TIMEOUT_MS to finish; then the process exits anyway.
   closeWithGrace({ delay: config.http.shutdownTimeoutMs, skip: leaveSignalsToPrimary() }, async ({ signal, err }) => {

@@ -34,6 +34,8 @@ export interface ServiceOptions {
   readonly onChange?: () => void;
   /** Fastify logger option; default JSON logs at the configured level. */
   readonly logger?: boolean | object;
+  /** Where the default logger writes; stdout when absent (see terminal-log.ts). */
+  readonly logStream?: NodeJS.WritableStream;
   /** Overrides of the cache listener's connection and delays (tests). */
   readonly listener?: Partial<Pick<CacheListenerOptions, 'connect' | 'minDelayMs' | 'maxDelayMs' | 'heartbeatMs'>>;
 }
@@ -57,6 +59,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
     registry,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.logStream ? { logStream: options.logStream } : {}),
   });
   const connect = options.listener?.connect ?? database.connectListener;
   // Until the listener hears every change made elsewhere, nothing is served from the cache.
