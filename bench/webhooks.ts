@@ -1,5 +1,5 @@
 /*
- * Webhooks (SPEC.md Part B, Events and webhooks): what delivering costs the writes, and how
+ * Webhooks (docs/contract.md Part B, Events and webhooks): what delivering costs the writes, and how
  * soon an event reaches its receiver. `POST /users` with one and with three webhook endpoints
  * against none, on the same server and data in the same run (goal ≥ 0.9×: the delivery rows
  * are written by the change's own statement, the sending happens beside the requests); and the

@@ -183,7 +183,7 @@ export const ITERATION_PAGE_SIZE = 100;
 
 /**
  * Every item of a paginated listing, page by page from page 1, until the empty page that marks
- * the end (SPEC.md Part A: "An empty users array means the end").
+ * the end (docs/contract.md Part A: "An empty users array means the end").
  */
 export async function* everyItem<T>(fetchPage: (pageNumber: number) => Promise<readonly T[]>): AsyncGenerator<T, void, undefined> {
   for (let page = 1; ; page += 1) {

@@ -6,7 +6,7 @@ import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
- * Source: SPEC.md Part B, "Running", "Retries, limits and audit", "Operator interface";
+ * Source: docs/contract.md Part B, "Running", "Retries, limits and audit", "Operator interface";
  * issue 4, "Resource bounds" (timeouts, sizes, load shedding; documented in docs/operations.md).
  */
 const EnvSchema = Type.Object({
@@ -123,7 +123,7 @@ export interface LoadShedding {
 }
 
 /**
- * Webhook delivery (SPEC.md Part B, Events and webhooks; documented in docs/operations.md and
+ * Webhook delivery (docs/contract.md Part B, Events and webhooks; documented in docs/operations.md and
  * docs/security.md).
  */
 export interface WebhookConfig {
@@ -136,7 +136,7 @@ export interface WebhookConfig {
   readonly allowedNetworks: readonly string[];
   /** Delays before each retry, in ms; after the last one fails, the delivery fails. */
   readonly retryScheduleMs: readonly number[];
-  /** Longest wait for a receiver's response, in ms (SPEC.md: 15 s). */
+  /** Longest wait for a receiver's response, in ms (docs/contract.md: 15 s). */
   readonly timeoutMs: number;
   /** Deliveries this process sends to one endpoint at a time. */
   readonly concurrencyPerEndpoint: number;
@@ -179,7 +179,7 @@ function parseNetworks(value: string): string[] {
 export interface Config {
   readonly port: number;
   readonly host: string;
-  /** Lower-cased domain the workspace label stands in front of (SPEC.md Part B, Addressing). */
+  /** Lower-cased domain the workspace label stands in front of (docs/contract.md Part B, Addressing). */
   readonly baseDomain: string;
   readonly trustProxy: boolean;
   readonly storage: StorageConfig;
@@ -200,7 +200,7 @@ export interface Config {
   /** Failed API key attempts allowed per client address and minute; 0 turns it off. */
   readonly authFailureLimit: number;
   /**
-   * Redis shared by the replicas for the rate limits (SPEC.md Part B, "Running several
+   * Redis shared by the replicas for the rate limits (docs/contract.md Part B, "Running several
    * replicas"); `undefined`: each process limits alone. `timeoutMs` bounds each Redis command
    * (and a connection attempt): past it, or while Redis is unreachable, the limits fail open.
    */

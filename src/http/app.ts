@@ -32,7 +32,7 @@ import { createRateLimits } from './rate-limit/rate-limits.ts';
 import { connectSharedRedis } from './rate-limit/shared-redis.ts';
 import { webhookUrlCheck } from '../webhooks/url-guard.ts';
 
-/** Largest accepted request body: 64 KiB (SPEC.md Part B, Errors). */
+/** Largest accepted request body: 64 KiB (docs/contract.md Part B, Errors). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** What the app runs on, injected so tests and production build it the same way. */
@@ -61,7 +61,7 @@ export interface AppDependencies {
 
 /**
  * Builds the whole Fastify application without listening: request id → tenant and key →
- * route → body parsing → schema validation → handler → core. Source: DESIGN.md.
+ * route → body parsing → schema validation → handler → core. Source: docs/architecture.md.
  */
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
@@ -86,7 +86,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
   app.setValidatorCompiler(validatorCompiler);
-  // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
+  // JSON is the only body format of the API: anything else is 415 (docs/contract.md Part B, Errors).
   app.removeContentTypeParser(['text/plain']);
   registerRequestIdHeader(app);
   // Cheap refusals first, each with the security headers: URL size, Host, overload, shutdown.

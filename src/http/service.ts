@@ -45,8 +45,8 @@ export interface ServiceOptions {
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
  * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
  * event pruner (unless `WEBHOOK_WORKER=false`). What `server.ts` runs, and what tests of
- * several replicas in one process build. Source: DESIGN.md ("What runs in the background …
- * is owned by server.ts, shut down in order"); SPEC.md Part B, "Running several replicas".
+ * several replicas in one process build. Source: docs/architecture.md ("What runs in the background …
+ * is owned by server.ts, shut down in order"); docs/contract.md Part B, "Running several replicas".
  */
 export async function startService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const database = await openDatabase(config.storage);
@@ -74,7 +74,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
         registry,
       })
     : undefined;
-  // Deliveries and pruning run beside the requests in every process (SPEC.md Part B, Events
+  // Deliveries and pruning run beside the requests in every process (docs/contract.md Part B, Events
   // and webhooks); on PostgreSQL the workers of several replicas share the work.
   const background = config.webhooks.worker
     ? {

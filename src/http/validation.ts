@@ -98,7 +98,7 @@ export function toFieldErrors(errors: readonly ErrorObject[]): FieldError[] {
 /**
  * A route that takes a JSON body answers `415 unsupported_media_type` when the request has
  * no Content-Type at all (other media types are refused by the body parser). Runs after
- * authentication and routing, as SPEC.md Part B orders the checks.
+ * authentication and routing, as docs/contract.md Part B orders the checks.
  */
 export function requireJsonContentType(app: FastifyInstance): void {
   const check = syncHook((request) => {
@@ -128,7 +128,7 @@ function findNul(value: unknown, path: string): string | undefined {
 
 /**
  * Refuses NUL characters in path parameters, query and body before validation: PostgreSQL
- * text cannot store them, so they could only ever fail deeper down (SPEC.md Part B, Errors:
+ * text cannot store them, so they could only ever fail deeper down (docs/contract.md Part B, Errors:
  * never a 5xx for bad input). Parameters → `400 invalid_parameter`, body → `400 validation_failed`.
  */
 export function rejectNulCharacters(app: FastifyInstance): void {

@@ -51,7 +51,7 @@ export function createEventRepository(db: Database): EventRepository {
  * Deletes up to `batchSize` events created more than `retentionDays` days ago (and, by
  * cascade, their webhook deliveries), oldest first, and returns how many it deleted. One short
  * statement per batch: it touches only old rows, which no writer appends to, and `SKIP LOCKED`
- * passes over any a concurrent pruner holds. Source: SPEC.md Part B, Events ("kept 30 days").
+ * passes over any a concurrent pruner holds. Source: docs/contract.md Part B, Events ("kept 30 days").
  */
 export async function pruneEvents(db: Database, retentionDays: number, batchSize: number): Promise<number> {
   const result = await db.execute(sql`delete from events where (workspace_id, sequence) in (

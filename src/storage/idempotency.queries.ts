@@ -2,7 +2,7 @@ import { and, eq, lt, sql, type SQL } from 'drizzle-orm';
 import type { Database } from './database.ts';
 import { idempotencyKeys } from './schema.ts';
 
-/** How long a first response is kept for replay (SPEC.md Part B: 24 h, as Stripe). */
+/** How long a first response is kept for replay (docs/contract.md Part B: 24 h, as Stripe). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
 /** A stored first response. */

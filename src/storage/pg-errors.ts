@@ -88,8 +88,8 @@ export function isTransientDatabaseError(error: unknown): boolean {
  * transient failures ({@link isTransientDatabaseError}) to `503 service_unavailable` (busy) or
  * `503 database_unavailable` (no server could take the request: during a failover, a restart,
  * a network failure), both with `Retry-After`, never a 500. Returns any other error unchanged.
- * Source: DESIGN.md ("database errors are mapped once, in storage/"); issue 4 (a statement
- * timeout is a 503, not a 500); SPEC.md Part B, "A highly available database".
+ * Source: docs/architecture.md ("database errors are mapped once, in storage/"); issue 4 (a statement
+ * timeout is a 503, not a 500); docs/contract.md Part B, "A highly available database".
  */
 export function mapDatabaseError(error: unknown): unknown {
   if (error instanceof AppError) return error;
@@ -113,7 +113,7 @@ export function mapDatabaseError(error: unknown): unknown {
 
 /**
  * The answer when no database server could take the request: `503 database_unavailable` with
- * `Retry-After`. Source: SPEC.md Part B, "A highly available database".
+ * `Retry-After`. Source: docs/contract.md Part B, "A highly available database".
  */
 export function databaseUnavailable(): AppError {
   return new AppError(

@@ -137,7 +137,7 @@ async function refusal(client: pg.Client, parameters: Map<string, string>, mode:
 /**
  * Builds the connector of `options.url`. With one host and no `target_session_attrs` it
  * connects as node-postgres always did (no probe, no extra query). Source: libpq §34.1.1.3
- * "Specifying Multiple Hosts" and `target_session_attrs`; SPEC.md Part B, "A highly available
+ * "Specifying Multiple Hosts" and `target_session_attrs`; docs/contract.md Part B, "A highly available
  * database"; docs/operations.md, "PostgreSQL high availability".
  *
  * @throws DatabaseUrlError when `options.url` cannot be parsed.

@@ -17,7 +17,7 @@ const MAX_CREDENTIALS = 10_000;
  * so a concurrent revocation cannot be undone by a late answer. Changes made by another
  * process reach this one through {@link clear}: at once from a sibling worker (`http/workers.ts`),
  * within milliseconds from any replica on the same PostgreSQL (`storage/notify.ts`), and after
- * at most `ttlMs` while neither can tell. Source: issue 5, "per-request auth look-up"; SPEC.md
+ * at most `ttlMs` while neither can tell. Source: issue 5, "per-request auth look-up"; docs/contract.md
  * Part B, "Running several replicas".
  */
 export class ReadCache {

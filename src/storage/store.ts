@@ -69,7 +69,7 @@ function watchChanges(repos: Repositories, changed: () => void | Promise<void>):
  * a transaction that revoked a key, deleted a workspace or changed the catalogue sends
  * `NOTIFY` in itself (so every replica's listener forgets its cache when it commits, see
  * `notify.ts`) and empties this process's cache once it has committed (and calls
- * `options.onChange`). Source: SPEC.md Part B, "Running several replicas".
+ * `options.onChange`). Source: docs/contract.md Part B, "Running several replicas".
  */
 export function createStore(db: Database, options: StoreOptions = {}): CachingStore {
   const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);

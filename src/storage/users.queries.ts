@@ -109,7 +109,7 @@ function wireUserJson(apps: SQL): SQL {
  * one): the workspace's next sequence — taken by bumping `workspaces.event_sequence`, whose
  * row lock then orders the workspace's events by commit — and `{user, previous?}` as data;
  * and one webhook delivery of it per enabled endpoint of the workspace that wants its type,
- * so that no crash can lose a delivery (SPEC.md Part B, Events and webhooks). Three CTEs, to
+ * so that no crash can lose a delivery (docs/contract.md Part B, Events and webhooks). Three CTEs, to
  * follow others in a WITH list.
  */
 function eventInsert(source: string): SQL {

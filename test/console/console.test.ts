@@ -293,7 +293,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Deactivate' }).waitFor();
     assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active');
     const history = page.getByRole('region', { name: 'History' });
-    // A PATCH of the status is audited as user.updated (SPEC.md Part B), its change shown.
+    // A PATCH of the status is audited as user.updated (docs/contract.md Part B), its change shown.
     await history.getByRole('row', { name: /user\.updated.*status: deactivated → active/ }).waitFor();
     await history.getByRole('cell', { name: 'user.deactivated' }).waitFor();
     await history.getByRole('cell', { name: 'user.created' }).waitFor();

@@ -35,7 +35,7 @@ describe(`SCIM conformance suites [${BACKEND}]`, () => {
       assert.deepEqual(failures, [], `${result.suite}: every step passes`);
     }
     // Steps and documented adaptations (docs/scim.md): none in the SPEC test; the six Okta-side
-    // steps of the CRUD test; Microsoft's steps that contradict SPEC.md.
+    // steps of the CRUD test; Microsoft's steps that contradict docs/contract.md.
     assert.deepEqual(
       results.map((r) => [countsOf(r).steps, countsOf(r).adapted]),
       [

@@ -237,7 +237,7 @@ function EmptyState({ url, filtered }: { url: UrlParams; filtered: boolean }) {
 /**
  * The users of the workspace: search as you type, filters for status, workspace role and
  * product role, sort, and pagination, all in the URL; exact totals; bulk deactivation and CSV
- * export of the current filter. One `GET /users` per state (SPEC.md Part B, Finding users).
+ * export of the current filter. One `GET /users` per state (docs/contract.md Part B, Finding users).
  */
 export function UsersPage() {
   const url = useUrlParams();

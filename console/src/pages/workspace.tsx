@@ -13,7 +13,7 @@ import { Table } from '../components/table.tsx';
 /**
  * One workspace's API keys (operator): create (the plaintext shown once, with a copy button),
  * revoke after a confirmation, and when each was last used (to the minute); then its webhook
- * endpoints ({@link WebhookEndpointsSection}). Source: SPEC.md Part B, Authentication,
+ * endpoints ({@link WebhookEndpointsSection}). Source: docs/contract.md Part B, Authentication,
  * Operator interface, and Events and webhooks.
  */
 export function WorkspacePage({ subdomain }: { subdomain: string }) {

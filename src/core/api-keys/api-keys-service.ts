@@ -34,7 +34,7 @@ export async function insertApiKey(tx: Repositories, workspace: Workspace, actor
 
 /**
  * Adds an API key to a workspace (rotation: add the new key, then revoke the old one).
- * Source: SPEC.md Part B, Operator interface.
+ * Source: docs/contract.md Part B, Operator interface.
  * @throws AppError `workspace_not_found` (404).
  */
 export async function createApiKey(store: Store, subdomain: string, actor: Actor): Promise<CreatedApiKey> {

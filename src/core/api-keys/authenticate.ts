@@ -10,7 +10,7 @@ export interface Tenant {
 
 /**
  * Resolves the workspace of a subdomain and checks that `apiKey` is a live key of it, in
- * one look-up by the key's hash. The workspace is checked first (SPEC.md Part B, order of
+ * one look-up by the key's hash. The workspace is checked first (docs/contract.md Part B, order of
  * checks); unknown, revoked and foreign keys fail alike so no key's existence leaks.
  *
  * @param subdomain - the lower-cased label from the Host header.

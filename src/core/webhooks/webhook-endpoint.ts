@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** A webhook endpoint of a workspace, without its secrets (SPEC.md Part B, Events and webhooks). */
+/** A webhook endpoint of a workspace, without its secrets (docs/contract.md Part B, Events and webhooks). */
 export interface WebhookEndpoint {
   readonly id: string;
   readonly url: string;

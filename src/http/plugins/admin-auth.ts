@@ -4,7 +4,7 @@ import { AppError } from '../../core/errors.ts';
 
 /**
  * Requires `Authorization: Bearer <ADMIN_TOKEN>` on every route of the instance it is added
- * to, compared in constant time. Source: SPEC.md Part B, Operator interface.
+ * to, compared in constant time. Source: docs/contract.md Part B, Operator interface.
  * @throws AppError `invalid_admin_token` (401) with `WWW-Authenticate: Bearer` (RFC 6750 §3).
  */
 export function requireAdminToken(app: FastifyInstance, adminToken: string): void {

@@ -66,7 +66,7 @@ async function sendShell(reply: FastifyReply, distDir: string): Promise<void> {
  * `assets/` as static files (precompressed `.br`/`.gz` when the client accepts them, cached a
  * year, immutable), and `/console` redirected to `/console/`. Every console response carries
  * {@link CONSOLE_CSP} instead of the API's `default-src 'none'`. The console itself calls only
- * the public APIs, so nothing here authenticates. Source: issue 10; DESIGN.md "Growing the house".
+ * the public APIs, so nothing here authenticates. Source: issue 10; docs/architecture.md "Growing the house".
  */
 export async function registerConsole(app: FastifyInstance, options: ConsoleOptions = {}): Promise<void> {
   const distDir = options.distDir ?? CONSOLE_DIST_DIR;

@@ -49,7 +49,7 @@ export function userLocation(prefix: string, email: string): string {
   return `${prefix}/users/${encodeURIComponent(email)}`;
 }
 
-/** `ETag` of user responses (SPEC.md Part B, Changing a user in place). */
+/** `ETag` of user responses (docs/contract.md Part B, Changing a user in place). */
 const EtagHeader = { ETag: { type: 'string', description: 'The user\'s strong entity tag; send it in `If-Match` to change the user only if nobody else has.' } };
 /** `If-Match` of the changing routes, documented (the value is read by {@link parseIfMatch}). */
 const IfMatchHeaders = Type.Object({
@@ -68,7 +68,7 @@ function sendUser(reply: FastifyReply, user: User) {
 
 /**
  * `POST /users`, `GET /users`, `GET /users/{email}`, `DELETE /users/{email}` of the external API.
- * Source: SPEC.md Part A (endpoints) and Part B (Users, Listing).
+ * Source: docs/contract.md Part A (endpoints) and Part B (Users, Listing).
  */
 export async function usersRoutes(app: FastifyInstance, options: { store: Store; prefix: string }): Promise<void> {
   const { store, prefix } = options;
