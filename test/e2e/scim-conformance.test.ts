@@ -8,7 +8,7 @@ import { startWumServer, type WumServer } from '../helpers/wum-server.ts';
 
 /*
  * The third-party SCIM suites (Okta's SPEC and CRUD tests, Microsoft's reference collection,
- * read from ../shared/conformance/scim) replayed by `npm run conformance:scim`'s runner against
+ * read from the folder scripts/scim-conformance/run.ts names) replayed by `npm run conformance:scim`'s runner against
  * a server started the README's way on the current backend: every step passes.
  */
 // The suites are third-party files that may not be copied into the repository, so a plain clone
