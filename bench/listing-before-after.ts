@@ -36,7 +36,7 @@ const MIN_RUNS = 15;
 const SECONDS = 4;
 /** Runs of each service statement per run of the plain one (which can be 1,000 times slower). */
 const SERVICE_REPEAT = 5;
-/** The page's goals (issue 12): at most this many times the first page, and no slower than OFFSET. */
+/** The page's goals (docs/performance.md): at most this many times the first page, and no slower than OFFSET. */
 const GOAL_OF_FIRST = 1.5;
 
 /** p50 and p99 (ms) of some runs, and how many. */

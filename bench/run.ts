@@ -64,7 +64,7 @@ const CEILING_DIR = join('node_modules', '.cache', 'wum-bench');
 const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.js');
 /** The bare Fastify server and the modules it imports, compiled into CEILING_DIR. */
 const CEILING_SOURCES = ['bench/framework-ceiling.ts', 'bench/sql-replay.ts', 'bench/measurement.ts'];
-/** Goal of every endpoint against the bare Fastify route running its SQL (issue 12). */
+/** Goal of every endpoint against the bare Fastify route running its SQL (docs/performance.md). */
 const SQL_CEILING_GOAL = 0.8;
 const MB = 1024 * 1024;
 const started = performance.now();

@@ -24,7 +24,7 @@ export interface WebhookBench extends SectionBench {
   readonly add: () => HttpRequestSpec;
 }
 
-/** Changes per second of the latency row (issue 11). */
+/** Changes per second of the latency row (docs/performance.md). */
 const LATENCY_RATE = 500;
 const ADMIN_TOKEN = 'bench-webhooks-admin-token-0123';
 

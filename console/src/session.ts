@@ -1,7 +1,7 @@
 /*
  * The signed-in credentials: a workspace API key and/or the operator token. They live in this
  * tab's sessionStorage only (gone when the tab closes), never in a URL, a cookie, a log or
- * localStorage; "Sign out" forgets them (issue 10, "Sign in").
+ * localStorage; "Sign out" forgets them (docs/console.md, "Using it").
  */
 import { useSyncExternalStore } from 'react';
 

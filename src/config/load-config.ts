@@ -7,7 +7,7 @@ import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 /**
  * The environment variables wum reads, with their defaults and bounds.
  * Source: docs/contract.md Part B, "Running", "Retries, limits and audit", "Operator interface";
- * issue 4, "Resource bounds" (timeouts, sizes, load shedding; documented in docs/operations.md).
+ * docs/operations.md, "Limits" (timeouts, sizes, load shedding; documented in docs/operations.md).
  */
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -80,7 +80,7 @@ export type StorageConfig =
 
 /**
  * Limits of the HTTP server, in milliseconds and bytes. A timeout of 0 turns it off.
- * Source: issue 4, "Resource bounds"; Node's `http.Server` timeouts.
+ * Source: docs/operations.md, "Limits"; Node's `http.Server` timeouts.
  */
 export interface HttpLimits {
   /** Time to receive a whole request, headers and body (Node `requestTimeout`) → 408. */
@@ -185,7 +185,7 @@ export interface Config {
   readonly storage: StorageConfig;
   /**
    * Processes serving the port (node:cluster), each with its own database pool; 1 = this
-   * process serves alone. Above 1 only with PostgreSQL (issue 5, multi-core).
+   * process serves alone. Above 1 only with PostgreSQL (docs/operations.md, "Replicas and scaling").
    */
   readonly workers: number;
   /**

@@ -1,6 +1,6 @@
 /**
  * The stable error codes of the API with their HTTP status and title.
- * Source: docs/contract.md Part B (every `code` it names), issue 4 (408, 414, 431 and 503 for the
+ * Source: docs/contract.md Part B (every `code` it names), docs/security.md (408, 414, 431 and 503 for the
  * server's own limits), RFC 9457 §3.1 (title is per type), RFC 7644 §3.12 (the SCIM kinds
  * of bad request, and SCIM groups, docs/contract.md Part B "SCIM 2.0 provisioning") and docs/contract.md Part B
  * "A highly available database" (503 `database_unavailable`). Both 503 codes mean "retry after

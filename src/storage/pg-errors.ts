@@ -88,7 +88,7 @@ export function isTransientDatabaseError(error: unknown): boolean {
  * transient failures ({@link isTransientDatabaseError}) to `503 service_unavailable` (busy) or
  * `503 database_unavailable` (no server could take the request: during a failover, a restart,
  * a network failure), both with `Retry-After`, never a 500. Returns any other error unchanged.
- * Source: docs/architecture.md ("database errors are mapped once, in storage/"); issue 4 (a statement
+ * Source: docs/architecture.md ("database errors are mapped once, in storage/"); docs/security.md (a statement
  * timeout is a 503, not a 500); docs/contract.md Part B, "A highly available database".
  */
 export function mapDatabaseError(error: unknown): unknown {

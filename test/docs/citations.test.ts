@@ -7,11 +7,12 @@ import { BACKEND } from '../helpers/test-context.ts';
 /*
  * The repository stands alone (docs/architecture.md, "Growing the house"): comments and docs cite
  * docs/contract.md and docs/architecture.md, never the files they replaced, which a clone does
- * not have, nor a folder beside the repository.
+ * not have, nor a folder beside the repository, nor an issue of the tracker (the decision it
+ * holds belongs in a doc).
  */
 
-/** Citations of sources outside the repository. */
-const OUTSIDE = /\bSPEC\.md\b|\bDESIGN\.md\b|\.\.\/shared\//;
+/** Citations of sources outside the repository: the replaced files, the folder beside it, an issue. */
+const OUTSIDE = /\bSPEC\.md\b|\bDESIGN\.md\b|\.\.\/shared\/|\b[Ii]ssues? #?\d+/;
 
 /** Files allowed to match, each with its reason. */
 const ALLOWED = new Map([

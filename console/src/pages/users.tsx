@@ -24,7 +24,7 @@ const STATUSES = ['active', 'deactivated', 'all'] as const;
 const ROLES = ['', 'owner', 'non_owner'] as const;
 const SORTS = ['created_at', '-created_at', 'email', '-email'] as const;
 type Sort = (typeof SORTS)[number];
-/** Wait after the last keystroke before searching: results within 300 ms of it (issue 10). */
+/** Wait after the last keystroke before searching: results within 300 ms of it (docs/console.md). */
 const SEARCH_DELAY_MS = 60;
 
 /** The listing's filters as the URL holds them (`q`, `status`, `role`, `app`, `sort`, `page`, `size`). */

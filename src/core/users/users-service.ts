@@ -418,7 +418,7 @@ export async function findUsers(store: Store, workspaceId: number, query: UserQu
 
 /**
  * One page of a user's audit history (its events across renames), oldest first unless
- * `newestFirst`. Source: issue 10 (the console's user history).
+ * `newestFirst`. Source: docs/console.md, "Using it" (a user's history).
  * @throws AppError `user_not_found` (404).
  */
 export async function listUserAuditEvents(

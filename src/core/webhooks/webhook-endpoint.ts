@@ -70,7 +70,7 @@ export interface WebhookDelivery {
 /** The Standard Webhooks prefix of a signing secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 
-/** How long a rotated-out secret still signs, in ms (issue 11: "the old secret still signing for 24 h"). */
+/** How long a rotated-out secret still signs, in ms (docs/api.md, "Events and webhooks"). */
 export const PREVIOUS_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
 
 /**
