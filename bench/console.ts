@@ -1,5 +1,5 @@
 /*
- * `npm run bench:console`: the web console's budgets (issue 10), measured in Debian's headless
+ * `npm run bench:console`: the web console's budgets (docs/console.md), measured in Debian's headless
  * Chromium against a real server on a throw-away PostgreSQL whose workspace `big` holds
  * 1,000,000 users (seeded set-based, bench/seed.ts):
  *

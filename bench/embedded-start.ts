@@ -2,7 +2,8 @@
  * `npm run bench:embedded`: how long the server takes to listen on the embedded PGlite, and
  * its peak resident memory, on a new DATA_DIR (first start: demo seed included) and on the
  * same DATA_DIR again (later start), each several times, for three ways of starting (VARIANTS:
- * as before issue 12, after its first round, and `npm start` now), measured in one run on the
+ * as before the embedded start-up work, after its first round, and `npm start` now;
+ * docs/performance.md, "The embedded store"), measured in one run on the
  * same machine.
  *
  * `npm start` is timed without its `prestart` (the bundle and console builds, no-ops once
@@ -38,7 +39,7 @@ function startCommand(): string[] {
 const TSX_COMMAND = ['--import', 'tsx', 'src/server/server.ts'];
 
 /**
- * How the server started at each step of issue 12, all on today's code: PGlite's initdb with its
+ * How the server started at each step of that work (docs/performance.md), all on today's code: PGlite's initdb with its
  * default settings (WUM_PGLITE_BASELINE=1, src/storage/database.ts) through tsx, as before the
  * issue; the pre-initialised data directory and the embedded settings through tsx, as the
  * first round of the issue shipped; and `npm start` as it is now (the bundle).

@@ -1,5 +1,5 @@
 /*
- * What a highly available database costs writes (SPEC.md Part B, "A highly available
+ * What a highly available database costs writes (docs/contract.md Part B, "A highly available
  * database"; docs/operations.md, "PostgreSQL high availability"): `POST /users` against the
  * pg_auto_failover topology of the tests and docs (a primary and two standbys,
  * number_sync_standbys 1, so every commit waits for a standby) and, in the same run, against a

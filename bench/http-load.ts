@@ -45,7 +45,8 @@ export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
     requests: [{ setupRequest: (request) => ({ ...request, ...load.next() }) }],
   }) as unknown as autocannon.Instance & Promise<autocannon.Result>;
   // Without a callback autocannon returns its event emitter, made thenable.
-  instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+  // `on` returns that same thenable, which is awaited below, not here.
+  void instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
     responses += 1;
     latencies.record(responseTime);
     if (!ok(statusCode)) failures.add(String(statusCode));

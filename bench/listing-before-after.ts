@@ -36,7 +36,7 @@ import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from '
 const { values: options } = parseArgs({
   options: { sizes: { type: 'string', default: '10000,1000000,10000000' } },
 });
-const SIZES = options.sizes!.split(',').map((s) => Number(s.trim()));
+const SIZES = options.sizes.split(',').map((s) => Number(s.trim()));
 if (SIZES.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`--sizes: whole numbers of users, at least 100: ${options.sizes}`);
 
 const WARM_UP = 3;
@@ -45,7 +45,7 @@ const MIN_RUNS = 15;
 const SECONDS = 4;
 /** Runs of each service statement per run of the plain one (which can be 1,000 times slower). */
 const SERVICE_REPEAT = 5;
-/** The page's goals (issue 12): at most this many times the first page, and no slower than OFFSET. */
+/** The page's goals (docs/performance.md): at most this many times the first page, and no slower than OFFSET. */
 const GOAL_OF_FIRST = 1.5;
 
 /** p50 and p99 (ms) of some runs, and how many. */

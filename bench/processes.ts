@@ -70,7 +70,7 @@ export async function startServer(
     detached: true,
   });
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-8000)));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-8000)));
   const exited = exitOf(child);
   let done = false;
   void exited.then(() => (done = true));

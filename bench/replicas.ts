@@ -1,5 +1,5 @@
 /*
- * Replicas behind a load balancer (SPEC.md Part B, "Running several replicas"): the same
+ * Replicas behind a load balancer (docs/contract.md Part B, "Running several replicas"): the same
  * scenarios through a real HAProxy (the configuration of docs/operations.md) in front of one
  * replica, and in front of three replicas on the same PostgreSQL, in the same run, so the
  * ratio says what adding replicas buys on this machine; and three replicas with REDIS_URL and

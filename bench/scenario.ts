@@ -66,7 +66,7 @@ try {
     'dist/server/server.js',
     {
       DATABASE_URL: options['unix-socket'] ? cluster.socketUrl : cluster.url,
-      DATABASE_POOL_SIZE: options['pool-size']!,
+      DATABASE_POOL_SIZE: options['pool-size'],
       RATE_LIMIT_PER_KEY: '0',
       LOG_LEVEL: 'info',
     },

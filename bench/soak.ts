@@ -1,5 +1,5 @@
 /*
- * `npm run soak`: the soak test of issue 4 (not part of `npm test`). Starts a real wum server
+ * `npm run soak`: the soak test (not part of `npm test`; docs/performance.md). Starts a real wum server
  * on loopback — on a throw-away PostgreSQL cluster when the server binaries are installed,
  * else on embedded PGlite — and sends it a fixed rate of mixed traffic for N minutes with
  * autocannon: listings, look-ups, adds, reactivations and deactivations over a bounded set of

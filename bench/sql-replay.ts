@@ -99,7 +99,7 @@ export interface SqlTemplate {
 function firstRowCells(rows: unknown[] | undefined): unknown[] {
   const first = rows?.[0];
   if (first === undefined || first === null) return [];
-  return Array.isArray(first) ? first : Object.values(first as object);
+  return Array.isArray(first) ? first : Object.values(first);
 }
 
 const EMAIL_MARK = '\u0000email\u0000';

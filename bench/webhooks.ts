@@ -1,5 +1,5 @@
 /*
- * Webhooks (SPEC.md Part B, Events and webhooks): what delivering costs the writes, and how
+ * Webhooks (docs/contract.md Part B, Events and webhooks): what delivering costs the writes, and how
  * soon an event reaches its receiver. `POST /users` with one and with three webhook endpoints
  * against none, on the same server and data in the same run (goal ≥ 0.9×: the delivery rows
  * are written by the change's own statement, the sending happens beside the requests); and the
@@ -24,7 +24,7 @@ export interface WebhookBench extends SectionBench {
   readonly add: () => HttpRequestSpec;
 }
 
-/** Changes per second of the latency row (issue 11). */
+/** Changes per second of the latency row (docs/performance.md). */
 const LATENCY_RATE = 500;
 const ADMIN_TOKEN = 'bench-webhooks-admin-token-0123';
 

@@ -98,7 +98,7 @@ export async function startHaproxy(options: HaproxyOptions): Promise<Haproxy> {
   if (checked.status !== 0) throw new Error(`haproxy refused its configuration:\n${checked.stdout}${checked.stderr}`);
   const child = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + 20_000;
   while (!(await accepts(options.port))) {

@@ -244,7 +244,7 @@ export async function startFormation(options: FormationOptions = {}): Promise<Fo
   } catch (error) {
     const tail = existsLogs(dir) ? logTail() : '';
     stop();
-    throw new Error(`${(error as Error).message}\n${tail}`);
+    throw new Error(`${(error as Error).message}\n${tail}`, { cause: error });
   }
 
   const hostList = nodes.map((n) => `127.0.0.1:${n.port}`).join(',');
@@ -287,7 +287,7 @@ async function waitForMonitor(url: string, timeoutMs: number): Promise<void> {
       await withClient(url, (client) => client.query('select 1'));
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`the pg_auto_failover monitor did not start: ${(error as Error).message}`);
+      if (Date.now() > deadline) throw new Error(`the pg_auto_failover monitor did not start: ${(error as Error).message}`, { cause: error });
       await sleep(200);
     }
   }

@@ -34,16 +34,16 @@ function launch(port: number, dir: string): Promise<ChildProcess> {
       child.kill('SIGKILL');
       reject(new Error(`redis-server did not start on port ${port}:\n${out}`));
     }, 20_000);
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
       if (READY.test(out)) {
         clearTimeout(timer);
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
+        child.stdout.removeAllListeners('data');
+        child.stdout.resume();
         resolve(child);
       }
     });
-    child.stderr!.resume();
+    child.stderr.resume();
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`redis-server exited (${code}) before it was ready:\n${out}`));

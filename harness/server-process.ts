@@ -95,8 +95,8 @@ export function spawnServer(command: string, args: readonly string[], env: Recor
   let out = '';
   let err = '';
   let exit: number | string | undefined;
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   const exited = new Promise<number | string>((resolve) => {
     child.once('close', (code, signal) => {
       exit = code ?? signal ?? 'unknown';
@@ -132,11 +132,11 @@ export function spawnServer(command: string, args: readonly string[], env: Recor
         }, timeoutMs);
         const done = () => {
           clearTimeout(timer);
-          child.stdout!.off('data', check);
+          child.stdout.off('data', check);
           child.off('close', onExit);
         };
         if (check()) return;
-        child.stdout!.on('data', check);
+        child.stdout.on('data', check);
         child.once('close', onExit);
       });
     },

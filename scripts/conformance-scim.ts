@@ -1,6 +1,6 @@
 /*
  * `npm run conformance:scim`: replays Okta's SPEC and CRUD tests and Microsoft's SCIM
- * reference collection (read from ../shared/conformance/scim) against wum, and prints per
+ * reference collection (read from the folder scim-conformance/run.ts names) against wum, and prints per
  * suite the steps, how many passed, how many ran adapted (each adaptation is listed with its
  * step and reason) and how many failed. Exits non-zero on any failure.
  *

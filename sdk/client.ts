@@ -34,7 +34,7 @@ export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']
 /** One page of the feed: `events` and `next_after`, the `after` of the next call. */
 export type EventPage = operations['listEvents']['responses'][200]['content']['application/json'];
 
-/** Path prefix of the external API (SPEC.md Part A). */
+/** Path prefix of the external API (docs/contract.md Part A). */
 export const EXTERNAL_API_PREFIX = '/api/external/v2';
 
 /** Options of {@link createClient}. */

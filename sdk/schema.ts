@@ -535,7 +535,7 @@ export interface components {
              */
             roles: string[];
         };
-        /** @description A user change (SPEC.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`). */
+        /** @description A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`). */
         Event: {
             /**
              * @description `evt_` and 32 hex digits; the `webhook-id` of its deliveries, for de-duplication.

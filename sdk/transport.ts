@@ -58,7 +58,7 @@ export function loopbackAwareLookup(hostname: string, options: LookupOptions, ca
 /** The default dispatcher: keep-alive connections, `*.localhost` resolved to loopback. */
 export function createLoopbackAwareAgent(): Agent {
   return new Agent({
-    connect: { lookup: loopbackAwareLookup as never },
+    connect: { lookup: loopbackAwareLookup },
     // Node gives each address of a name 250 ms to connect before trying the next (happy
     // eyeballs); on a loaded machine 127.0.0.1 can take longer, and the next address (::1,
     // where a server bound to IPv4 refuses) then fails the call. A refused address still
@@ -143,7 +143,7 @@ export const ITERATION_PAGE_SIZE = 100;
 
 /**
  * Every item of a paginated listing, page by page from page 1, until the empty page that marks
- * the end (SPEC.md Part A: "An empty users array means the end").
+ * the end (docs/contract.md Part A: "An empty users array means the end").
  */
 export async function* everyItem<T>(fetchPage: (pageNumber: number) => Promise<readonly T[]>): AsyncGenerator<T, void, undefined> {
   for (let page = 1; ; page += 1) {

@@ -1,6 +1,6 @@
 /*
  * Page state kept in the URL's query (filters, sort, page), so back/forward and a shared link
- * restore it (issue 10). Built on wouter's useSearchParams.
+ * restore it (docs/console.md). Built on wouter's useSearchParams.
  */
 import { useLocation, useSearchParams } from 'wouter-preact';
 

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import newman, { type NewmanRunExecution } from 'newman';
+import newman from 'newman';
 import { loopbackAgent } from './http.ts';
 import type { StepResult, SuiteResult } from './report.ts';
 import type { SuiteWorkspace } from './target.ts';
 
 /*
  * Microsoft's SCIM reference Postman collection, run with newman. The collection is read from
- * the suites folder and adapted in memory, step by step, where it contradicts SPEC.md; each
+ * the suites folder and adapted in memory, step by step, where it contradicts docs/contract.md; each
  * adaptation is recorded against its step and printed. Everything else runs as published.
  */
 
@@ -38,7 +38,7 @@ function emailOf(userName: string): string {
 const USERS_PATH = /\/Users(\/|\?|$)/;
 const GROUPS_PATH = /\/Groups(\/|\?|$)/;
 
-/** The collection adapted to SPEC.md, with what was changed per step, and the catalogue roles it needs. */
+/** The collection adapted to docs/contract.md, with what was changed per step, and the catalogue roles it needs. */
 export interface AdaptedCollection {
   readonly collection: { info: unknown; item: PostmanItem[] };
   /** Step name (with its position) → what was changed and why. */
@@ -74,9 +74,9 @@ function requests(items: PostmanItem[]): PostmanItem[] {
  * - the folder "Get Token" (Microsoft's reference server's own login) is left out;
  * - `/serviceConfiguration` → `/ServiceProviderConfig` (RFC 7644 §4);
  * - a userName `X` that is no email → `X@example.com` in bodies and in the tests that expect it
- *   (SPEC.md: userName is the email; SOURCES.md);
+ *   (docs/contract.md: userName is the email; SOURCES.md);
  * - group displayNames `X` → `scim-suite:X'` (a role of the catalogue), and a PUT that renames a
- *   group keeps its name, its test expecting that name (SPEC.md: groups are product roles, a
+ *   group keeps its name, its test expecting that name (docs/contract.md: groups are product roles, a
  *   rename is refused);
  * - a test looking for a member's display text sent in a PATCH looks for the member's id
  *   (members are the role's holders; their `display` is the user's own name, not stored text);
@@ -195,12 +195,12 @@ export async function runMicrosoftCollection(adapted: AdaptedCollection, workspa
   );
   // newman runs the requests in collection order, once each: execution i is request i.
   const items = requests(adapted.collection.item);
-  const steps: StepResult[] = (summary.run.executions as NewmanRunExecution[]).map((execution, i) => {
+  const steps: StepResult[] = (summary.run.executions).map((execution, i) => {
     const item = items[i]?.name === execution.item.name ? items[i] : undefined;
     const requestError = (execution as { requestError?: Error }).requestError;
     const failures = [
       ...(requestError ? [String(requestError)] : []),
-      ...(execution.assertions ?? []).filter((a) => a.error).map((a) => `${a.assertion}: ${a.error!.message}`),
+      ...(execution.assertions ?? []).filter((a) => a.error).map((a) => `${a.assertion}: ${a.error.message}`),
     ];
     const adaptation = item ? adapted.adaptations.get(item)?.join('; ') : undefined;
     return { name: execution.item.name, passed: failures.length === 0, failures, ...(adaptation ? { adaptation } : {}) };

@@ -13,7 +13,7 @@ function eventLine(event: WumEvent): string {
  * `wum events tail`: prints the workspace's events in sequence order from `--after` (default:
  * the oldest kept) and then follows the feed, polling every `--interval` ms, until interrupted;
  * `--no-follow` stops once caught up. With `--json`, one event per line (JSON Lines).
- * Source: SPEC.md Part B, Events and webhooks (the pull feed).
+ * Source: docs/contract.md Part B, Events and webhooks (the pull feed).
  */
 export function eventsCommand(): Command {
   const events = new Command('events').description("the workspace's feed of user changes");

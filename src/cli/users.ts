@@ -11,7 +11,7 @@ import { importRows, progressBar, readImportFile, summarize } from './users-impo
 const STATUSES: StatusFilter[] = ['active', 'deactivated', 'all'];
 const SORTS = ['created_at', '-created_at', 'email', '-email'];
 
-/** The filter options shared by `list` and `export` (SPEC.md Part B, Finding users). */
+/** The filter options shared by `list` and `export` (docs/contract.md Part B, Finding users). */
 function withFilters(command: Command): Command {
   return command
     .addOption(new Option('--status <status>', 'which users').choices(STATUSES).default('active'))

@@ -74,7 +74,7 @@ function takeTarget(rest: string): { rest: string; target: string } {
  * node-postgres's own parser (`pg-connection-string`) from each host's single-host URL.
  * Without `target_session_attrs` the mode is `any`, as in libpq.
  * Source: PostgreSQL documentation, libpq §34.1.1.2 "Connection URIs" and §34.1.1.3
- * "Specifying Multiple Hosts"; SPEC.md Part B, "A highly available database".
+ * "Specifying Multiple Hosts"; docs/contract.md Part B, "A highly available database".
  *
  * @throws DatabaseUrlError for a URL that is not `postgres://` or `postgresql://`, a malformed
  *   host or port, or a `target_session_attrs` other than `any`, `read-write` or `primary`.

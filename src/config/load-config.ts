@@ -6,8 +6,8 @@ import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
- * Source: SPEC.md Part B, "Running", "Retries, limits and audit", "Operator interface";
- * issue 4, "Resource bounds" (timeouts, sizes, load shedding; documented in docs/operations.md).
+ * Source: docs/contract.md Part B, "Running", "Retries, limits and audit", "Operator interface";
+ * docs/operations.md, "Limits" (timeouts, sizes, load shedding; documented in docs/operations.md).
  */
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -90,7 +90,7 @@ export type StorageConfig =
 
 /**
  * Limits of the HTTP server, in milliseconds and bytes. A timeout of 0 turns it off.
- * Source: issue 4, "Resource bounds"; Node's `http.Server` timeouts.
+ * Source: docs/operations.md, "Limits"; Node's `http.Server` timeouts.
  */
 export interface HttpLimits {
   /** Time to receive a whole request, headers and body (Node `requestTimeout`) → 408. */
@@ -137,7 +137,7 @@ export interface LoadShedding {
 }
 
 /**
- * Webhook delivery (SPEC.md Part B, Events and webhooks; documented in docs/operations.md and
+ * Webhook delivery (docs/contract.md Part B, Events and webhooks; documented in docs/operations.md and
  * docs/security.md).
  */
 export interface WebhookConfig {
@@ -156,7 +156,7 @@ export interface WebhookConfig {
   readonly loopbackOnly: boolean;
   /** Delays before each retry, in ms; after the last one fails, the delivery fails. */
   readonly retryScheduleMs: readonly number[];
-  /** Longest wait for a receiver's response, in ms (SPEC.md: 15 s). */
+  /** Longest wait for a receiver's response, in ms (docs/contract.md: 15 s). */
   readonly timeoutMs: number;
   /** Deliveries this process sends to one endpoint at a time. */
   readonly concurrencyPerEndpoint: number;
@@ -212,13 +212,13 @@ export interface MaintenanceSettings {
 export interface Config {
   readonly port: number;
   readonly host: string;
-  /** Lower-cased domain the workspace label stands in front of (SPEC.md Part B, Addressing). */
+  /** Lower-cased domain the workspace label stands in front of (docs/contract.md Part B, Addressing). */
   readonly baseDomain: string;
   readonly trustProxy: boolean;
   readonly storage: StorageConfig;
   /**
    * Processes serving the port (node:cluster), each with its own database pool; 1 = this
-   * process serves alone. Above 1 only with PostgreSQL (issue 5, multi-core).
+   * process serves alone. Above 1 only with PostgreSQL (docs/operations.md, "Replicas and scaling").
    */
   readonly workers: number;
   /**
@@ -233,7 +233,7 @@ export interface Config {
   /** Failed API key attempts allowed per client address and minute; 0 turns it off. */
   readonly authFailureLimit: number;
   /**
-   * Redis shared by the replicas for the rate limits (SPEC.md Part B, "Running several
+   * Redis shared by the replicas for the rate limits (docs/contract.md Part B, "Running several
    * replicas"); `undefined`: each process limits alone. `timeoutMs` bounds each Redis command
    * (and a connection attempt): past it, or while Redis is unreachable, the limits fail open.
    */

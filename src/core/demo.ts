@@ -4,7 +4,7 @@ import type { Store } from './ports.ts';
 import { addUser } from './users/users-service.ts';
 import { createWorkspace, type CreatedWorkspace } from './workspaces/workspaces-service.ts';
 
-/** Subdomain of the demo workspace created on a new embedded database (SPEC.md Part B, Running). */
+/** Subdomain of the demo workspace created on a new embedded database (docs/contract.md Part B, Running). */
 export const DEMO_SUBDOMAIN = 'demo';
 
 /** The small catalogue a newcomer can use at once, roles in display order. */

@@ -1,8 +1,8 @@
 /**
  * The stable error codes of the API with their HTTP status and title.
- * Source: SPEC.md Part B (every `code` it names), issue 4 (408, 414, 431 and 503 for the
+ * Source: docs/contract.md Part B (every `code` it names), docs/security.md (408, 414, 431 and 503 for the
  * server's own limits), RFC 9457 §3.1 (title is per type), RFC 7644 §3.12 (the SCIM kinds
- * of bad request, and SCIM groups, SPEC.md Part B "SCIM 2.0 provisioning") and SPEC.md Part B
+ * of bad request, and SCIM groups, docs/contract.md Part B "SCIM 2.0 provisioning") and docs/contract.md Part B
  * "A highly available database" (503 `database_unavailable`). Both 503 codes mean "retry after
  * `Retry-After`": `service_unavailable` when this process or the database is busy (load
  * shedding, shutdown, a statement timeout, a full pool, a lost race), `database_unavailable`
@@ -95,7 +95,7 @@ export const TRANSIENT_RETRY_AFTER_SECONDS = 1;
 
 /**
  * The answer when no database server could take the request: `503 database_unavailable` with
- * `Retry-After`. Source: SPEC.md Part B, "A highly available database".
+ * `Retry-After`. Source: docs/contract.md Part B, "A highly available database".
  */
 export function databaseUnavailable(): AppError {
   return new AppError(

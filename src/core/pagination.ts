@@ -1,10 +1,10 @@
-/** A request for one page; both fields are integers ≥ 1 (SPEC.md Part B, Listing). */
+/** A request for one page; both fields are integers ≥ 1 (docs/contract.md Part B, Listing). */
 export interface PageRequest {
   readonly pageNumber: number;
   readonly pageSize: number;
 }
 
-/** The pagination envelope of SPEC.md Part A, in domain (camelCase) form. */
+/** The pagination envelope of docs/contract.md Part A, in domain (camelCase) form. */
 export interface Pagination {
   readonly totalRecords: number;
   readonly currentPageNumber: number;
@@ -13,7 +13,7 @@ export interface Pagination {
 }
 
 /**
- * Default and bounds of page parameters: defaults 1 and 30, page_size 1–100 (SPEC.md).
+ * Default and bounds of page parameters: defaults 1 and 30, page_size 1–100 (docs/contract.md).
  * page_number stops at 2^31 - 1 so that every offset stays an exact integer in SQL.
  */
 export const PAGE_DEFAULTS = { pageNumber: 1, pageSize: 30, maxPageSize: 100, maxPageNumber: 2_147_483_647 } as const;
@@ -25,7 +25,7 @@ export function pageOffset(page: PageRequest): number {
 
 /**
  * Builds the pagination envelope; `totalPages = ceil(totalRecords / pageSize)`, 0 when empty.
- * Source: SPEC.md Part B, Listing.
+ * Source: docs/contract.md Part B, Listing.
  */
 export function paginate(page: PageRequest, totalRecords: number): Pagination {
   return {

@@ -97,7 +97,7 @@ export interface AuditFilter {
  * What a user change writes besides the user, in the same statement or transaction: its
  * audit entry and its outbox event, whose `data` is the user after the change (built by the
  * store from the row it wrote) and `previous`, the changed fields before, in the API's names
- * (SPEC.md Part B, Events and webhooks: "no change without its event").
+ * (docs/contract.md Part B, Events and webhooks: "no change without its event").
  */
 export interface UserChangeRecord {
   readonly audit: AuditEntry;

@@ -36,7 +36,7 @@ import type { Registry } from 'prom-client';
 import { createRateLimits } from './rate-limit/rate-limits.ts';
 import { connectSharedRedis } from './rate-limit/shared-redis.ts';
 
-/** Largest accepted request body: 64 KiB (SPEC.md Part B, Errors). */
+/** Largest accepted request body: 64 KiB (docs/contract.md Part B, Errors). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** What the app runs on, injected so tests and production build it the same way. */
@@ -52,6 +52,8 @@ export interface AppDependencies {
   readonly beginTransaction?: () => Promise<RequestTransaction>;
   /** Pino options or `false`; defaults to JSON logs at the configured level. */
   readonly logger?: boolean | object;
+  /** Where the default logger writes (a pino destination); stdout when absent. */
+  readonly logStream?: NodeJS.WritableStream;
   /**
    * The registry `/metrics` serves, for metrics of what runs beside the app (the cache
    * listener, Redis); absent: a registry of this app's own.
@@ -66,20 +68,23 @@ export interface AppDependencies {
   readonly consoleDistDir?: string;
 }
 
-/** The Fastify `logger` option: `given` (or JSON logs at `level`) with wum's serializers. */
-function loggerOptions(given: boolean | object | undefined, level: string): boolean | object {
+/**
+ * The Fastify `logger` option: `given` (or logs at `level` to `stream`, else JSON lines to
+ * standard output) with wum's serializers.
+ */
+function loggerOptions(given: boolean | object | undefined, level: string, stream: NodeJS.WritableStream | undefined): boolean | object {
   if (typeof given === 'object') return { serializers: LOG_SERIALIZERS, ...given };
-  return given ?? { level, serializers: LOG_SERIALIZERS, stream: resilientStdout() };
+  return given ?? { level, serializers: LOG_SERIALIZERS, stream: stream ?? resilientStdout() };
 }
 
 /**
  * Builds the whole Fastify application without listening: request id → tenant and key →
- * route → body parsing → schema validation → handler → core. Source: DESIGN.md.
+ * route → body parsing → schema validation → handler → core. Source: docs/architecture.md.
  */
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
     // Route patterns, not URLs, and errors without statement values (log-serializers.ts).
-    logger: loggerOptions(deps.logger, config.logLevel),
+    logger: loggerOptions(deps.logger, config.logLevel, deps.logStream),
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -96,7 +101,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
   app.setValidatorCompiler(validatorCompiler);
-  // JSON is the only body format of the API: anything else is 415 (SPEC.md Part B, Errors).
+  // JSON is the only body format of the API: anything else is 415 (docs/contract.md Part B, Errors).
   app.removeContentTypeParser(['text/plain', 'application/json']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, depthLimitedJsonParser(app));
   registerRequestIdHeader(app);

@@ -3,7 +3,7 @@ import type { Precondition } from '../core/users/users-service.ts';
 
 /**
  * The strong entity tag of a user at `version`: `"<version>"`. It changes on every change of
- * the user. Source: RFC 9110 §8.8.3; SPEC.md Part B, Changing a user in place.
+ * the user. Source: RFC 9110 §8.8.3; docs/contract.md Part B, Changing a user in place.
  */
 export function userEtag(version: number): string {
   return `"${version}"`;

@@ -4,7 +4,7 @@ import type { Pagination } from '../core/pagination.ts';
 /**
  * Builds an RFC 8288 `Link` value with `first`, `prev`, `next` and `last` page URLs, keeping
  * the request's other query parameters. `prev` is omitted on page 1, `next` on the last page
- * and beyond. Source: SPEC.md Part B, Listing.
+ * and beyond. Source: docs/contract.md Part B, Listing.
  */
 export function paginationLinks(request: FastifyRequest, pagination: Pagination): string {
   const url = new URL(request.url, `${request.protocol}://${request.host}`);

@@ -8,7 +8,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 
 /**
  * RFC 9457 problem details as wum renders them: the standard members plus `code` (the
- * stable identifier of SPEC.md), `request_id`, and `errors` for invalid fields.
+ * stable identifier of docs/contract.md), `request_id`, and `errors` for invalid fields.
  */
 export interface ProblemDetails {
   readonly type: string;
@@ -40,7 +40,7 @@ export function toProblem(error: AppError, requestId: string): ProblemDetails {
 
 /**
  * Sends an AppError as an RFC 9457 response, with the error's extra headers; on the SCIM
- * service's paths as a SCIM error instead (SPEC.md Part B, SCIM 2.0 provisioning), with
+ * service's paths as a SCIM error instead (docs/contract.md Part B, SCIM 2.0 provisioning), with
  * `WWW-Authenticate: Bearer` on 401 (RFC 6750 §3).
  */
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {

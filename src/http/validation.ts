@@ -105,7 +105,7 @@ declare module 'fastify' {
 /**
  * A route that takes a JSON body answers `415 unsupported_media_type` when the request has
  * no Content-Type at all (other media types are refused by the body parser), unless its
- * body is optional and none was sent. Runs after authentication and routing, as SPEC.md
+ * body is optional and none was sent. Runs after authentication and routing, as docs/contract.md
  * Part B orders the checks.
  */
 export function requireJsonContentType(app: FastifyInstance): void {
@@ -155,7 +155,7 @@ function findUnstorable(value: unknown, path: string): FieldError | undefined {
 /**
  * Refuses text PostgreSQL cannot store — NUL characters and lone surrogates (`"\ud800"` in
  * JSON) — in path parameters, query and body before validation, so they never fail deeper
- * down (SPEC.md Part B, Errors: never a 5xx for bad input). Refused, not repaired: a silently
+ * down (docs/contract.md Part B, Errors: never a 5xx for bad input). Refused, not repaired: a silently
  * changed name would be worse. Parameters → `400 invalid_parameter`, body → `400 validation_failed`.
  */
 export function rejectUnstorableText(app: FastifyInstance): void {

@@ -1,6 +1,6 @@
 /*
  * The fixed names and limits of wum's SCIM 2.0 service provider (RFC 7643, RFC 7644;
- * SPEC.md Part B, "SCIM 2.0 provisioning").
+ * docs/contract.md Part B, "SCIM 2.0 provisioning").
  */
 
 /** Path prefix of the SCIM service on a workspace's host. */
@@ -23,7 +23,7 @@ export const URN = {
   schema: 'urn:ietf:params:scim:schemas:core:2.0:Schema',
 } as const;
 
-/** `count` when a list request gives none (SPEC.md Part B). */
+/** `count` when a list request gives none (docs/contract.md Part B). */
 export const DEFAULT_COUNT = 100;
 /** The most resources one list response holds; a larger `count` is lowered to it (RFC 7644 §3.4.2.4). */
 export const MAX_COUNT = 1000;

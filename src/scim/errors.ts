@@ -40,7 +40,7 @@ const SCIM_DETAILS: Partial<Record<ErrorCode, string>> = {
 
 /**
  * The SCIM error of an AppError: its HTTP status and body. Field errors are folded into
- * `detail`. Source: RFC 7644 §3.12; SPEC.md Part B, SCIM 2.0 provisioning ("errors are
+ * `detail`. Source: RFC 7644 §3.12; docs/contract.md Part B, SCIM 2.0 provisioning ("errors are
  * SCIM errors").
  */
 export function toScimError(error: AppError): { status: number; body: ScimErrorBody } {

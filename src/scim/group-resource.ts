@@ -7,7 +7,7 @@ import type { PatchOperation } from './patch-request.ts';
 import { fromLibraryErrors, groupDefinition, normalizeBooleans, resolveAttribute } from './schema-definitions.ts';
 
 /*
- * Groups are product roles (SPEC.md Part B, SCIM 2.0 provisioning): a Group resource's
+ * Groups are product roles (docs/contract.md Part B, SCIM 2.0 provisioning): a Group resource's
  * `displayName` is `"product:role"`, its members are the users holding that role. Changes of
  * `members` become grants and revocations (a MembershipChange), never a stored member list.
  */
@@ -175,7 +175,7 @@ function applyToAttribute(
       if (where === 'path') throw new AppError('mutability', `${attribute} cannot be changed.`);
       return;
     default:
-      // Path-less values may carry attributes wum does not know: ignored (SPEC.md Part B).
+      // Path-less values may carry attributes wum does not know: ignored (docs/contract.md Part B).
       if (where === 'path') throw new AppError('invalid_path', `The Group schema has no attribute "${operation.path}".`);
   }
 }

@@ -27,7 +27,7 @@ function integerParameter(query: Record<string, unknown>, name: string): number 
 /**
  * Reads `startIndex` and `count`: `startIndex` below 1 is read as 1 and a negative `count` as
  * 0 (RFC 7644 §3.4.2.4); `count` defaults to {@link DEFAULT_COUNT} and is lowered to
- * {@link MAX_COUNT} (SPEC.md Part B).
+ * {@link MAX_COUNT} (docs/contract.md Part B).
  *
  * @throws AppError `invalid_value` (400) for a value that is not an integer, or a repeated parameter.
  */

@@ -13,7 +13,7 @@ import { URN } from './constants.ts';
 type SchemaDefinition = SCIMMY.Types.SchemaDefinition;
 type Attribute = SCIMMY.Types.Attribute;
 
-/** wum's extension of the User schema: the workspace role (SPEC.md Part B, SCIM 2.0 provisioning). */
+/** wum's extension of the User schema: the workspace role (docs/contract.md Part B, SCIM 2.0 provisioning). */
 const wumUserExtension = new SCIMMY.Types.SchemaDefinition(
   'WumUser',
   URN.wumUser,
@@ -126,7 +126,7 @@ const BOOLEAN_TEXT = /^(?:true|false)$/i;
  * `value` with the strings `"True"`/`"False"` (any case) turned into booleans wherever the
  * schema says the attribute at that place is a boolean; nothing else changes. `path` is the
  * attribute path of `value` (undefined at the resource's root); keys are paths relative to it
- * (dotted, or extension URNs). Source: SPEC.md Part B (`active` as a boolean or the strings
+ * (dotted, or extension URNs). Source: docs/contract.md Part B (`active` as a boolean or the strings
  * `"True"`/`"False"`), Entra ID's provisioning requests.
  */
 export function normalizeBooleans(definition: SchemaDefinition, value: unknown, path?: string): unknown {
@@ -151,7 +151,7 @@ function childPath(definition: SchemaDefinition, path: string | undefined, key: 
 
 /**
  * The keys of a path-less PATCH value (or a resource) that name no attribute of the schema
- * removed, so that unknown attributes are ignored as SPEC.md Part B asks, instead of failing
+ * removed, so that unknown attributes are ignored as docs/contract.md Part B asks, instead of failing
  * the whole request.
  */
 export function withoutUnknownAttributes(definition: SchemaDefinition, value: Record<string, unknown>): Record<string, unknown> {

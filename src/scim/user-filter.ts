@@ -250,7 +250,7 @@ function prefixed(filter: Filter, prefix: string): Filter {
 
 /**
  * The condition of a SCIM filter over Users: every operator, `and`/`or`/`not`, value paths,
- * attribute names in any case. Source: RFC 7644 §3.4.2.2; SPEC.md Part B, SCIM 2.0
+ * attribute names in any case. Source: RFC 7644 §3.4.2.2; docs/contract.md Part B, SCIM 2.0
  * provisioning (the User mapping).
  *
  * @throws AppError `invalid_filter` (400) for an attribute the User schema lacks (or that

@@ -5,7 +5,7 @@ import { URN } from './constants.ts';
 import { fromLibraryErrors, normalizeBooleans, userDefinition } from './schema-definitions.ts';
 
 /*
- * A core user ↔ a SCIM User resource (SPEC.md Part B, SCIM 2.0 provisioning): `id` = the
+ * A core user ↔ a SCIM User resource (docs/contract.md Part B, SCIM 2.0 provisioning): `id` = the
  * user's id, `userName` = email, `name.givenName`/`name.familyName` = first and last name,
  * `emails` = the email as the work and primary entry followed by the further entries an
  * identity provider stored, `active` = status, `externalId` as sent, `roles[].value` =
@@ -18,7 +18,7 @@ import { fromLibraryErrors, normalizeBooleans, userDefinition } from './schema-d
 /** The email rule of the native API (the `email` format it validates `user.email` with), ≤ 254 characters. */
 const EMAIL = addFormats.default.get('email') as RegExp;
 const MAX_EMAIL_LENGTH = 254;
-/** Longest first or last name (SPEC.md Part B, Users). */
+/** Longest first or last name (docs/contract.md Part B, Users). */
 const MAX_NAME_LENGTH = 255;
 
 /** Attributes of a User resource that wum models, or derives, or never keeps. */
@@ -151,7 +151,7 @@ function keptAttributes(resource: Record<string, unknown>, email: string): ScimA
  * Reads a User resource: a POST or PUT body (attribute names in any case, `"True"`/`"False"`
  * for booleans, unknown attributes ignored, read-only ones such as `id` and `meta` ignored)
  * or a resource changed by PATCH. Source: RFC 7643 §2.1, §4.1; RFC 7644 §3.3, §3.5.1;
- * SPEC.md Part B, SCIM 2.0 provisioning.
+ * docs/contract.md Part B, SCIM 2.0 provisioning.
  *
  * @throws AppError `invalid_syntax` (400) when the body is no JSON object; `invalid_value`
  *   (400) for a missing or non-email `userName`, a value of the wrong type, a role that is not

@@ -5,11 +5,12 @@ import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
 import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
 import { EXTERNAL_PREFIX } from '../http/plugins/tenant.ts';
 import { startService } from './service.ts';
+import { terminalLogStream } from './terminal-log.ts';
 import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.ts';
 
 function demoBanner(config: Config, apiKey: string): string {
-  const host = config.host === '0.0.0.0' || config.host === '::' ? config.baseDomain : config.baseDomain;
-  const base = `http://${DEMO_SUBDOMAIN}.${host}:${config.port}${EXTERNAL_PREFIX}`;
+  // The workspace is named by the Host header, so the URL uses BASE_DOMAIN whatever HOST binds.
+  const base = `http://${DEMO_SUBDOMAIN}.${config.baseDomain}:${config.port}${EXTERNAL_PREFIX}`;
   return [
     '',
     `Created the demo workspace "${DEMO_SUBDOMAIN}". Its API key is shown only this once:`,
@@ -23,9 +24,11 @@ function demoBanner(config: Config, apiKey: string): string {
 /**
  * Starts wum: loads the configuration, opens and migrates storage, starts the cache listener
  * (PostgreSQL only; `service.ts`), seeds the demo workspace on a new embedded database,
- * listens, and shuts down gracefully on SIGTERM/SIGINT in order: stop accepting and finish
- * in-flight requests (and close Redis), stop the listener, close the database. With WORKERS > 1 this process becomes the primary of that
- * many workers, each of which runs the rest of this function.
+ * listens, and shuts down gracefully on SIGTERM/SIGINT in the order of `service.close()`: stop
+ * accepting and finish in-flight requests (and close Redis), let the webhook delivery worker
+ * finish its attempts in flight, stop the event pruner and the cache listener, close the
+ * database. With WORKERS > 1 this process becomes the primary of that many workers, each of
+ * which runs the rest of this function.
  */
 async function main(): Promise<void> {
   // A closed terminal must not turn log writes into a loop of uncaught errors (log-destination.ts).
@@ -48,7 +51,8 @@ async function main(): Promise<void> {
   // With WORKERS, a key revoked or a product changed through one worker is forgotten by all
   // at once (IPC through the primary); every other replica learns it through PostgreSQL.
   const cacheChanges = shareCacheChanges(() => service.store.forgetCached());
-  const service = await startService(config, { onChange: () => cacheChanges.announce() });
+  const logStream = terminalLogStream();
+  const service = await startService(config, { onChange: () => cacheChanges.announce(), ...(logStream ? { logStream } : {}) });
   const { app, store, database } = service;
   // In-flight requests get SHUTDOWN_TIMEOUT_MS to finish; then the process exits anyway.
   closeWithGrace({ delay: config.http.shutdownTimeoutMs, skip: leaveSignalsToPrimary() }, async ({ signal, err }) => {

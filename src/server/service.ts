@@ -40,6 +40,8 @@ export interface ServiceOptions {
   readonly onChange?: () => void;
   /** Fastify logger option; default JSON logs at the configured level. */
   readonly logger?: boolean | object;
+  /** Where the default logger writes; stdout when absent (see terminal-log.ts). */
+  readonly logStream?: NodeJS.WritableStream;
   /** Overrides of the cache listener's connection and delays (tests). */
   readonly listener?: Partial<Pick<CacheListenerOptions, 'connect' | 'minDelayMs' | 'maxDelayMs' | 'heartbeatMs'>>;
 }
@@ -49,8 +51,8 @@ export interface ServiceOptions {
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
  * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
  * event pruner (unless `WEBHOOK_WORKER=false`). What `server.ts` runs, and what tests of
- * several replicas in one process build. Source: DESIGN.md ("What runs in the background …
- * is owned by server.ts, shut down in order"); SPEC.md Part B, "Running several replicas".
+ * several replicas in one process build. Source: docs/architecture.md ("What runs in the background …
+ * is owned by server.ts, shut down in order"); docs/contract.md Part B, "Running several replicas".
  */
 export async function startService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const database = await openDatabase(config.storage);
@@ -64,6 +66,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
     registry,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.logStream ? { logStream: options.logStream } : {}),
   });
   const connect = options.listener?.connect ?? database.connectListener;
   // Until the listener hears every change made elsewhere, nothing is served from the cache.
@@ -78,7 +81,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
         registry,
       })
     : undefined;
-  // Deliveries and pruning run beside the requests in every process (SPEC.md Part B, Events
+  // Deliveries and pruning run beside the requests in every process (docs/contract.md Part B, Events
   // and webhooks); on PostgreSQL the workers of several replicas share the work.
   const background = config.webhooks.worker
     ? {

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/load-config.ts';
 
 /*
- * WORKERS=N (issue 5, multi-core): the primary process forks N workers with node:cluster;
+ * WORKERS=N (docs/operations.md, "Replicas and scaling"): the primary process forks N workers with node:cluster;
  * they share the listening port (the primary hands connections out round-robin) and each
  * opens its own database pool. The primary serves nothing itself: it replaces a worker that
  * dies, relays cache invalidations between workers, and on SIGTERM/SIGINT asks every worker
@@ -33,7 +33,7 @@ function logger(level: string) {
  * timeout plus 5 s, then SIGKILL) and exits 0 when every worker exited 0, else 1. A worker
  * that exits before it listened (bad database URL, failed migration) stops the whole server
  * with exit status 1 rather than being forked again in a loop; one that dies later is replaced.
- * Source: issue 5 (WORKERS, graceful shutdown); Node.js `cluster` documentation.
+ * Source: docs/operations.md, "Replicas and scaling" and "Start and shutdown"; Node.js `cluster` documentation.
  */
 export function runPrimary(config: Config): void {
   const log = logger(config.logLevel);

@@ -171,7 +171,7 @@ async function openPglite(dataDir: string | undefined, from?: string): Promise<O
  * (migrations under an advisory lock, so replicas may start together), or embedded PGlite
  * in `dataDir`, or in memory (tests): from the tar of a data directory `from` (as PGlite's
  * `dumpDataDir` writes; `npm test` makes a migrated one once), else from the template.
- * Source: SPEC.md Part B, Running; DESIGN.md, Storage.
+ * Source: docs/contract.md Part B, Running; docs/architecture.md, Storage.
  */
 export async function openDatabase(
   config: StorageConfig | { readonly kind: 'memory'; readonly from?: string },

@@ -7,7 +7,7 @@ import type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliveryQueue, Deli
 export type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
 
 /*
- * The delivery worker's statements (SPEC.md Part B, Events and webhooks). A claim is one
+ * The delivery worker's statements (docs/contract.md Part B, Events and webhooks). A claim is one
  * statement: it locks due deliveries with `FOR UPDATE SKIP LOCKED` (so concurrent workers of
  * several processes never take the same row) and pushes their `next_attempt_at` past the
  * attempt's timeout — a lease: if this process dies mid-attempt, the row falls due again and

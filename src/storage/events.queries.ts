@@ -60,7 +60,7 @@ export function createEventRepository(db: Database): EventRepository {
  * Deletes up to `batchSize` events created more than `retentionDays` days ago (and, by
  * cascade, their webhook deliveries), oldest first, and returns how many it deleted. One short
  * statement per batch: it touches only old rows, which no writer appends to, and `SKIP LOCKED`
- * passes over any a concurrent pruner holds. Source: SPEC.md Part B, Events ("kept 30 days").
+ * passes over any a concurrent pruner holds. Source: docs/contract.md Part B, Events ("kept 30 days").
  */
 export async function pruneEvents(db: Database, retentionDays: number, batchSize: number): Promise<number> {
   const result = await db.execute(sql`delete from events where (workspace_id, sequence) in (
@@ -83,7 +83,7 @@ export function createEventPruning(db: Database): EventPruning {
  * one): the workspace's next sequence — taken by bumping `workspaces.event_sequence`, whose
  * row lock then orders the workspace's events by commit — and `{user, previous?}` as data;
  * and one webhook delivery of it per enabled endpoint of the workspace that wants its type,
- * so that no crash can lose a delivery (SPEC.md Part B, Events and webhooks). Three CTEs, to
+ * so that no crash can lose a delivery (docs/contract.md Part B, Events and webhooks). Three CTEs, to
  * follow others in a WITH list. `user` is the row as the API shows it (JSON), `previous` the
  * changed fields' values before (JSON or null), `type` the event type, `actor` who acted (a
  * `{type, id, label}` JSON object).

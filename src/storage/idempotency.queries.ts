@@ -7,7 +7,7 @@ import { rowsOf } from './rows.ts';
 
 export type { IdempotencyOutcome, IdempotencyStore, StoredResponse } from '../core/request-ports.ts';
 
-/** How long a first response is kept for replay (SPEC.md Part B: 24 h, as Stripe). */
+/** How long a first response is kept for replay (docs/contract.md Part B: 24 h, as Stripe). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
 /** Prefix of the advisory-lock key of an idempotency key (workspace id and key follow). */

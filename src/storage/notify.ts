@@ -6,7 +6,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Database } from './database.ts';
 
 /*
- * Cache invalidation across replicas (SPEC.md Part B, "Running several replicas"): every
+ * Cache invalidation across replicas (docs/contract.md Part B, "Running several replicas"): every
  * transaction that revokes a key, deletes a workspace or changes the catalogue sends
  * `NOTIFY wum_caches`, which PostgreSQL delivers to every listening session when (and only if)
  * the transaction commits. Each server process keeps one dedicated connection, outside its
@@ -127,7 +127,7 @@ function untilLost(client: pg.Client, heartbeatMs: number, signal: AbortSignal):
  * every notification. A lost connection is replaced the same way. Never throws; failures
  * are logged once per connection loss. Metrics: `cache_listener_connected`,
  * `cache_listener_connects_total`, `cache_listener_notifications_total`.
- * Source: SPEC.md Part B, "Running several replicas"; PostgreSQL LISTEN/NOTIFY.
+ * Source: docs/contract.md Part B, "Running several replicas"; PostgreSQL LISTEN/NOTIFY.
  */
 export function startCacheListener(options: CacheListenerOptions): CacheListener {
   const minDelayMs = options.minDelayMs ?? 100;

@@ -47,7 +47,7 @@ interface PgError {
 /** The error and its `cause` chain (Drizzle puts the driver's error on `cause`). */
 function* causes(error: unknown): Generator<PgError> {
   for (let current = error, depth = 0; typeof current === 'object' && current !== null && depth < 10; depth++) {
-    yield current as PgError;
+    yield current;
     current = (current as { cause?: unknown }).cause;
   }
 }
@@ -88,8 +88,8 @@ export function isTransientDatabaseError(error: unknown): boolean {
  * transient failures ({@link isTransientDatabaseError}) to `503 service_unavailable` (busy) or
  * `503 database_unavailable` (no server could take the request: during a failover, a restart,
  * a network failure), both with `Retry-After`, never a 500. Returns any other error unchanged.
- * Source: DESIGN.md ("database errors are mapped once, in storage/"); issue 4 (a statement
- * timeout is a 503, not a 500); SPEC.md Part B, "A highly available database".
+ * Source: docs/architecture.md ("database errors are mapped once, in storage/"); docs/security.md (a statement
+ * timeout is a 503, not a 500); docs/contract.md Part B, "A highly available database".
  */
 export function mapDatabaseError(error: unknown): unknown {
   if (error instanceof AppError) return error;

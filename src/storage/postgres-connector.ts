@@ -137,7 +137,7 @@ async function refusal(client: pg.Client, parameters: Map<string, string>, mode:
 /**
  * Builds the connector of `options.url`. With one host and no `target_session_attrs` it
  * connects as node-postgres always did (no probe, no extra query). Source: libpq §34.1.1.3
- * "Specifying Multiple Hosts" and `target_session_attrs`; SPEC.md Part B, "A highly available
+ * "Specifying Multiple Hosts" and `target_session_attrs`; docs/contract.md Part B, "A highly available
  * database"; docs/operations.md, "PostgreSQL high availability".
  *
  * @throws DatabaseUrlError when `options.url` cannot be parsed.
@@ -147,7 +147,6 @@ export function createConnector(options: ConnectorOptions): PostgresConnector {
   const mode = url.targetSessionAttrs;
   const hosts = url.hosts;
   const hostConfigs = url.hostUrls.map((hostUrl) => parseConnectionString(hostUrl) as pg.ClientConfig);
-  const keyOf = (host: DatabaseHost) => label(host);
   const configOf = (host: DatabaseHost) => hostConfigs[hosts.indexOf(host)] ?? hostConfigs[0]!;
   const needsProbe = hosts.length > 1 || mode !== 'any';
 
@@ -179,7 +178,7 @@ export function createConnector(options: ConnectorOptions): PostgresConnector {
     try {
       await client.connect();
     } catch (error) {
-      throw new Error(`${label(host)}: ${(error as Error).message}`);
+      throw new Error(`${label(host)}: ${(error as Error).message}`, { cause: error });
     }
     try {
       const why = await refusal(client, parameters, mode);
@@ -332,7 +331,8 @@ export function createConnector(options: ConnectorOptions): PostgresConnector {
       const result = (super.query as (...a: unknown[]) => Promise<unknown>)(...args);
       return result.then(
         (value) => {
-          const outcome = settle(undefined) ?? silentRollback(args[0], value);
+          // Without an error to pass on, settle answers an Error or nothing.
+          const outcome = (settle(undefined) ?? silentRollback(args[0], value)) as Error | undefined;
           if (outcome) throw outcome;
           return value;
         },

@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import type { Product, ProductRepository } from '../core/ports.ts';
+import type { ProductRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { products, scimGroups, userApps, users } from './schema.ts';
@@ -56,7 +56,7 @@ export function createProductRepository(db: Database): ProductRepository {
           created: sql<boolean>`(xmax = 0)`,
         });
       const { created, ...product } = row!;
-      return { product: product as Product, created };
+      return { product: product, created };
     },
 
     async delete(name) {

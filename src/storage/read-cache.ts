@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Credentials, Product } from '../core/ports.ts';
 
-/** Default time a process serves verified keys and the catalogue from memory: 5 s (issue 5). */
+/** Default time a process serves verified keys and the catalogue from memory: 5 s (docs/performance.md). */
 export const DEFAULT_CACHE_TTL_MS = 5_000;
 /** Verified keys remembered at most; the least recently used go first. */
 const MAX_CREDENTIALS = 10_000;
@@ -17,7 +17,7 @@ const MAX_CREDENTIALS = 10_000;
  * so a concurrent revocation cannot be undone by a late answer. Changes made by another
  * process reach this one through {@link clear}: at once from a sibling worker (`server/workers.ts`),
  * within milliseconds from any replica on the same PostgreSQL (`storage/notify.ts`), and after
- * at most `ttlMs` while neither can tell. Source: issue 5, "per-request auth look-up"; SPEC.md
+ * at most `ttlMs` while neither can tell. Source: docs/performance.md; docs/contract.md
  * Part B, "Running several replicas".
  */
 export class ReadCache {

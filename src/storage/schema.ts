@@ -19,7 +19,7 @@ import {
 } from 'drizzle-orm/pg-core';
 
 /*
- * The one schema both backends run (DESIGN.md, Storage). Every tenant table leads with
+ * The one schema both backends run (docs/architecture.md, Storage). Every tenant table leads with
  * `workspace_id` and its keys include it, so the tables can later be distributed by it.
  * Constraint names are part of the contract with `pg-errors.ts`, which maps them to codes.
  */
@@ -215,7 +215,7 @@ export const userApps = pgTable(
 );
 
 /**
- * SCIM groups: the product roles a workspace linked as groups (SPEC.md Part B, SCIM 2.0
+ * SCIM groups: the product roles a workspace linked as groups (docs/contract.md Part B, SCIM 2.0
  * provisioning). Members are not stored here: they are the users holding the role
  * (`user_apps`). `id` is the group's SCIM id.
  */
@@ -267,7 +267,7 @@ export const auditEvents = pgTable(
 );
 
 /**
- * The outbox of user events (SPEC.md Part B, Events and webhooks): written by the statement or
+ * The outbox of user events (docs/contract.md Part B, Events and webhooks): written by the statement or
  * transaction that changes the user, so there is no change without its event and no event
  * without its change. `sequence` increases strictly within a workspace, in commit order.
  * `data` is `{"user": <the user after the change>, "previous"?: <changed fields before>}`.
@@ -293,7 +293,7 @@ export const events = pgTable(
 );
 
 /**
- * Webhook endpoints of a workspace (SPEC.md Part B, Events and webhooks). `secret` is the
+ * Webhook endpoints of a workspace (docs/contract.md Part B, Events and webhooks). `secret` is the
  * Standard Webhooks signing key (`whsec_…`), kept as given because an HMAC needs the key
  * itself; after a rotation `previous_secret` still signs until `previous_secret_expires_at`.
  * `event_types` null means every type. A disabled endpoint gets no new deliveries and its
@@ -371,7 +371,7 @@ export const webhookDeliveries = pgTable(
   ],
 );
 
-/** Stored first responses of requests sent with an `Idempotency-Key` (SPEC.md Part B, Retries). */
+/** Stored first responses of requests sent with an `Idempotency-Key` (docs/contract.md Part B, Retries). */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {

@@ -71,7 +71,7 @@ function watchChanges(repos: Repositories, changed: () => void | Promise<void>):
  * a transaction that revoked a key, deleted a workspace or changed the catalogue sends
  * `NOTIFY` in itself (so every replica's listener forgets its cache when it commits, see
  * `notify.ts`) and empties this process's cache once it has committed (and calls
- * `options.onChange`). Source: SPEC.md Part B, "Running several replicas".
+ * `options.onChange`). Source: docs/contract.md Part B, "Running several replicas".
  */
 export function createStore(db: Database, options: StoreOptions = {}): CachingStore {
   const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);
@@ -95,9 +95,9 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
       let result;
       try {
         result = await db.transaction(async (tx) => {
-          const value = await work(watchChanges(repositories(tx as unknown as Database), () => void (changed = true)));
+          const value = await work(watchChanges(repositories(tx), () => void (changed = true)));
           // Delivered to every listener when this transaction commits, and never if it rolls back.
-          if (changed) await announceCacheChange(tx as unknown as Database);
+          if (changed) await announceCacheChange(tx);
           return value;
         });
       } catch (error) {

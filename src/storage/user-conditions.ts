@@ -215,7 +215,7 @@ function comparison(
 /**
  * The SQL of `condition` over the users row `u` (and its apps through `user_apps`), with
  * every value bound as a parameter. Source: RFC 7644 §3.4.2.2 (operators, `not` is true where
- * its operand is false or unknown); SPEC.md Part B, Finding users.
+ * its operand is false or unknown); docs/contract.md Part B, Finding users.
  */
 export function conditionSql(condition: UserCondition): SQL {
   return conditionIn(condition, USER_SCOPE);

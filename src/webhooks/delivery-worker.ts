@@ -81,7 +81,7 @@ function metrics(registry: Registry, queue: DeliveryQueue) {
 }
 
 /**
- * Starts the delivery worker of this process (SPEC.md Part B, Events and webhooks): it claims
+ * Starts the delivery worker of this process (docs/contract.md Part B, Events and webhooks): it claims
  * due deliveries (`FOR UPDATE SKIP LOCKED`, so the workers of several replicas share the work
  * and each delivery is sent by one), sends each as a signed Standard Webhooks POST with at
  * most `concurrencyPerEndpoint` in flight per endpoint, records every attempt, schedules

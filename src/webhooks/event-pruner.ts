@@ -17,7 +17,7 @@ export interface EventPruner {
 }
 
 /**
- * Deletes events older than 30 days (SPEC.md Part B: "kept 30 days"), with their webhook
+ * Deletes events older than 30 days (docs/contract.md Part B: "kept 30 days"), with their webhook
  * deliveries, every `intervalMs` in each server process: in batches of 1000 old rows, each its
  * own short statement (`SKIP LOCKED`, so the pruners of several replicas do not wait for each
  * other), with a pause between batches. Writers append new events and never touch old ones,

@@ -5,7 +5,7 @@ const JITTER = 0.2;
  * The delay before the retry that follows attempt number `attempts` (1 = the first attempt
  * failed), in ms, or undefined when the schedule is used up: `scheduleMs[attempts - 1]`, moved
  * by up to ±20 % at random so that deliveries failing together do not retry together.
- * Source: SPEC.md Part B, Events and webhooks (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, with jitter).
+ * Source: docs/contract.md Part B, Events and webhooks (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, with jitter).
  */
 export function retryDelayMs(scheduleMs: readonly number[], attempts: number, random: () => number = Math.random): number | undefined {
   const base = scheduleMs[attempts - 1];

@@ -26,7 +26,7 @@ function describe(error: unknown): string {
 /**
  * A sender for `policy`: every URL is checked again (scheme, literal address), names are
  * resolved by a lookup that refuses forbidden addresses at connect time, and each attempt
- * ends after `timeoutMs` (SPEC.md: 15 s) whatever the receiver does. Never throws: failures
+ * ends after `timeoutMs` (docs/contract.md: 15 s) whatever the receiver does. Never throws: failures
  * come back as `{error}`.
  */
 export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): WebhookSender {

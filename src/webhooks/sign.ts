@@ -12,7 +12,7 @@ export interface WebhookHeaders {
  * the same on every attempt), `webhook-timestamp` (seconds since the epoch) and
  * `webhook-signature`, one `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` per secret,
  * space-separated (several while a rotated-out secret still signs; a receiver accepts any).
- * Source: SPEC.md Part B, Events and webhooks; Standard Webhooks specification.
+ * Source: docs/contract.md Part B, Events and webhooks; Standard Webhooks specification.
  */
 export function signDelivery(msgId: string, at: Date, body: string, secrets: readonly string[]): WebhookHeaders {
   return {

@@ -6,7 +6,7 @@ import { AppError } from '../core/errors.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../core/webhooks/webhook-endpoint.ts';
 
 /*
- * Server-side request forgery guard of webhook URLs (SPEC.md Part B, Events and webhooks;
+ * Server-side request forgery guard of webhook URLs (docs/contract.md Part B, Events and webhooks;
  * docs/security.md). A URL is checked when an endpoint is created or changed, and again before
  * every delivery, after DNS: the connection itself resolves the name through a lookup that
  * refuses forbidden addresses, so a name that resolves to a public address at one moment and

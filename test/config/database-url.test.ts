@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
- * DATABASE_URL in libpq's multi-host form (SPEC.md Part B, "A highly available database"):
+ * DATABASE_URL in libpq's multi-host form (docs/contract.md Part B, "A highly available database"):
  * what pg_autoctl show uri prints is accepted as it is, and anything wum cannot use is a
  * configuration error naming DATABASE_URL, never a failure at the first request.
  */

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
 
 /*
- * WORKERS and CACHE_TTL_MS (issue 5): several processes only over PostgreSQL, since an
+ * WORKERS and CACHE_TTL_MS (docs/performance.md): several processes only over PostgreSQL, since an
  * embedded PGlite data directory serves one process; the read cache can be turned off.
  */
 

@@ -316,7 +316,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Deactivate' }).waitFor();
     assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active');
     const history = page.getByRole('region', { name: 'History' });
-    // A PATCH of the status is audited as user.updated (SPEC.md Part B), its change shown.
+    // A PATCH of the status is audited as user.updated (docs/contract.md Part B), its change shown.
     await history.getByRole('row', { name: /user\.updated.*status: deactivated → active/ }).waitFor();
     await history.getByRole('cell', { name: 'user.deactivated' }).waitFor();
     await history.getByRole('cell', { name: 'user.created' }).waitFor();
@@ -378,7 +378,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByText('Page 1 of 1 · 2 users').waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
     assert.equal(download.suggestedFilename(), 'users.csv');
-    const text = await readFile((await download.path())!, 'utf8');
+    const text = await readFile((await download.path()), 'utf8');
     assert.equal(
       text,
       'email,role,first_name,last_name,apps\n' +
@@ -593,7 +593,7 @@ describe(`web console [${BACKEND}]`, () => {
     await edit.getByLabel('Enabled (deliveries are sent)').uncheck();
     await edit.getByRole('button', { name: 'Save the endpoint' }).click();
     await row.getByText('Disabled').waitFor();
-    let stored = (await call('GET', endpointPath)).json();
+    const stored = (await call('GET', endpointPath)).json();
     assert.deepEqual({ event_types: stored.event_types, enabled: stored.enabled }, { event_types: ['user.created', 'user.deactivated'], enabled: false });
     await row.getByRole('button', { name: `Edit ${receiver.url}` }).click();
     await edit.getByLabel('Enabled (deliveries are sent)').check();

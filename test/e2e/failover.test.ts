@@ -10,7 +10,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /*
- * The database fails over under write load (SPEC.md Part B, "A highly available database";
+ * The database fails over under write load (docs/contract.md Part B, "A highly available database";
  * docs/operations.md, "PostgreSQL high availability"). A pg_auto_failover formation on
  * loopback: a monitor (health checks every second, a node unhealthy after 2 s), a primary and
  * two standbys with number_sync_standbys 1 (every commit on two servers); the third node has
@@ -38,7 +38,7 @@ const CLIENT_TIMEOUT_MS = 20_000;
 const WRITERS = 6;
 const LOAD_BEFORE_KILL_MS = 2500;
 const LOAD_AFTER_RECOVERY_MS = 2000;
-/** SPEC.md Part B and the issue's bounds. */
+/** docs/contract.md Part B and the issue's bounds. */
 const RECOVERY_AFTER_KILL_MS = 10_000;
 const REACH_AFTER_PROMOTION_MS = 5000;
 const REVOCATION_MS = 1000;
@@ -285,7 +285,7 @@ if (BACKEND === 'postgres') {
       assert.ok(firstWrite.endedAt - killedAt <= RECOVERY_AFTER_KILL_MS, `writes again ${firstWrite.endedAt - killedAt} ms after the kill`);
       assert.ok(promotion.promotedAt, 'the monitor promoted a standby');
       const reached = attempts.filter((a) => a.status === 201 && a.endedAt >= promotion.promotedAt!).sort((x, y) => x.endedAt - y.endedAt)[0];
-      assert.ok(reached && reached.endedAt - promotion.promotedAt! <= REACH_AFTER_PROMOTION_MS, 'requests reach the new primary within 5 s of its promotion');
+      assert.ok(reached && reached.endedAt - promotion.promotedAt <= REACH_AFTER_PROMOTION_MS, 'requests reach the new primary within 5 s of its promotion');
       if (expectedNext) assert.equal(promotion.promoted, expectedNext);
 
       // /healthz always 200; /readyz 503 at some point while there was no primary, 200 at the end.

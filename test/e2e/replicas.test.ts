@@ -10,7 +10,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 /*
  * Three server processes on one PostgreSQL, behind a real HAProxy on loopback, sharing their
  * rate limits through a real Redis: the setup of docs/operations.md ("Three replicas behind
- * HAProxy"). SPEC.md Part B, "Running several replicas": a revocation reaches every replica
+ * HAProxy"). docs/contract.md Part B, "Running several replicas": a revocation reaches every replica
  * within 1 s; the per-key limit holds for the cluster; a replica killed under write load loses
  * no acknowledged write (each 201 is stored, with its audit row). PostgreSQL only: PGlite
  * serves one process. Every wait is bounded; every process is stopped in `after`.

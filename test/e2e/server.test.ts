@@ -140,8 +140,8 @@ describe(`server process [${BACKEND}]`, () => {
         if (hasCurl()) {
           body = await runShell(curlLine!);
         } else {
-          const target = new URL(url!);
-          body = (await sendRequest(port, 'GET', target.pathname, { host: target.host, headers: { 'X-Api-Key': curlKey! } })).body;
+          const target = new URL(url);
+          body = (await sendRequest(port, 'GET', target.pathname, { host: target.host, headers: { 'X-Api-Key': curlKey } })).body;
         }
         const listing = JSON.parse(body);
         assert.deepEqual(

@@ -8,7 +8,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
 
 /*
- * No event lost across a crash (SPEC.md Part B, Events and webhooks: "Deliveries survive
+ * No event lost across a crash (docs/contract.md Part B, Events and webhooks: "Deliveries survive
  * restarts and crashes"): a real server process with undelivered events (its receiver
  * answering 503) is killed with SIGKILL, restarted on the same storage with the receiver
  * healthy, and every event of the feed then arrives, signed, with its own webhook-id.

@@ -8,7 +8,7 @@ import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../..
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
- * WORKERS=N (issue 5): the real server process with node:cluster workers sharing one port.
+ * WORKERS=N (docs/performance.md): the real server process with node:cluster workers sharing one port.
  * Every wait is bounded; every spawned process group is killed in `after`.
  */
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { ADMIN_TOKEN, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { ADMIN_TOKEN, BACKEND, createTestContext, userBody, type TestContext } from '../helpers/test-context.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 

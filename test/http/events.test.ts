@@ -27,7 +27,7 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
     return Number(row!.id);
   }
 
-  test('every change in sequence order, in the shape of SPEC.md: id, type, sequence, created_at, workspace, data', async () => {
+  test('every change in sequence order, in the shape of docs/contract.md: id, type, sequence, created_at, workspace, data', async () => {
     const ws = await ctx.createWorkspace('ev');
     const added = await ctx.api(ws, 'POST', '/users', { body: userBody('feed@example.com', { role: 'owner' }) });
     await ctx.api(ws, 'PATCH', '/users/feed@example.com', { body: { user: { first_name: 'Fe' } } });

@@ -9,7 +9,7 @@ import { startRedisServer, type RedisServer } from '../../harness/redis-server.t
 import { API, BACKEND, createTestContext, testConfig, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * REDIS_URL (SPEC.md Part B, "Running several replicas"): the per-key token bucket and the
+ * REDIS_URL (docs/contract.md Part B, "Running several replicas"): the per-key token bucket and the
  * failed-key limit live in Redis, so two replicas (here two apps with their own Redis
  * connections and no memory in common, as two processes have) spend one budget. While Redis
  * is unreachable the limits fail open: requests go on at once, each is counted in

@@ -10,7 +10,7 @@ import { API, BACKEND, createTestContext, testConfig, userBody, type TestContext
 
 /*
  * Verified API keys and the product catalogue are served from process memory for
- * CACHE_TTL_MS (issue 5). A change made through a process applies there at once; a change
+ * CACHE_TTL_MS (docs/performance.md). A change made through a process applies there at once; a change
  * made through another process (here: a second app over its own store on the same database)
  * applies after at most the TTL.
  */

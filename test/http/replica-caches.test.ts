@@ -8,7 +8,7 @@ import { createPostgresDatabase, withClient, type PostgresDatabase } from '../..
 import { ADMIN_TOKEN, API, BACKEND, testConfig } from '../helpers/test-context.ts';
 
 /*
- * Several replicas on one PostgreSQL (SPEC.md Part B, "Running several replicas"): a key
+ * Several replicas on one PostgreSQL (docs/contract.md Part B, "Running several replicas"): a key
  * revoked, a workspace deleted or the catalogue changed through one replica takes effect on
  * every other within 1 s, through LISTEN/NOTIFY, not after CACHE_TTL_MS. Each "replica" here is
  * what server.ts runs (`startService`): its own pool, store, read cache and listening
@@ -17,7 +17,7 @@ import { ADMIN_TOKEN, API, BACKEND, testConfig } from '../helpers/test-context.t
  */
 
 const LONG_TTL = { CACHE_TTL_MS: '600000', RATE_LIMIT_PER_KEY: '0' };
-/** The contract's bound (SPEC.md Part B). */
+/** The contract's bound (docs/contract.md Part B). */
 const WITHIN_MS = 1000;
 
 /** Polls `check` every 20 ms until it is true; resolves with the ms it took, or rejects after `limitMs`. */

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * SCIM Groups are product roles (SPEC.md Part B, SCIM 2.0 provisioning): linking, members as
+ * SCIM Groups are product roles (docs/contract.md Part B, SCIM 2.0 provisioning): linking, members as
  * the role's holders, grants and revocations through the core (audited, actor scim), refused
  * renames, unlinking, filters as Entra ID's membership checks send them, errors.
  */

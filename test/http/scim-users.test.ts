@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * SCIM 2.0 Users (SPEC.md Part B, SCIM 2.0 provisioning; RFC 7643, RFC 7644): the mapping,
+ * SCIM 2.0 Users (docs/contract.md Part B, SCIM 2.0 provisioning; RFC 7643, RFC 7644): the mapping,
  * filters, paging, projection, PATCH as Okta and Entra ID send it, PUT, DELETE and
  * reactivation, errors with scimType, ETags, the last-owner rule, and the audit trail.
  */
@@ -64,7 +64,7 @@ describe(`SCIM Users [${BACKEND}]`, () => {
   });
   after(() => ctx.close());
 
-  test('POST creates a user mapped as SPEC.md says, and the native API sees the same user', async () => {
+  test('POST creates a user mapped as docs/contract.md says, and the native API sees the same user', async () => {
     const res = await scim('POST', '/Users', {
       schemas: [USER, ENTERPRISE],
       userName: 'Ada.Lovelace@Example.com',

@@ -6,7 +6,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, attempt, serverStorage, startServer, type Attempt, type Query, type ServerStorage } from './support.ts';
 
 /*
- * Crash safety (issue 4): a real server process under hundreds of concurrent adds and
+ * Crash safety (docs/security.md): a real server process under hundreds of concurrent adds and
  * removals is killed with SIGKILL mid-flight, then restarted on the same storage. Every change
  * that was acknowledged (2xx received) must be there; a change that was refused must not be;
  * a change in flight may or may not be, but never half of it (no user without its apps, no

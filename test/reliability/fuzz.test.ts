@@ -7,7 +7,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * Fuzzing (issue 4; OWASP API4, API8): fast-check properties over bodies, query strings,
+ * Fuzzing (docs/security.md; OWASP API4, API8): fast-check properties over bodies, query strings,
  * headers, paths and methods against the in-process app. For every generated request:
  *   - never a 5xx;
  *   - every error is problem+json with a `code` and the HTTP status in `status`;

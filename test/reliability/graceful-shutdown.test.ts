@@ -6,7 +6,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, attempt, serverStorage, startServer, type Attempt, type ServerStorage } from './support.ts';
 
 /*
- * Graceful shutdown (issue 4): SIGTERM while clients keep sending. Every request the server
+ * Graceful shutdown (docs/security.md): SIGTERM while clients keep sending. Every request the server
  * accepted completes with its normal answer (or, arriving during the drain, a 503
  * problem+json); a request that failed on the client side never reached the application (the
  * server's log has no trace of it); nothing is cut mid-way, nothing else is a 5xx, the process

@@ -17,7 +17,7 @@ import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, userBody, typ
 import { assertProblem, eventually, rawExchange, sleep } from './support.ts';
 
 /*
- * Resource bounds (issue 4): every limit of docs/operations.md "Limits" holds and is answered
+ * Resource bounds (docs/security.md): every limit of docs/operations.md "Limits" holds and is answered
  * as problem+json with the documented status, never a 5xx other than 503.
  */
 

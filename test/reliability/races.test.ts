@@ -4,7 +4,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * Races (issue 4): add, deactivate and reactivate of one email interleaved, and idempotent
+ * Races (docs/security.md): add, deactivate and reactivate of one email interleaved, and idempotent
  * retries racing, on two app instances over one database (two replicas). The database
  * decides every race; these tests check that what it decided is a serial history: every
  * successful change has exactly one audit event, and the events replay to the end state.

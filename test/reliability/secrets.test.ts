@@ -9,7 +9,7 @@ import { BACKEND, createTestContext, type TestContext } from '../helpers/test-co
 import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, startServer, type ServerStorage } from './support.ts';
 
 /*
- * Keys and secrets (issue 4; OWASP API2, API8): keys are stored only as hashes, compared in
+ * Keys and secrets (docs/security.md; OWASP API2, API8): keys are stored only as hashes, compared in
  * constant time, `last_used_at` costs at most one write a minute per key, and neither an API
  * key nor the admin token ever reaches the logs, even at the most verbose level.
  */

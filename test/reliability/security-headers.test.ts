@@ -9,7 +9,7 @@ import { BASELINE_SECURITY_HEADERS } from '../../src/http/plugins/security-heade
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * Security headers on every response (issue 4, "Keys and secrets"; OWASP API8:2023) and
+ * Security headers on every response (docs/operations.md, "Security headers"; OWASP API8:2023) and
  * `Cache-Control: no-store` on everything that carries user data, keys or request ids.
  */
 

@@ -90,7 +90,8 @@ export function rawExchange(
       clearTimeout(timer);
       reject(error);
     });
-    socket.on('connect', async () => {
+    // The writes are paced by timers; a failure of the socket ends the promise through 'error'.
+    socket.on('connect', () => void (async () => {
       for (const chunk of chunks) {
         if (typeof chunk === 'string') socket.write(chunk);
         else {
@@ -98,7 +99,7 @@ export function rawExchange(
           if (!socket.destroyed) socket.write(chunk.data);
         }
       }
-    });
+    })());
   });
 }
 

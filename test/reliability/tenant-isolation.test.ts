@@ -4,7 +4,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
- * Tenant isolation (issue 4; OWASP API1 "Broken Object Level Authorization", API2 "Broken
+ * Tenant isolation (docs/security.md; OWASP API1 "Broken Object Level Authorization", API2 "Broken
  * Authentication", API5 "Broken Function Level Authorization"): every endpoint and method of
  * the external API × (own key, another workspace's key, a revoked key, no key), every admin
  * endpoint × (right token, wrong token, none), and cross-workspace object access. Keys of the

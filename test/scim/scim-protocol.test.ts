@@ -93,7 +93,7 @@ describe('filters', () => {
 });
 
 describe('resources', () => {
-  test('a user renders with the mapping of SPEC.md, and reads back to the same state', async () => {
+  test('a user renders with the mapping of docs/contract.md, and reads back to the same state', async () => {
     const resource = toUserResource(USER, 'https://acme.example.com/scim/v2');
     assert.equal(resource.userName, 'ada@example.com');
     assert.deepEqual(resource.emails, [

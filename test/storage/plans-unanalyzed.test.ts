@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Database } from '../../src/storage/database.ts';
 import { claimDueDeliveries } from '../../src/storage/deliveries.queries.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { captureStatements, explainStatement, type CapturedStatement } from '../helpers/statements.ts';
+import { captureStatements, explainStatement } from '../helpers/statements.ts';
 
 /*
  * No hot statement's plan waits for statistics (docs/contract.md, Part B "Listing"; issue of

@@ -21,7 +21,7 @@ import { ADMIN_TOKEN, API, BACKEND, testConfig, userBody } from '../helpers/test
  * The connector (src/storage/postgres-connector.ts) on real servers, without a failover
  * manager: a multi-host DATABASE_URL whose hosts are a closed port, a read-only server (as a
  * standby is) and a writable one; a primary lost and none promoted yet; and a primary whose
- * commits wait for a synchronous standby that is gone. SPEC.md Part B, "A highly available
+ * commits wait for a synchronous standby that is gone. docs/contract.md Part B, "A highly available
  * database": wum writes only to the primary, answers 503 database_unavailable (never a hang,
  * never a 500) while there is none, and a retry with the Idempotency-Key gets the stored
  * answer when the first attempt did commit. PostgreSQL only.

@@ -12,7 +12,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 
 /*
  * `total_count` comes from per-workspace, per-status counters kept by the same transactions
- * that add, deactivate and reactivate users (issue 5). These tests hold them to the truth,
+ * that add, deactivate and reactivate users (docs/performance.md). These tests hold them to the truth,
  * count(*) over the users table, after races of every kind.
  */
 

@@ -12,8 +12,8 @@ import { openFreshStore, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
- * The races SPEC.md Part B names ("also when two such requests race", one user per email)
- * and DESIGN.md's "a user never exists without its apps", driven through the core functions
+ * The races docs/contract.md Part B names ("also when two such requests race", one user per email)
+ * and docs/architecture.md's "a user never exists without its apps", driven through the core functions
  * with Promise.all over one store: on PostgreSQL the calls run on separate pooled
  * connections; on PGlite they interleave on its single connection.
  */
@@ -68,7 +68,7 @@ describe(`users under concurrency [${BACKEND}]`, () => {
       assert.deepEqual(results.map(errorCode).sort(), ['last_owner', 'ok'], `round ${round}`);
       const survivors = await activeOwners(ws);
       assert.equal(survivors.length, 1, `round ${round}: exactly one active owner`);
-      const loser = results[0]!.status === 'fulfilled' ? 'b@example.com' : 'a@example.com';
+      const loser = results[0].status === 'fulfilled' ? 'b@example.com' : 'a@example.com';
       assert.deepEqual(survivors, [loser], `round ${round}: the refused one is the one still active`);
     }
   });

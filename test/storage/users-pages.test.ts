@@ -11,7 +11,7 @@ import { openFreshStoreWithProducts, type FreshStore } from '../helpers/fresh-da
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
- * A page is found through the levels of user counts (issues 5 and 12: deep pages without long
+ * A page is found through the levels of user counts (docs/performance.md: deep pages without long
  * OFFSET scans). The users here are spread over several blocks of ids at every level (the id
  * sequence is moved on between them), some blocks holding no active user at all, so that
  * pages start in, and cross, every kind of block. Every way of paging must give the same rows,

@@ -49,7 +49,7 @@ export function useConfirmation<T>(act: (subject: T) => void): Confirmation<T> {
 /**
  * A modal confirmation built on the HTML `<dialog>` element, whose `showModal()` gives what a
  * modal needs without a library: the rest of the page inert, focus moved in and restored on
- * close, Escape to cancel. Nothing destructive happens without it (issue 10).
+ * close, Escape to cancel. Nothing destructive happens without it (docs/console.md).
  */
 export function ConfirmDialog({ open, title, children, confirmLabel, typeToConfirm, danger, onConfirm, onCancel }: ConfirmDialogProps) {
   const ref = useRef<HTMLDialogElement>(null);

@@ -17,8 +17,8 @@ export interface ErrorNoticeProps {
 /**
  * An API error as a person needs it: the problem's `detail` (what went wrong), its `code` and
  * the `request_id` to quote to support, announced to screen readers (`role="alert"`). A
- * rejected key or token offers to sign in again. Source: issue 10 ("Every API error shows its
- * `detail` and `request_id`").
+ * rejected key or token offers to sign in again. Source: docs/console.md, "Using it" (every API error shows its
+ * `detail` and `request_id`).
  */
 export function ErrorNotice({ error, title = 'Something went wrong', onRetry }: ErrorNoticeProps) {
   const apiError = error instanceof WumApiError ? error : undefined;

@@ -9,7 +9,7 @@ export interface ProgressBarProps {
   readonly total?: number;
 }
 
-/** A labelled `<progress>` with the counts in words, for every long action (issue 10). */
+/** A labelled `<progress>` with the counts in words, for every long action (docs/console.md). */
 export function ProgressBar({ label, done, total }: ProgressBarProps) {
   const id = useId();
   return (

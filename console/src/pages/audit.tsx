@@ -35,7 +35,7 @@ interface Filters {
 
 /**
  * The audit log (operator): every recorded change, oldest first, narrowed by workspace,
- * action, actor type and target, with the filters and the page in the URL. Source: SPEC.md
+ * action, actor type and target, with the filters and the page in the URL. Source: docs/contract.md
  * Part B, Retries, limits and audit.
  */
 export function AuditPage() {

@@ -105,7 +105,7 @@ function ProductEditor({ product, onDone }: { product?: CatalogueProduct; onDone
 /**
  * The product catalogue (operator): every product and its roles; add, edit the roles of, and
  * remove a product. A change that would take a role from an active user is refused
- * (`409 product_in_use`), and the page explains what to do. Source: SPEC.md Part B, Operator
+ * (`409 product_in_use`), and the page explains what to do. Source: docs/contract.md Part B, Operator
  * interface.
  */
 export function ProductsPage() {

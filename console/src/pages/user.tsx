@@ -176,7 +176,7 @@ function StatusAction({ current, onSaved }: { current: VersionedUser; onSaved: (
 /**
  * One user: details, the edit form (`PATCH` with `If-Match`; a conflict says someone else
  * changed the user and offers a reload), deactivate/reactivate with a confirmation, and the
- * user's audit history. Source: issue 10, "User detail"; SPEC.md Part B, Changing a user in place.
+ * user's audit history. Source: docs/console.md, "Using it"; docs/contract.md Part B, Changing a user in place.
  */
 export function UserPage({ email: encoded }: { email: string }) {
   let email = encoded;

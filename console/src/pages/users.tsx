@@ -24,7 +24,7 @@ const STATUSES = ['active', 'deactivated', 'all'] as const;
 const ROLES = ['', 'owner', 'non_owner'] as const;
 const SORTS = ['created_at', '-created_at', 'email', '-email'] as const;
 type Sort = (typeof SORTS)[number];
-/** Wait after the last keystroke before searching: results within 300 ms of it (issue 10). */
+/** Wait after the last keystroke before searching: results within 300 ms of it (docs/console.md). */
 const SEARCH_DELAY_MS = 60;
 
 /** The listing's filters as the URL holds them (`q`, `status`, `role`, `app`, `sort`, `page`, `size`). */
@@ -237,7 +237,7 @@ function EmptyState({ url, filtered }: { url: UrlParams; filtered: boolean }) {
 /**
  * The users of the workspace: search as you type, filters for status, workspace role and
  * product role, sort, and pagination, all in the URL; exact totals; bulk deactivation and CSV
- * export of the current filter. One `GET /users` per state (SPEC.md Part B, Finding users).
+ * export of the current filter. One `GET /users` per state (docs/contract.md Part B, Finding users).
  */
 export function UsersPage() {
   const url = useUrlParams();

@@ -33,7 +33,7 @@ function Attempts({ delivery }: { delivery: WebhookDelivery }) {
  * One webhook endpoint's deliveries (operator), newest first with the page in the URL: each
  * event's type and id, status, attempts (time, response status or error, duration), the last
  * response code, and redelivery after a confirmation. Pending deliveries are refreshed until
- * they settle. Source: SPEC.md Part B, Events and webhooks.
+ * they settle. Source: docs/contract.md Part B, Events and webhooks.
  */
 export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id: string }) {
   const url = useUrlParams();

@@ -29,7 +29,7 @@ export interface WebhookEndpointFormProps {
 /**
  * Creates or edits a webhook endpoint: its URL, a description, the event types it receives
  * (checkboxes: none checked means every type) and, when editing, whether it is enabled. The
- * API checks the URL (https, public address; SPEC.md Part B, Events and webhooks) and its
+ * API checks the URL (https, public address; docs/contract.md Part B, Events and webhooks) and its
  * field errors show beside the fields.
  */
 export function WebhookEndpointForm({ endpoint, save, onSaved, onCancel }: WebhookEndpointFormProps) {

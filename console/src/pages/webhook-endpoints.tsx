@@ -28,7 +28,7 @@ export function EndpointStatus({ endpoint }: { endpoint: WebhookEndpoint }) {
  * A workspace's webhook endpoints (operator): list them (URL, event types, status, created),
  * add one (its signing secret shown once, with a copy button), edit its URL, event types and
  * whether it is enabled, rotate its secret and delete it after a confirmation, and open its
- * deliveries. Source: SPEC.md Part B, Events and webhooks; issue 10 (operator pages).
+ * deliveries. Source: docs/contract.md Part B, Events and webhooks; docs/console.md, "Using it".
  */
 export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
   const queryClient = useQueryClient();

@@ -22,7 +22,7 @@ function keyStatus(apiKey: ApiKey): string {
  * One workspace's API keys (operator): create one with a name, scopes and an expiry (the
  * plaintext shown once, with a copy button), revoke after a confirmation, who made each and
  * when each was last used (to the minute); then its webhook
- * endpoints ({@link WebhookEndpointsSection}). Source: SPEC.md Part B, Authentication,
+ * endpoints ({@link WebhookEndpointsSection}). Source: docs/contract.md Part B, Authentication,
  * Operator interface, and Events and webhooks.
  */
 export function WorkspacePage({ subdomain }: { subdomain: string }) {

@@ -62,7 +62,7 @@ function CreateWorkspace({ onCreated }: { onCreated: (created: CreatedWorkspace)
 
 /**
  * The workspaces (operator): a page of them in the URL, create (the first key shown once,
- * with a copy button) and delete (after typing the subdomain). Source: SPEC.md Part B,
+ * with a copy button) and delete (after typing the subdomain). Source: docs/contract.md Part B,
  * Operator interface.
  */
 export function WorkspacesPage() {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** The recognisable prefix of every wum API key (SPEC.md Part B, Authentication). */
+/** The recognisable prefix of every wum API key (docs/contract.md Part B, Authentication). */
 export const API_KEY_PREFIX = 'wum_';
 
 /** How many characters of a key are kept in clear as its `prefix`, to tell keys apart. */
@@ -23,7 +23,7 @@ export function hashApiKey(key: string): string {
 
 /**
  * Generates an API key: `wum_` + 32 random bytes in base64url (43 characters, 256 bits).
- * Source: SPEC.md Part B, Authentication (≥ 32 bytes of entropy, recognisable prefix).
+ * Source: docs/contract.md Part B, Authentication (≥ 32 bytes of entropy, recognisable prefix).
  */
 export function generateApiKey(): GeneratedApiKey {
   const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');

@@ -63,7 +63,7 @@ export async function insertApiKey(tx: Repositories, workspace: Workspace, actor
 /**
  * Adds an API key to a workspace (rotation: add the new key, then revoke the old one), with
  * a name, scopes and an expiry (docs/security.md, "API keys and scopes").
- * Source: SPEC.md Part B, Operator interface.
+ * Source: docs/contract.md Part B, Operator interface.
  * @throws AppError `workspace_not_found` (404), `validation_failed` (400, an expiry in the past).
  */
 export async function createApiKey(store: Store, subdomain: string, actor: Actor, options: ApiKeyOptions = {}): Promise<CreatedApiKey> {

@@ -13,7 +13,7 @@ export interface Tenant {
 
 /**
  * Resolves the workspace of a subdomain and checks that `apiKey` is a live key of it, in
- * one look-up by the key's hash. The workspace is checked first (SPEC.md Part B, order of
+ * one look-up by the key's hash. The workspace is checked first (docs/contract.md Part B, order of
  * checks); unknown, revoked, expired and foreign keys fail alike so no key's existence leaks.
  * The expiry is compared with `now` on every call, cached key or not, so an expired key is
  * refused everywhere at the same moment without anybody announcing it.

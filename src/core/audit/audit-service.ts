@@ -4,7 +4,7 @@ import { requireWorkspace } from '../workspaces/require-workspace.ts';
 
 /**
  * Lists a workspace's audit events, oldest first, narrowed by `filter`
- * (SPEC.md Part B, Retries, limits and audit).
+ * (docs/contract.md Part B, Retries, limits and audit).
  * @throws AppError `workspace_not_found` (404).
  */
 export async function listAuditEvents(

@@ -2,7 +2,7 @@ import type { ActorJson } from '../actor.ts';
 import type { UserChangeType } from '../users/user.ts';
 
 /**
- * One event of a workspace's feed, as stored in the outbox (SPEC.md Part B, Events and
+ * One event of a workspace's feed, as stored in the outbox (docs/contract.md Part B, Events and
  * webhooks). `data` is `{"user": <the user after the change>, "previous"?: <changed fields
  * before>}` in the API's names, written by the change's own statement.
  */
@@ -22,10 +22,10 @@ export interface WorkspaceEvent {
 /** The event types a webhook endpoint can subscribe to. */
 export const EVENT_TYPES = ['user.created', 'user.updated', 'user.deactivated', 'user.reactivated'] as const satisfies readonly UserChangeType[];
 
-/** How long events are kept for the feed, in days (SPEC.md Part B: "kept 30 days"). */
+/** How long events are kept for the feed, in days (docs/contract.md Part B: "kept 30 days"). */
 export const EVENT_RETENTION_DAYS = 30;
 
-/** Default and bounds of `GET /events` (SPEC.md Part B, Events and webhooks). */
+/** Default and bounds of `GET /events` (docs/contract.md Part B, Events and webhooks). */
 export const EVENT_PAGE = { defaultLimit: 100, maxLimit: 1000 } as const;
 
 /** The event as the feed lists it and webhooks send it: `{id, type, sequence, created_at, workspace: {subdomain}, actor, data}`. */
@@ -40,7 +40,7 @@ export interface EventJson {
 }
 
 /**
- * The JSON form of an event (SPEC.md Part B, Events and webhooks): the body of a webhook
+ * The JSON form of an event (docs/contract.md Part B, Events and webhooks): the body of a webhook
  * delivery and an item of `GET /events`, so both show the same thing.
  */
 export function toEventJson(event: WorkspaceEvent): EventJson {

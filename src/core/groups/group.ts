@@ -1,6 +1,6 @@
 /**
  * A SCIM group of a workspace: one product role of the catalogue, linked so that an identity
- * provider can assign it (SPEC.md Part B, SCIM 2.0 provisioning: groups are product roles).
+ * provider can assign it (docs/contract.md Part B, SCIM 2.0 provisioning: groups are product roles).
  * Its members are the users holding the role; the group itself stores no member list.
  */
 export interface Group {

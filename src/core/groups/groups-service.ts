@@ -8,7 +8,7 @@ import { findUsers, updateUsers } from '../users/users-service.ts';
 import { groupName, type Group, type MembershipChange } from './group.ts';
 
 /*
- * SCIM groups are product roles (SPEC.md Part B, SCIM 2.0 provisioning): linking one makes
+ * SCIM groups are product roles (docs/contract.md Part B, SCIM 2.0 provisioning): linking one makes
  * the role assignable as a group, membership is holding the role, and every grant or
  * revocation is a user change through the same core function as the native API's, with its
  * rules, audit entry and event.

@@ -4,7 +4,7 @@ import type { AppRole } from '../users/user.ts';
 
 /**
  * Collapses exact duplicate `{name, role}` pairs, keeping the first occurrence's order.
- * Source: SPEC.md Part B, Users ("Exact duplicate pairs collapse into one").
+ * Source: docs/contract.md Part B, Users ("Exact duplicate pairs collapse into one").
  */
 export function dedupeApps(apps: readonly AppRole[]): AppRole[] {
   const seen = new Set<string>();

@@ -2,7 +2,7 @@ import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import type { Product, Repositories, Store } from '../ports.ts';
 
-/** Lists the catalogue, products sorted by name (SPEC.md Part B, Products). */
+/** Lists the catalogue, products sorted by name (docs/contract.md Part B, Products). */
 export async function listProducts(store: Store): Promise<Product[]> {
   return store.products.findAll();
 }
@@ -40,7 +40,7 @@ async function assertNotInUse(tx: Repositories, name: string, roles?: readonly s
  * active user holds, or that a workspace linked as a SCIM group, is refused. The product row is locked for the check, and user adds
  * share-lock it, so the two cannot interleave. Putting the same roles again changes nothing
  * (no audit event, `updated_at` kept).
- * Source: SPEC.md Part B, Operator interface (`PUT /admin/v1/products/{name}`).
+ * Source: docs/contract.md Part B, Operator interface (`PUT /admin/v1/products/{name}`).
  *
  * @param roles - at least one, no duplicates (validated by the caller's schema).
  * @throws AppError `product_in_use` (409).

@@ -1,7 +1,7 @@
 import type { StatusFilter, WorkspaceRole } from './user.ts';
 
 /*
- * One query path for every listing (DESIGN.md, "Growing the house"): the native filters
+ * One query path for every listing (docs/architecture.md, "Growing the house"): the native filters
  * (`q`, `role`, `app`), the SCIM filter grammar and the console's search all become a
  * UserQuery, which storage compiles into one indexed SQL statement with an exact total.
  */
@@ -61,7 +61,7 @@ export type UserCondition =
       readonly caseExact?: boolean;
     };
 
-/** Orders of a listing (SPEC.md Part B, Finding users); `-` means descending. */
+/** Orders of a listing (docs/contract.md Part B, Finding users); `-` means descending. */
 export const USER_SORTS = ['created_at', '-created_at', 'email', '-email'] as const;
 /** One of {@link USER_SORTS}. */
 export type UserSort = (typeof USER_SORTS)[number];
@@ -83,7 +83,7 @@ export interface RowWindow {
   readonly limit: number;
 }
 
-/** The native listing filters of `GET /users` (SPEC.md Part B, Finding users). */
+/** The native listing filters of `GET /users` (docs/contract.md Part B, Finding users). */
 export interface UserSearch {
   /** Case-insensitive prefix of the email, the first or the last name. */
   readonly q?: string;
@@ -95,7 +95,7 @@ export interface UserSearch {
 /**
  * The condition of the native filters, or undefined when there is none. `q` matches a prefix
  * of the email, the first or the last name (case-insensitive); `app` without a role matches
- * any role of that product. Source: SPEC.md Part B, Finding users.
+ * any role of that product. Source: docs/contract.md Part B, Finding users.
  */
 export function searchCondition(search: UserSearch): UserCondition | undefined {
   const conditions: UserCondition[] = [];

@@ -1,10 +1,10 @@
-/** Workspace role of a user (SPEC.md Part A). */
+/** Workspace role of a user (docs/contract.md Part A). */
 export type WorkspaceRole = 'owner' | 'non_owner';
 
-/** Lifecycle state of a user (SPEC.md Part A). */
+/** Lifecycle state of a user (docs/contract.md Part A). */
 export type UserStatus = 'active' | 'deactivated';
 
-/** One role a user holds in one product; `name` is the product name (SPEC.md Part A, `apps`). */
+/** One role a user holds in one product; `name` is the product name (docs/contract.md Part A, `apps`). */
 export interface AppRole {
   readonly name: string;
   readonly role: string;
@@ -32,7 +32,7 @@ export interface UserWrite {
   readonly scimAttributes: ScimAttributes | null;
   /**
    * True after a SCIM `DELETE`: the user is deactivated and answers 404 on SCIM until it is
-   * reactivated (SPEC.md Part B, SCIM 2.0 provisioning). False again on any reactivation.
+   * reactivated (docs/contract.md Part B, SCIM 2.0 provisioning). False again on any reactivation.
    */
   readonly scimDeleted: boolean;
 }
@@ -42,7 +42,7 @@ export interface UserWrite {
  * instants; `apps` keep the order given.
  */
 export interface User extends UserWrite {
-  /** A UUID given at creation that never changes (SPEC.md Part B, Changing a user in place). */
+  /** A UUID given at creation that never changes (docs/contract.md Part B, Changing a user in place). */
   readonly id: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
@@ -55,11 +55,11 @@ export interface StoredUser extends User {
   readonly rowId: number;
 }
 
-/** Which users a listing shows (SPEC.md Part B, Listing: default `active`). */
+/** Which users a listing shows (docs/contract.md Part B, Listing: default `active`). */
 export type StatusFilter = UserStatus | 'all';
 
 /** Names a user: by email (matched case-insensitively) or by its `id`. */
 export type UserRef = { readonly email: string } | { readonly id: string };
 
-/** The kinds of user change, as audit actions and event types (SPEC.md Part B, Events and webhooks). */
+/** The kinds of user change, as audit actions and event types (docs/contract.md Part B, Events and webhooks). */
 export type UserChangeType = 'user.created' | 'user.updated' | 'user.deactivated' | 'user.reactivated';

@@ -17,7 +17,7 @@ import type {
   WorkspaceRole,
 } from './user.ts';
 
-/** The default for an omitted first or last name (SPEC.md Part A). */
+/** The default for an omitted first or last name (docs/contract.md Part A). */
 export const NAME_PLACEHOLDER = '-';
 
 /** Input of {@link addUser}: `firstName`/`lastName` (and the SCIM fields) undefined means omitted. */
@@ -42,7 +42,7 @@ export interface AddUserResult {
 /**
  * A change of a user in place: omitted fields stay as they are; `apps` replaces the whole
  * set; `firstName`/`lastName` null resets to `-`; `externalId`/`scimAttributes` null clears
- * them. Source: SPEC.md Part B, Changing a user in place.
+ * them. Source: docs/contract.md Part B, Changing a user in place.
  */
 export interface UserChanges {
   readonly email?: string;
@@ -59,7 +59,7 @@ export interface UserChanges {
 
 /**
  * The versions an `If-Match` accepts: `*` (any existing user) or a list of versions.
- * Source: RFC 9110 §13.1.1; SPEC.md Part B, Changing a user in place.
+ * Source: RFC 9110 §13.1.1; docs/contract.md Part B, Changing a user in place.
  */
 export type Precondition = '*' | readonly number[];
 
@@ -211,7 +211,7 @@ function checkPrecondition(user: User, ifMatch: Precondition | undefined): void 
 /**
  * Adds a user to a workspace, or reactivates a deactivated user with that email.
  * On reactivation `role` and `apps` are replaced and names (and SCIM fields) are replaced only
- * when given; the stored email keeps its spelling. Source: SPEC.md Part A (`POST /users`) and
+ * when given; the stored email keeps its spelling. Source: docs/contract.md Part A (`POST /users`) and
  * Part B, Users; RFC 7644 §3.3 for the SCIM fields.
  *
  * @throws AppError `unknown_product` / `unknown_product_role` (422) for apps outside the
@@ -274,7 +274,7 @@ export async function addUser(
  * own) from the user as it is under the lock (so a read-modify-write such as a SCIM PATCH
  * cannot lose a concurrent change). A change that
  * changes nothing writes nothing: no new version, no audit entry, no event.
- * Source: SPEC.md Part B, Changing a user in place.
+ * Source: docs/contract.md Part B, Changing a user in place.
  *
  * @returns the user as it is after the call, and whether it changed.
  * @throws AppError `user_not_found` (404); `precondition_failed` (412) when `ifMatch` does not
@@ -304,7 +304,7 @@ export async function updateUser(
 /**
  * Deactivates a user. Deactivating an already deactivated user changes nothing and succeeds,
  * so a retried offboarding call does not fail. With `scimDelete` the user also leaves SCIM
- * (it answers 404 there until reactivated). Source: SPEC.md Part B, Users
+ * (it answers 404 there until reactivated). Source: docs/contract.md Part B, Users
  * (`DELETE /users/{email}`) and SCIM 2.0 provisioning (`DELETE /Users/{id}`).
  *
  * @returns whether the call changed anything.
@@ -373,7 +373,7 @@ export async function getUser(store: Store, workspaceId: number, ref: UserRef): 
  * Lists one page of a workspace's users matching `query`, in its order, with exact totals.
  * The plain listing (no condition, creation order) reads the per-block counts; any filter or
  * other order is one statement that counts the matching users exactly.
- * Source: SPEC.md Part B, Listing and Finding users.
+ * Source: docs/contract.md Part B, Listing and Finding users.
  */
 export async function listUsers(store: Store, workspaceId: number, query: UserQuery, page: PageRequest): Promise<Page<User>> {
   const plain = !query.where && (query.sort ?? 'created_at') === 'created_at' && !query.excludeScimDeleted;
@@ -394,7 +394,7 @@ export async function findUsers(store: Store, workspaceId: number, query: UserQu
 
 /**
  * One page of a user's audit history (its events across renames), oldest first unless
- * `newestFirst`. Source: issue 10 (the console's user history).
+ * `newestFirst`. Source: docs/console.md, "Using it" (a user's history).
  * @throws AppError `user_not_found` (404).
  */
 export async function listUserAuditEvents(

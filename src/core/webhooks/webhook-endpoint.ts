@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** A webhook endpoint of a workspace, without its secrets (SPEC.md Part B, Events and webhooks). */
+/** A webhook endpoint of a workspace, without its secrets (docs/contract.md Part B, Events and webhooks). */
 export interface WebhookEndpoint {
   readonly id: string;
   readonly url: string;
@@ -73,7 +73,7 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 /** The Standard Webhooks prefix of a signing secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 
-/** How long a rotated-out secret still signs, in ms (issue 11: "the old secret still signing for 24 h"). */
+/** How long a rotated-out secret still signs, in ms (docs/api.md, "Events and webhooks"). */
 export const PREVIOUS_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
 
 /**

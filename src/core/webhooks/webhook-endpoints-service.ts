@@ -12,7 +12,7 @@ import {
 } from './webhook-endpoint.ts';
 
 /**
- * Checks that a URL may receive webhooks (scheme and address rules, SPEC.md Part B, Events and
+ * Checks that a URL may receive webhooks (scheme and address rules, docs/contract.md Part B, Events and
  * webhooks); resolves with nothing, rejects with AppError `validation_failed` naming `url`.
  * Injected: the rules need DNS and configuration, which the domain does not hold.
  */
@@ -65,7 +65,7 @@ async function requireEndpoint(tx: Repositories, workspace: Workspace, id: strin
 
 /**
  * Creates a webhook endpoint with a new signing secret, audited.
- * Source: SPEC.md Part B, Events and webhooks ("shown `secret` `whsec_…` once").
+ * Source: docs/contract.md Part B, Events and webhooks ("shown `secret` `whsec_…` once").
  * @throws AppError `workspace_not_found` (404); `validation_failed` (400) from `checkUrl`.
  */
 export async function createWebhookEndpoint(
@@ -141,7 +141,7 @@ export async function rotateWebhookSecret(store: Store, subdomain: string, id: s
 }
 
 /**
- * The disabling rule (SPEC.md Part B, Events and webhooks): when a delivery's retry schedule
+ * The disabling rule (docs/contract.md Part B, Events and webhooks): when a delivery's retry schedule
  * has run out, its endpoint is disabled unless some delivery to it succeeded since this one
  * began failing (`failingSince`), and that is audited as `webhook_endpoint.disabled` by the
  * system. Returns whether it disabled the endpoint.

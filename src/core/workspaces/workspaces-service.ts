@@ -12,7 +12,7 @@ export interface CreatedWorkspace {
 
 /**
  * Creates a workspace and its first API key in one transaction.
- * Source: SPEC.md Part B, Operator interface (`POST /admin/v1/workspaces`).
+ * Source: docs/contract.md Part B, Operator interface (`POST /admin/v1/workspaces`).
  *
  * @param subdomain - a DNS label (validated by the caller); stored lower-cased.
  * @param name - display name; defaults to the subdomain.

@@ -20,7 +20,7 @@ export interface AdminGuard {
  * exist (`404 not_found`: a workspace's users never reach the operator interface, and cannot
  * learn it is there); elsewhere `Authorization: Bearer <ADMIN_TOKEN>` is required, compared in
  * constant time, and each wrong token counts toward the per-address failed-attempt limit.
- * Source: SPEC.md Part B, Operator interface; docs/security.md.
+ * Source: docs/contract.md Part B, Operator interface; docs/security.md.
  * @throws AppError `not_found` (404) on a workspace host; `rate_limited` (429) with
  *   `Retry-After` past the limit; `invalid_admin_token` (401) with `WWW-Authenticate: Bearer`
  *   (RFC 6750 §3).

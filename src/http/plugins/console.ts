@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { packagePath } from '../../package-root.ts';
 
-/** Where the web console is served: `/console/` on any host (issue 10). */
+/** Where the web console is served: `/console/` on any host (docs/console.md). */
 export const CONSOLE_PREFIX = '/console';
 
 /** The built console (`npm run build`, or the first `npm start`): `console/dist` at the repository root. */
@@ -15,7 +15,7 @@ export const CONSOLE_DIST_DIR = `${packagePath('console/dist')}/`;
  * Content-Security-Policy of the console: its own scripts, styles and API calls only; no
  * inline script or style, no other origin, no plugins, no framing; Trusted Types required, so
  * no string can ever reach an HTML or script sink (the console renders through Preact's DOM
- * calls only). Source: issue 10, "How it is built"; W3C CSP Level 3; W3C Trusted Types.
+ * calls only). Source: docs/console.md, "How it is built"; W3C CSP Level 3; W3C Trusted Types.
  */
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -66,7 +66,7 @@ async function sendShell(reply: FastifyReply, distDir: string): Promise<void> {
  * `assets/` as static files (precompressed `.br`/`.gz` when the client accepts them, cached a
  * year, immutable), and `/console` redirected to `/console/`. Every console response carries
  * {@link CONSOLE_CSP} instead of the API's `default-src 'none'`. The console itself calls only
- * the public APIs, so nothing here authenticates. Source: issue 10; DESIGN.md "Growing the house".
+ * the public APIs, so nothing here authenticates. Source: docs/console.md; docs/architecture.md "Growing the house".
  */
 export async function registerConsole(app: FastifyInstance, options: ConsoleOptions = {}): Promise<void> {
   const distDir = options.distDir ?? CONSOLE_DIST_DIR;

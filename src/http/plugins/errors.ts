@@ -3,7 +3,7 @@ import { AppError } from '../../core/errors.ts';
 import { sendProblem } from '../problem.ts';
 import { toFieldErrors } from '../validation.ts';
 
-/** Fastify's own error codes for body parsing, mapped to our stable codes (SPEC.md Part B, Errors). */
+/** Fastify's own error codes for body parsing, mapped to our stable codes (docs/contract.md Part B, Errors). */
 function fromFramework(error: FastifyError): AppError | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -61,7 +61,7 @@ export function toAppError(error: unknown, request: FastifyRequest, mapStorageEr
 /**
  * Fastify `frameworkErrors`: answers URLs the router rejects before any hook runs (a bad
  * percent-encoding, a path parameter longer than the router allows) as `400 bad_request`
- * problem+json with `X-Request-Id`, instead of Fastify's own JSON body. Source: SPEC.md
+ * problem+json with `X-Request-Id`, instead of Fastify's own JSON body. Source: docs/contract.md
  * Part B, Errors ("every error is application/problem+json", "every response carries X-Request-Id").
  */
 export function handleFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
@@ -78,7 +78,7 @@ export function handleFrameworkError(error: FastifyError, request: FastifyReques
 /**
  * Installs the one error handler (RFC 9457 problem+json for every failure; storage failures
  * translated by `mapStorageError`) and the 404
- * handler for unknown paths (`not_found`). Source: SPEC.md Part B, Errors; DESIGN.md.
+ * handler for unknown paths (`not_found`). Source: docs/contract.md Part B, Errors; docs/architecture.md.
  */
 export function registerErrorHandling(app: FastifyInstance, mapStorageError: (error: unknown) => unknown): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) =>

@@ -15,7 +15,7 @@ const TIMEOUT_CHECK_INTERVAL_MS = 1000;
  * The Fastify server options that bound what one connection may cost: request, header,
  * idle and keep-alive timeouts and the header size (Node's `maxHeaderSize` covers the
  * request line too, so it also caps the URL). Passed to `Fastify()` by `buildApp`.
- * Source: issue 4, "Resource bounds"; Node `http.createServer` options.
+ * Source: docs/operations.md, "Limits"; Node `http.createServer` options.
  */
 export function serverLimitOptions(
   limits: HttpLimits,

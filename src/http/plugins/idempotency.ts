@@ -8,7 +8,7 @@ import { addRouteHook } from '../hooks.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route honours `Idempotency-Key` (SPEC.md Part B, Retries). */
+    /** The route honours `Idempotency-Key` (docs/contract.md Part B, Retries). */
     idempotent?: boolean;
   }
   interface FastifyRequest {
@@ -19,7 +19,7 @@ declare module 'fastify' {
   }
 }
 
-/** Longest accepted key (SPEC.md Part B). */
+/** Longest accepted key (docs/contract.md Part B). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 /** A claim older than this with no response is considered abandoned (crashed process). */
 const LOCK_SECONDS = 60;
@@ -65,7 +65,7 @@ const SUCCESS_HEADERS = ['location', 'etag', 'content-location'];
  * afresh), never a change without its answer or a claim that makes retries wait. A success
  * whose commit fails is answered `503 database_unavailable` instead. Without it (PGlite) the
  * claim is committed first and the answer stored after the change, as Stripe describes.
- * Source: SPEC.md Part B, "Retries, limits and audit" and "A highly available database".
+ * Source: docs/contract.md Part B, "Retries, limits and audit" and "A highly available database".
  */
 export function registerIdempotency(
   app: FastifyInstance,

@@ -24,7 +24,7 @@ const MEASURES: Record<string, string> = {
 };
 
 /**
- * Load shedding (issue 4, "Resource bounds"): when a threshold of {@link LoadShedding} is
+ * Load shedding (docs/operations.md, "Limits"): when a threshold of {@link LoadShedding} is
  * exceeded — sampled every `sampleIntervalMs` by `@fastify/under-pressure` — a request is
  * refused up front with `503 service_unavailable` problem+json and `Retry-After`, instead of
  * queueing work and growing memory. The event-loop measures are ignored for the first two

@@ -24,7 +24,7 @@ export function registerMetrics(app: FastifyInstance, registry: Registry = new R
     registers: [registry],
   });
   // The labelled series of each method, route and status, looked up by one string: prom-client
-  // would otherwise hash the label object twice per response (issue 5: ~9 µs a request).
+  // would otherwise hash the label object twice per response (docs/performance.md: ~9 µs a request).
   const series = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof duration.labels> }>();
   app.addHook('onResponse', (request, reply, done) => {
     // Template, never the raw URL: label values stay few however many emails are seen.

@@ -7,7 +7,7 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /**
  * Fastify `genReqId`: echoes a sane incoming `X-Request-Id`, else generates a UUID v4.
- * Source: SPEC.md Part B, Errors ("echoing a sane incoming one, else generated").
+ * Source: docs/contract.md Part B, Errors ("echoing a sane incoming one, else generated").
  */
 export function generateRequestId(req: IncomingMessage): string {
   const incoming = req.headers['x-request-id'];

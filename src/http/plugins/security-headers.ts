@@ -58,7 +58,7 @@ const HELMET_OPTIONS: HelmetOptions = {
 /**
  * The headers helmet's middleware sets with `options`, lower-cased. Computed once: with these
  * options the set does not depend on the request, and recomputing it per response cost about
- * 5 µs (issue 5).
+ * 5 µs (docs/performance.md).
  */
 function helmetHeaders(options: HelmetOptions): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -68,7 +68,8 @@ function helmetHeaders(options: HelmetOptions): Record<string, string> {
   };
   let failure: unknown;
   helmet(options)({} as IncomingMessage, recorder as unknown as ServerResponse, (error?: unknown) => (failure = error));
-  if (failure) throw failure;
+  // helmet reports only Errors (a bad option); anything else is wrapped so the stack says where.
+  if (failure) throw failure instanceof Error ? failure : new Error('helmet refused its options', { cause: failure });
   return headers;
 }
 
@@ -89,7 +90,7 @@ const DOCUMENTATION_HEADERS: Readonly<Record<string, string>> = Object.freeze(
 );
 
 /**
- * Security headers on every response (issue 4, "Keys and secrets"; OWASP API8:2023):
+ * Security headers on every response (docs/operations.md, "Security headers"; OWASP API8:2023):
  * {@link BASELINE_SECURITY_HEADERS}, except that the public documentation may be cached and
  * the `/docs` HTML page gets a CSP built from the page itself. API responses carry user data,
  * keys and request ids that no shared or browser cache should keep. Fastify sends no

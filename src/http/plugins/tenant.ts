@@ -18,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-/** Path prefix of the external API (SPEC.md Part A). */
+/** Path prefix of the external API (docs/contract.md Part A). */
 export const EXTERNAL_PREFIX = '/api/external/v2';
 /** Paths under the prefix that are public documentation, served on any host without a key. */
 const PUBLIC_PATHS = new Set([`${EXTERNAL_PREFIX}/openapi.json`]);
@@ -30,7 +30,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 /**
  * The workspace label of a host name: `acme.localhost` → `acme` for base domain `localhost`.
  * Case-insensitive; the port must already be stripped. Undefined unless the host is exactly
- * one DNS label in front of the base domain. Source: SPEC.md Part B, Addressing and tenancy.
+ * one DNS label in front of the base domain. Source: docs/contract.md Part B, Addressing and tenancy.
  */
 export function subdomainOf(hostname: string, baseDomain: string): string | undefined {
   const host = hostname.toLowerCase().replace(/\.$/, '');
@@ -67,7 +67,7 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
  * origin) →
  * per-client limit on failed keys → per-key token bucket → the route's scopes
  * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
- * the request through. Source: SPEC.md Part B, Addressing, Authentication, Retries and limits,
+ * the request through. Source: docs/contract.md Part B, Addressing, Authentication, Retries and limits,
  * Running several replicas.
  */
 export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits): void {

@@ -16,7 +16,7 @@ export interface RateLimits {
  * Builds the limits of `config`: in Redis when `redis` is given (shared by every replica, and
  * failing open while Redis is unreachable, counted by `rate_limit_fail_open_total{limit}` in
  * `registry`), else in this process's memory.
- * Source: SPEC.md Part B, "Retries, limits and audit" and "Running several replicas".
+ * Source: docs/contract.md Part B, "Retries, limits and audit" and "Running several replicas".
  */
 export function createRateLimits(config: Config, options: { readonly redis?: SharedRedis; readonly registry?: Registry } = {}): RateLimits {
   const { redis } = options;

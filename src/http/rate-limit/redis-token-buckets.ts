@@ -3,7 +3,7 @@ import type { SharedRedis } from './shared-redis.ts';
 import { takeResult, type TakeResult, type TokenBuckets } from './token-buckets.ts';
 
 /*
- * Why a script and not a ready-made Redis limiter: SPEC.md Part B specifies a token bucket
+ * Why a script and not a ready-made Redis limiter: docs/contract.md Part B specifies a token bucket
  * (100/s, burst 200) and the per-process limiter is one (`limiter`'s TokenBucket); the Redis
  * limiters of rate-limiter-flexible count fixed windows in whole seconds, which would let a
  * key through twice the burst across a window boundary, make a client wait a whole window
@@ -55,7 +55,7 @@ function withScript(client: Redis): WithTokenBucket {
  * key (`wum:rl:<policy>:<key>`, expiring once the bucket would be full again). While Redis is
  * unreachable, or does not answer within its command timeout, `take` and `peek` resolve to
  * `undefined` at once (the limit fails open), and `onFailOpen` counts it.
- * Source: SPEC.md Part B, "Retries, limits and audit" (token bucket) and "Running several
+ * Source: docs/contract.md Part B, "Retries, limits and audit" (token bucket) and "Running several
  * replicas" (shared, fail open).
  */
 export class RedisTokenBuckets implements TokenBuckets {

@@ -31,7 +31,7 @@ export interface SharedRedis {
  * answers) and keeps reconnecting with a growing pause (up to 2 s). `timeoutMs` bounds every
  * command and each connection attempt. The outage and the recovery are each logged once per
  * transition; `rate_limit_redis_connected` (1 or 0) is registered in `registry`.
- * Source: SPEC.md Part B, "Running several replicas" (fail open, promptly, logged);
+ * Source: docs/contract.md Part B, "Running several replicas" (fail open, promptly, logged);
  * ioredis options `enableOfflineQueue`, `commandTimeout`, `retryStrategy`.
  */
 export async function connectSharedRedis(

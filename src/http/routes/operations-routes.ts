@@ -12,7 +12,7 @@ const READY_TIMEOUT_MS = 2000;
  * answers, and with a multi-host `DATABASE_URL` it is the writable primary; else
  * `503 database_unavailable`) and
  * `GET /metrics` (Prometheus text format). On any host, without a key.
- * Source: SPEC.md Part B, Running and "A highly available database".
+ * Source: docs/contract.md Part B, Running and "A highly available database".
  */
 export async function operationsRoutes(
   app: FastifyInstance,

@@ -5,7 +5,7 @@ import type { Pagination } from '../../core/pagination.ts';
 import { PAGE_DEFAULTS } from '../../core/pagination.ts';
 import { PROBLEM_CONTENT_TYPE, problemType, type ProblemDetails } from '../problem.ts';
 
-/** RFC 9457 problem details as wum sends them (SPEC.md Part B, Errors). */
+/** RFC 9457 problem details as wum sends them (docs/contract.md Part B, Errors). */
 export const ProblemSchema = Type.Object(
   {
     type: Type.String({ description: 'URI of the problem type: `urn:wum:problem:<code>`.', examples: ['urn:wum:problem:user_not_found'] }),
@@ -180,7 +180,7 @@ export const LinkHeader = {
   description: 'RFC 8288 links to the `first`, `prev`, `next` and `last` pages.',
 } as const;
 
-/** Query parameters of every paginated listing (SPEC.md Part B, Listing). */
+/** Query parameters of every paginated listing (docs/contract.md Part B, Listing). */
 export const PageQuery = {
   page_number: Type.Integer({
     minimum: 1,
@@ -198,7 +198,7 @@ export const PageQuery = {
   }),
 };
 
-/** The pagination envelope (SPEC.md Part A). */
+/** The pagination envelope (docs/contract.md Part A). */
 export const PaginationSchema = Type.Object(
   {
     total_records: Type.Integer({ description: 'Items across all pages.' }),

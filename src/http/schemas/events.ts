@@ -3,7 +3,7 @@ import { EVENT_PAGE, EVENT_TYPES } from '../../core/events/event.ts';
 import { ActorSchema, StringEnum } from './common.ts';
 import { USER_EXAMPLE, UserSchema } from './users.ts';
 
-/** Query of `GET /events` (SPEC.md Part B, Events and webhooks). */
+/** Query of `GET /events` (docs/contract.md Part B, Events and webhooks). */
 export const ListEventsQuery = Type.Object({
   after: Type.Integer({
     minimum: 0,
@@ -39,7 +39,7 @@ export const EventSchema = Type.Object(
       ),
     }),
   },
-  { $id: 'Event', description: 'A user change (SPEC.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`).' },
+  { $id: 'Event', description: 'A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`).' },
 );
 
 /** The example event of the OpenAPI document. */

@@ -5,7 +5,7 @@ import { Timestamp } from './common.ts';
 /** Product and role names: letters, digits and `._-`, 1-64 characters, case-sensitive. */
 export const PRODUCT_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$';
 
-/** A product as the external API lists it (SPEC.md Part B, Products). */
+/** A product as the external API lists it (docs/contract.md Part B, Products). */
 export const ProductSchema = Type.Object(
   {
     name: Type.String({ description: 'Product name (case-sensitive), used in `apps[].name`.', examples: ['crm'] }),

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { User } from '../../core/users/user.ts';
 import { USER_SORTS } from '../../core/users/user-query.ts';
 import { PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
 
@@ -31,7 +30,7 @@ export const USER_EXAMPLE = {
   updated_at: '2025-01-15T09:30:00.000Z',
 } as const;
 
-/** Body of `POST /users` (SPEC.md Part A; unknown fields rejected, Part B). */
+/** Body of `POST /users` (docs/contract.md Part A; unknown fields rejected, Part B). */
 export const AddUserBody = Type.Object(
   {
     user: Type.Object(
@@ -68,7 +67,7 @@ export const AddUserBody = Type.Object(
   },
 );
 
-/** A user on the wire (SPEC.md Part B, Users). */
+/** A user on the wire (docs/contract.md Part B, Users). */
 export const UserSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid', description: 'The user\'s id: given at creation, it never changes (not on rename, deactivation or reactivation).' }),
@@ -90,7 +89,7 @@ export const UserSchema = Type.Object(
 /** A product (`crm`) or one of its roles (`crm:admin`), as the `app` filter takes it. */
 export const APP_FILTER_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(:[A-Za-z0-9][A-Za-z0-9._-]{0,63})?$';
 
-/** Query of `GET /users` (SPEC.md Part B, Listing and Finding users). */
+/** Query of `GET /users` (docs/contract.md Part B, Listing and Finding users). */
 export const ListUsersQuery = Type.Object({
   ...PageQuery,
   status: StringEnum(['active', 'deactivated', 'all'], {
@@ -134,7 +133,7 @@ export const USER_LIST_EXAMPLE = {
   total_count: 1,
 };
 
-/** Body of `PATCH /users/{email}` (SPEC.md Part B, Changing a user in place). */
+/** Body of `PATCH /users/{email}` (docs/contract.md Part B, Changing a user in place). */
 export const PatchUserBody = Type.Object(
   {
     user: Type.Object(

@@ -20,7 +20,7 @@ export const AUTH = ['invalid_admin_token', 'internal_error', 'service_unavailab
 
 /**
  * A page of `T` on the wire, `{ [key]: items, pagination, total_count }`, with its `Link`
- * header set (SPEC.md Part B, Listing).
+ * header set (docs/contract.md Part B, Listing).
  */
 export function listed<T, W>(request: FastifyRequest, reply: FastifyReply, key: string, page: Page<T>, map: (t: T) => W) {
   reply.header('link', paginationLinks(request, page.pagination));

@@ -11,7 +11,7 @@ import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-s
 /**
  * The operator API under `/admin/v1`, on the operator host only and behind the admin token: workspaces, their API keys,
  * audit trail and webhook endpoints, and the product catalogue, one plugin per resource.
- * Source: SPEC.md Part B, Operator interface.
+ * Source: docs/contract.md Part B, Operator interface.
  */
 export async function adminRoutes(
   app: FastifyInstance,

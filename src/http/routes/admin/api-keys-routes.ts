@@ -11,7 +11,7 @@ import { AUTH, Subdomain, SubdomainParams, adminActor, security, tags } from './
 const { createdApiKey, apiKey } = ADMIN_EXAMPLES;
 
 /**
- * Operator routes of a workspace's API keys: create, list, revoke. Source: SPEC.md Part B, Operator interface.
+ * Operator routes of a workspace's API keys: create, list, revoke. Source: docs/contract.md Part B, Operator interface.
  */
 export async function apiKeysRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   const { store } = options;

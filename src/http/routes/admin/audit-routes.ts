@@ -24,7 +24,7 @@ const auditPage = jsonResponse('A page of audit events with its pagination envel
 }, { Link: LinkHeader });
 
 /**
- * Operator routes of the audit trail: one workspace's, and every event. Source: SPEC.md Part B, Retries, limits and audit.
+ * Operator routes of the audit trail: one workspace's, and every event. Source: docs/contract.md Part B, Retries, limits and audit.
  */
 export async function auditRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   const { store } = options;

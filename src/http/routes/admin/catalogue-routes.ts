@@ -13,7 +13,7 @@ const ProductName = Type.String({ description: 'The product\'s name (case-sensit
 const ProductParams = Type.Object({ name: ProductName });
 
 /**
- * Operator routes of the product catalogue: list, create or replace roles, get, remove. Source: SPEC.md Part B, Products and Operator interface.
+ * Operator routes of the product catalogue: list, create or replace roles, get, remove. Source: docs/contract.md Part B, Products and Operator interface.
  */
 export async function catalogueRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   const { store } = options;

@@ -46,7 +46,7 @@ const withSecret = ({ endpoint: e, secret: s }: EndpointWithSecret) => ({ ...toW
 /**
  * Operator routes of a workspace's webhook endpoints: create (the secret shown once), list,
  * get, update, delete, rotate the secret, list an endpoint's deliveries, redeliver one. Every
- * change is audited. Source: SPEC.md Part B, Events and webhooks.
+ * change is audited. Source: docs/contract.md Part B, Events and webhooks.
  */
 export async function webhookEndpointsRoutes(app: FastifyInstance, options: { store: Store; checkUrl: WebhookUrlCheck }): Promise<void> {
   const { store, checkUrl } = options;

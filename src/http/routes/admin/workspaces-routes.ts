@@ -24,7 +24,7 @@ import { AUTH, SubdomainParams, adminActor, listed, security, tags } from './adm
 const { workspace, createdApiKey, page } = ADMIN_EXAMPLES;
 
 /**
- * Operator routes of workspaces: create (with a first API key), list, get, delete. Source: SPEC.md Part B, Operator interface.
+ * Operator routes of workspaces: create (with a first API key), list, get, delete. Source: docs/contract.md Part B, Operator interface.
  */
 export async function workspacesRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   const { store } = options;

@@ -11,7 +11,7 @@ import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schem
 import { EVENT_EXAMPLE, EventSchema, ListEventsQuery } from '../../schemas/events.ts';
 
 /**
- * `GET /events`, the workspace's pull feed of user changes. Source: SPEC.md Part B, Events and webhooks.
+ * `GET /events`, the workspace's pull feed of user changes. Source: docs/contract.md Part B, Events and webhooks.
  */
 export async function eventsRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   app.withTypeProvider<TypeBoxTypeProvider>().get('/events', {

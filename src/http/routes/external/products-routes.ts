@@ -9,7 +9,7 @@ import { PRODUCTS_EXAMPLE, ProductSchema, toWireProduct } from '../../schemas/pr
 
 /**
  * `GET /products`, the list-available-products endpoint: every product and its roles,
- * products sorted by name. Source: SPEC.md Part B, Products.
+ * products sorted by name. Source: docs/contract.md Part B, Products.
  */
 export async function productsRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   app.get('/products', {

@@ -1,7 +1,7 @@
 import { depthLimitedJsonParser } from '../../json-body.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { Actor } from '../../../core/actor.ts';
 import { keyActor } from '../../../core/api-keys/authenticate.ts';
 import type { Store } from '../../../core/ports.ts';
@@ -52,7 +52,7 @@ export function userLocation(prefix: string, email: string): string {
   return `${prefix}/users/${encodeURIComponent(email)}`;
 }
 
-/** `ETag` of user responses (SPEC.md Part B, Changing a user in place). */
+/** `ETag` of user responses (docs/contract.md Part B, Changing a user in place). */
 const EtagHeader = { ETag: { type: 'string', description: 'The user\'s strong entity tag; send it in `If-Match` to change the user only if nobody else has.' } };
 /** `If-Match` of the changing routes, documented (the value is read by {@link parseIfMatch}). */
 const IfMatchHeaders = Type.Object({
@@ -71,7 +71,7 @@ function sendUser(reply: FastifyReply, user: User) {
 
 /**
  * `POST /users`, `GET /users`, `GET /users/{email}`, `DELETE /users/{email}` of the external API.
- * Source: SPEC.md Part A (endpoints) and Part B (Users, Listing).
+ * Source: docs/contract.md Part A (endpoints) and Part B (Users, Listing).
  */
 export async function usersRoutes(app: FastifyInstance, options: { store: Store; prefix: string }): Promise<void> {
   const { store, prefix } = options;
@@ -107,7 +107,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
     },
     handler: async (request, reply) => {
-      const { user } = request.body as Static<typeof AddUserBody>;
+      const { user } = request.body;
       const result = await addUser(
         store,
         tenantOf(request).workspace.id,

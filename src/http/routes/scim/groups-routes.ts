@@ -47,7 +47,7 @@ async function sendGroup(store: Store, request: FastifyRequest, reply: FastifyRe
  * workspace; members are the users holding the role; changing members grants or revokes it
  * through the core (actor `scim`). PATCH answers 204 (as Okta and Entra ID expect for member
  * changes), or 200 with the group when `attributes`/`excludedAttributes` ask for it (RFC 7644
- * §3.5.2). Source: SPEC.md Part B, SCIM 2.0 provisioning; RFC 7644 §3.3–3.6.
+ * §3.5.2). Source: docs/contract.md Part B, SCIM 2.0 provisioning; RFC 7644 §3.3–3.6.
  */
 export async function scimGroupsRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   const { store } = options;

@@ -9,7 +9,7 @@ export function scimBaseUrl(request: FastifyRequest): string {
   return `${request.protocol}://${request.host}${SCIM_PREFIX}`;
 }
 
-/** The actor of a SCIM change: the API key that made it, as `scim` (SPEC.md Part B). */
+/** The actor of a SCIM change: the API key that made it, as `scim` (docs/contract.md Part B). */
 export function scimActor(request: FastifyRequest): Actor {
   return keyActor(tenantOf(request), 'scim', request.id);
 }

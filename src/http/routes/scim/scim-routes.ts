@@ -15,7 +15,7 @@ const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
  * `application/json` (parsed by Fastify's JSON parser, with its protections), a body without
  * a media type refused with 415. Authentication (Bearer key), limits and SCIM error bodies
  * come from the app's tenant plugin and error handler. Source: RFC 7644 §3.1, §3.8;
- * SPEC.md Part B, SCIM 2.0 provisioning.
+ * docs/contract.md Part B, SCIM 2.0 provisioning.
  */
 export async function scimRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   app.addContentTypeParser('application/scim+json', { parseAs: 'string' }, depthLimitedJsonParser(app));

@@ -14,7 +14,7 @@ import { parseIfMatch } from '../../etag.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { queryOf, scimActor, scimBaseUrl, sendScim, workspaceOf } from './scim-reply.ts';
 
-/** A user deleted through SCIM answers 404 there (SPEC.md Part B). */
+/** A user deleted through SCIM answers 404 there (docs/contract.md Part B). */
 function notFound(): AppError {
   return new AppError('user_not_found', 'No such user in this workspace.');
 }
@@ -59,7 +59,7 @@ function sendUser(request: FastifyRequest, reply: FastifyReply, status: number, 
  * `/Users` and `/Users/{id}`: list with filter, paging and projection; create (or reactivate
  * a deactivated email); read; replace; patch; delete (deactivate, and gone from SCIM until a
  * POST of the same userName). Every change is the core's user change with actor `scim`.
- * Source: RFC 7644 §3.3–3.6; SPEC.md Part B, SCIM 2.0 provisioning.
+ * Source: RFC 7644 §3.3–3.6; docs/contract.md Part B, SCIM 2.0 provisioning.
  */
 export async function scimUsersRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   const { store } = options;
