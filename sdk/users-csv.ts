@@ -80,19 +80,29 @@ export function wasReactivated(user: User): boolean {
  * so that the escape can always be undone.
  */
 const FORMULA_START = /^'*[=+\-@\t\r]/;
+/**
+ * A lone `-` (behind any quotes) starts no formula: it is the name wum gives a user created
+ * without one (docs/contract.md Part B, Users), and a spreadsheet shows it as text.
+ */
+const LONE_DASH = /^'*-$/;
+
+/** True when a spreadsheet could read `value` as a formula (OWASP, "CSV Injection"). */
+function formulaLike(value: string): boolean {
+  return FORMULA_START.test(value) && !LONE_DASH.test(value);
+}
 
 /**
  * A cell as the export writes it: one `'` in front of a value a spreadsheet would read as a
  * formula (OWASP, "CSV Injection"), so `=cmd|' /C calc'!A0` shows as text; any other value
- * unchanged. {@link unescapeCell} undoes it exactly.
+ * (a lone `-` among them) unchanged. {@link unescapeCell} undoes it exactly.
  */
 export function escapeCell(value: string): string {
-  return FORMULA_START.test(value) ? `'${value}` : value;
+  return formulaLike(value) ? `'${value}` : value;
 }
 
 /** A cell as the import reads it: the `'` that {@link escapeCell} added is removed, other values are kept. */
 export function unescapeCell(cell: string): string {
-  return cell.startsWith("'") && FORMULA_START.test(cell) ? cell.slice(1) : cell;
+  return cell.startsWith("'") && formulaLike(cell) ? cell.slice(1) : cell;
 }
 
 /** A user as an export row, in {@link CSV_COLUMNS} order, each cell escaped with {@link escapeCell}. */

@@ -23,10 +23,10 @@ const FORMULAS = [
   "'=1+1",
   "''+x",
   '=IMPORTXML(CONCAT("http://127.0.0.1/?",A1),"//a")',
-  '-',
+  '--1',
 ];
 /** Values that must stay exactly as they are. */
-const PLAIN = ['Ada', "O'Brien", "'quoted", '', 'a=b', 'x+y', '1-2', 'me@example.com'];
+const PLAIN = ['Ada', "O'Brien", "'quoted", '', 'a=b', 'x+y', '1-2', 'me@example.com', '-', "'-"];
 
 describe(`users CSV against formula injection [${BACKEND}]`, () => {
   test('every formula of the corpus is written with a leading quote and read back to the same value; plain values are untouched', () => {

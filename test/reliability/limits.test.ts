@@ -146,10 +146,13 @@ describe(`resource bounds [${BACKEND}]`, () => {
           assertProblem(await proxied.inject({ url, headers: viaProxy }), 400, 'bad_request');
         }
       }
-      for (const host of ['localhost', '127.0.0.1:3000', '[::1]:3000', `${ws.subdomain}.localhost.`, 'my_host.internal:8080']) {
+      for (const host of ['localhost', '127.0.0.1:3000', '[::1]:3000', 'my_host.internal:8080']) {
         const res = await app.inject({ url: '/admin/v1/workspaces', headers: { host, authorization: `Bearer ${ADMIN_TOKEN}` } });
         assert.equal(res.statusCode, 200, `${host}: ${res.body}`);
       }
+      // A workspace's host, however spelled (here with the root's trailing dot), never serves the
+      // operator API (docs/contract.md Part B, Operator interface).
+      assertProblem(await app.inject({ url: '/admin/v1/workspaces', headers: { host: `${ws.subdomain}.localhost.`, authorization: `Bearer ${ADMIN_TOKEN}` } }), 404, 'not_found');
     });
 
     test('page size stays at most 100 and the body at most 64 KiB', async () => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { SERVER_BUNDLE } from '../../scripts/build-bundles.ts';
 import { freePort } from '../../harness/postgres-cluster.ts';
-import { listeningPid, spawnServer } from '../../harness/server-process.ts';
+import { spawnServer } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, type ServerStorage } from './support.ts';
 
@@ -11,6 +11,35 @@ import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, type ServerStorage }
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * The process under `root` (a descendant, found through each process's parent in /proc) whose
+ * command line names `script`: the server behind `script` and its shell. On a terminal the log
+ * is pino-pretty's readable lines, which do not carry the pid the JSON lines do.
+ */
+function descendantRunning(root: number, script: string): number | undefined {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      parents.set(Number(entry), Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const under = (pid: number): boolean => {
+    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === root) return true;
+    return false;
+  };
+  return [...parents.keys()].find((pid) => {
+    if (!under(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(script);
+    } catch {
+      return false;
+    }
+  });
 }
 
 function alive(pid: number): boolean {
@@ -45,7 +74,7 @@ describe(`a server whose terminal goes away [${BACKEND}]`, () => {
     let pid: number | undefined;
     try {
       await terminal.waitForOutput(LISTENING, START_TIMEOUT_MS);
-      pid = listeningPid(terminal.stdout().replace(/\r/g, ''));
+      pid = descendantRunning(terminal.child.pid!, SERVER_BUNDLE);
       assert.ok(pid, terminal.stdout());
       // Close the terminal: `script` holds its master side; killed, the server's side hangs up.
       process.kill(terminal.child.pid!, 'SIGKILL');

@@ -48,6 +48,17 @@ function requestActor(request: FastifyRequest): Actor {
 }
 
 /** Path of a user resource, for `Location`. */
+
+/**
+ * Trims `user.email` of a body before validation, so the email format check and the stored
+ * value see the address without surrounding spaces (docs/contract.md Part B, Users: stored as
+ * given after trimming).
+ */
+async function trimUserEmail(request: FastifyRequest): Promise<void> {
+  const body = request.body as { user?: { email?: unknown } } | undefined;
+  if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
+}
+
 export function userLocation(prefix: string, email: string): string {
   return `${prefix}/users/${encodeURIComponent(email)}`;
 }
@@ -102,10 +113,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       },
     },
     config: { idempotent: true },
-    preValidation: async (request) => {
-      const body = request.body as { user?: { email?: unknown } } | undefined;
-      if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
-    },
+    preValidation: trimUserEmail,
     handler: async (request, reply) => {
       const { user } = request.body;
       const result = await addUser(
@@ -206,10 +214,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         },
       },
       config: { idempotent: true },
-      preValidation: async (request) => {
-        const body = request.body as { user?: { email?: unknown } } | undefined;
-        if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
-      },
+      preValidation: trimUserEmail,
       handler: async (request, reply) => {
         const { user } = request.body;
         const ifMatch = parseIfMatch(request.headers['if-match']);
