@@ -1735,7 +1735,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Return the events with a `sequence` above this one (0: from the oldest kept). Pass the last `sequence` you processed.
+                 * @description Return the events with a `sequence` above this one (0: from the oldest kept; at most 2^53 - 1). Pass the last `sequence` you processed.
                  * @example 0
                  */
                 after?: number;
