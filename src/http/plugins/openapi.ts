@@ -122,7 +122,8 @@ async function buildReferenceApp(document: StaticDocumentSpec['document']): Prom
     theme: { title: 'wum API reference' },
     // No "Try it out": the page's CSP lets it fetch only from its own origin, and the API is on
     // each workspace's host.
-    uiConfig: { supportedSubmitMethods: [], docExpansion: 'list', defaultModelsExpandDepth: 0 },
+    // BaseLayout: the document alone, without the top bar (its logo and a box to load another URL).
+    uiConfig: { layout: 'BaseLayout', supportedSubmitMethods: [], docExpansion: 'list', defaultModelsExpandDepth: 0 },
   });
   await reference.ready();
   return reference;
