@@ -42,12 +42,13 @@ export function bundlesAreCurrent(): boolean {
 
 /**
  * Packages the server leaves out of its bundle and imports from node_modules: PGlite, which
- * loads its WebAssembly and data files from beside its own module, and what the server imports
- * only when needed (the API reference viewer, a 4.4 MB module, on the first `/docs` request;
- * undici with the first webhook delivery; ioredis with REDIS_URL; tar on a new DATA_DIR), so
- * that a start does not even parse them.
+ * loads its WebAssembly and data files from beside its own module, the API reference viewer,
+ * which serves its page's assets from beside its own module too (imported on the first `/docs`
+ * request), and what the server imports only when needed (undici with the first webhook
+ * delivery; ioredis with REDIS_URL; tar on a new DATA_DIR), so that a start does not even
+ * parse them.
  */
-const SERVER_EXTERNAL = ['@electric-sql/pglite', '@scalar/fastify-api-reference', 'undici', 'ioredis', 'tar'];
+const SERVER_EXTERNAL = ['@electric-sql/pglite', '@fastify/swagger-ui', 'undici', 'ioredis', 'tar'];
 
 async function bundle(): Promise<void> {
   const { build } = await import('esbuild');

@@ -1,4 +1,4 @@
-import swagger from '@fastify/swagger';
+import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema, type RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
 import { ActorSchema, ProblemSchema } from '../schemas/common.ts';
@@ -11,7 +11,7 @@ import { EXTERNAL_PREFIX } from './tenant.ts';
 /** Where the OpenAPI 3.1 document is served (public, any host). */
 export const OPENAPI_PATH = `${EXTERNAL_PREFIX}/openapi.json`;
 
-/** Where the API reference page and its script are served (`@scalar/fastify-api-reference`). */
+/** Where the API reference page and its assets are served (`@fastify/swagger-ui`). */
 export const DOCS_PREFIX = '/docs';
 
 /** The `Idempotency-Key` request header of routes marked `config.idempotent`, as documented. */
@@ -107,21 +107,31 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
 const HOP_HEADERS = new Set(['content-length', 'connection', 'keep-alive', 'transfer-encoding', 'date']);
 
 /**
- * An app of its own serving only the API reference viewer (`@scalar/fastify-api-reference`),
- * imported when first needed. The viewer's module holds its 4.4 MB browser bundle as one string:
- * loading it at start cost about 50 MB of memory and a fifth of a second in every process,
- * most of which never serves `/docs` (docs/performance.md, "The embedded store").
+ * An app of its own serving only the API reference viewer (`@fastify/swagger-ui`, Swagger UI's
+ * page and its static assets from disk), made when first needed so that a process that never
+ * serves `/docs` does not load the viewer (docs/performance.md, "The embedded store"). The
+ * viewer shows `document`: it is given to `@fastify/swagger` in its static mode, which the
+ * viewer's plugin requires, and which the viewer also serves as `/docs/json` and `/docs/yaml`.
  */
-async function buildReferenceApp(): Promise<FastifyInstance> {
-  const { default: scalar } = await import('@scalar/fastify-api-reference');
+async function buildReferenceApp(document: StaticDocumentSpec['document']): Promise<FastifyInstance> {
+  const { default: swaggerUi } = await import('@fastify/swagger-ui');
   const reference = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: false } });
-  await reference.register(scalar, {
+  await reference.register(swagger, { mode: 'static', specification: { document } });
+  await reference.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
-    // System fonts: the page must not depend on a font CDN (and the CSP blocks one).
-    configuration: { url: OPENAPI_PATH, title: 'wum API reference', withDefaultFonts: false },
+    theme: { title: 'wum API reference' },
+    // No "Try it out": the page's CSP lets it fetch only from its own origin, and the API is on
+    // each workspace's host.
+    // BaseLayout: the document alone, without the top bar (its logo and a box to load another URL).
+    uiConfig: { layout: 'BaseLayout', supportedSubmitMethods: [], docExpansion: 'list', defaultModelsExpandDepth: 0 },
   });
   await reference.ready();
   return reference;
+}
+
+/** True when an answer of the viewer is text (HTML, CSS, JavaScript, JSON, a redirect), sent as a string. */
+function isText(contentType: string | undefined): boolean {
+  return contentType === undefined || /^(text\/|application\/(javascript|json|x-yaml))/i.test(contentType);
 }
 
 /**
@@ -135,14 +145,16 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   let reference: Promise<FastifyInstance> | undefined;
   const relay = async (request: FastifyRequest, reply: FastifyReply) => {
-    reference ??= buildReferenceApp();
+    // A 3.1 document: the static mode serves it as it is, though its type names only 2.0 and 3.0.
+    reference ??= buildReferenceApp(app.swagger() as StaticDocumentSpec['document']);
     const answer = await (await reference).inject({ method: 'GET', url: request.url, headers: { host: request.headers.host ?? 'localhost' } });
     if (answer.statusCode === 404) return reply.callNotFound();
     for (const [name, value] of Object.entries(answer.headers)) {
       if (value !== undefined && !HOP_HEADERS.has(name)) reply.header(name, value);
     }
-    // Text (HTML, JavaScript, a redirect), as the viewer sends it: the page policy hashes the HTML.
-    return reply.code(answer.statusCode).send(answer.payload);
+    // Text as a string (the page policy reads the HTML), images as the bytes they are.
+    const type = answer.headers['content-type'];
+    return reply.code(answer.statusCode).send(isText(typeof type === 'string' ? type : undefined) ? answer.payload : answer.rawPayload);
   };
   for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/`, `${DOCS_PREFIX}/*`]) app.get(url, { schema: { hide: true }, logLevel: 'warn' }, relay);
   app.addHook('onClose', async () => {

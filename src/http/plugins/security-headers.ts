@@ -11,7 +11,7 @@ import { DOCS_PREFIX, OPENAPI_PATH } from './openapi.ts';
  */
 export const API_CSP = "default-src 'none';frame-ancestors 'none'";
 
-/** Inline `<script>` bodies of an HTML page (the API reference has one that starts the viewer). */
+/** Inline `<script>` bodies of an HTML page (the API reference page has none: it starts from a local script). */
 function inlineScripts(html: string): string[] {
   return [...html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/gi)].map((m) => m[1] ?? '');
 }
@@ -19,7 +19,7 @@ function inlineScripts(html: string): string[] {
 /**
  * Content-Security-Policy of an HTML page we serve (the API reference under `/docs`): scripts
  * from this origin plus exactly the page's own inline scripts, by hash (CSP Level 2 hash
- * sources); styles from this origin and inline (the viewer injects a style element); data
+ * sources); styles from this origin and inline (the viewer sets style attributes); data
  * only from this origin (the OpenAPI document). Third-party fonts are not loaded.
  */
 export function htmlPolicy(html: string): string {
