@@ -32,6 +32,7 @@ export const ERROR_CATALOGUE = {
   workspace_not_found: { status: 404, title: 'Workspace not found' },
   user_not_found: { status: 404, title: 'User not found' },
   api_key_not_found: { status: 404, title: 'API key not found' },
+  identity_provider_not_found: { status: 404, title: 'Identity provider not found' },
   product_not_found: { status: 404, title: 'Product not found' },
   group_not_found: { status: 404, title: 'Group not found' },
   webhook_endpoint_not_found: { status: 404, title: 'Webhook endpoint not found' },

@@ -59,6 +59,7 @@ const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: Fie
   workspace_not_found: { detail: 'No workspace "acme".' },
   user_not_found: { detail: 'No user with email ada@example.com in this workspace.' },
   api_key_not_found: { detail: 'No API key 3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30 in workspace "acme".' },
+  identity_provider_not_found: { detail: 'Workspace "acme" has no identity provider.' },
   product_not_found: { detail: 'No product named "support".' },
   webhook_endpoint_not_found: { detail: 'No webhook endpoint 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90 in workspace "acme".' },
   webhook_delivery_not_found: { detail: 'No delivery 7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38 of webhook endpoint 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90.' },
