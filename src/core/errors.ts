@@ -28,6 +28,7 @@ export const ERROR_CATALOGUE = {
   insufficient_scope: { status: 403, title: 'Insufficient scope' },
   cross_origin_refused: { status: 403, title: 'Cross-origin request refused' },
   key_sign_in_disabled: { status: 403, title: 'Key sign-in disabled' },
+  sign_in_refused: { status: 403, title: 'Sign-in refused' },
   not_found: { status: 404, title: 'Not found' },
   workspace_not_found: { status: 404, title: 'Workspace not found' },
   user_not_found: { status: 404, title: 'User not found' },

@@ -55,6 +55,7 @@ const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: Fie
   invalid_session: { detail: 'Sign in to the console again: the session ended or never existed.' },
   cross_origin_refused: { detail: 'A change made with a console session must come from the console itself.' },
   key_sign_in_disabled: { detail: 'This server does not let an API key open a console session.' },
+  sign_in_refused: { detail: 'ada@example.com is not an active owner of this workspace.' },
   not_found: { detail: 'No resource at GET /api/external/v2/nothing.' },
   workspace_not_found: { detail: 'No workspace "acme".' },
   user_not_found: { detail: 'No user with email ada@example.com in this workspace.' },

@@ -9,6 +9,7 @@ import {
 } from '../../../core/identity-providers/identity-providers-service.ts';
 import type { Store } from '../../../core/ports.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
+import { OIDC_CALLBACK_PATH } from '../../oidc/oidc-routes.ts';
 import { Timestamp, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { AUTH, SubdomainParams, adminActor, security, tags } from './admin-common.ts';
 
@@ -45,8 +46,6 @@ const IdentityProviderSchema = Type.Object(
   { description: 'The OpenID Connect identity provider people of the workspace sign in to the console with.' },
 );
 
-/** Path of the console's redirect URI on a workspace host (docs/console.md, "Signing in"). */
-export const OIDC_CALLBACK_PATH = '/console/oidc/callback';
 
 const example = {
   issuer: 'https://login.acme.example',
