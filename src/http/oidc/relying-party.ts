@@ -12,7 +12,7 @@ function isLoopback(url: URL): boolean {
 
 /**
  * The relying party's view of a workspace's provider: its discovery document fetched once per
- * revision, the client authenticated with `client_secret_basic`. Plain http is allowed only for
+ * revision, the client authenticated with `client_secret_basic`, ID token signatures verified. Plain http is allowed only for
  * a loopback issuer (tests, local development); anything else must be https.
  * @throws the openid-client error when discovery fails (unreachable, not an issuer).
  */
@@ -21,10 +21,11 @@ export function relyingParty(provider: IdentityProvider): Promise<oidc.Configura
   if (!pending) {
     const issuer = new URL(provider.issuer);
     const insecure = issuer.protocol === 'http:' && isLoopback(issuer);
-    pending = oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret), {
-      ...(insecure ? { execute: [oidc.allowInsecureRequests] } : {}),
-      timeout: 10,
-    });
+    // The ID token's signature is checked against the provider's keys too, not only trusted
+    // for arriving over TLS (OpenID Connect Core §3.1.3.7 allows either): a token altered on
+    // the way, or by a proxy in between, is refused.
+    const execute = insecure ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks];
+    pending = oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret), { execute, timeout: 10 });
     pending.catch(() => discovered.delete(provider.revision));
     discovered.set(provider.revision, pending);
   }
