@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../../harness/browser.ts';
+import { buildConsole } from '../../scripts/build-console.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
@@ -35,7 +36,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
    * Starts the sign-in at the console in a fresh browser context and logs in at the provider
    * as `login`. Returns the page where the flow ended, its context's cookies and the callback URL.
    */
-  async function signInAs(login: string): Promise<{ page: Page; callbackUrl: string; status: number | undefined }> {
+  async function signInAs(login: string, throughTheConsole = false): Promise<{ page: Page; callbackUrl: string; status: number | undefined }> {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
@@ -47,7 +48,14 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
         status = response.status();
       }
     });
-    await page.goto(`${origin}/console/oidc/start`, { waitUntil: 'domcontentloaded' });
+    if (throughTheConsole) {
+      await page.goto(`${origin}/console/`);
+      assert.equal(await page.getByLabel('API key').count(), 0, 'no key sign-in once the workspace has a provider');
+      await page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` }).click();
+      await page.waitForURL((url) => url.href.startsWith(op.issuer), { waitUntil: 'domcontentloaded' });
+    } else {
+      await page.goto(`${origin}/console/oidc/start`, { waitUntil: 'domcontentloaded' });
+    }
     assert.ok(page.url().startsWith(op.issuer), `at the provider: ${page.url()}`);
     await page.locator('input[name=login]').fill(login);
     await page.locator('input[name=password]').fill('any');
@@ -72,6 +80,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
   }
 
   before(async () => {
+    await buildConsole({ ifStale: true });
     ctx = await createTestContext();
     await ctx.seedProducts();
     await ctx.app.listen({ host: '127.0.0.1', port: 0 });
@@ -102,7 +111,9 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
   });
 
   test('an owner gets in: an HttpOnly SameSite=Lax session of the person; a cross-origin write is refused; a replayed state is refused', TEST_TIMEOUT, async () => {
-    const { page, callbackUrl } = await signInAs('olivia');
+    const { page, callbackUrl } = await signInAs('olivia', true);
+    // Back in the console, signed in as the person, without typing anything else.
+    await page.getByRole('heading', { name: 'Users' }).waitFor();
     const cookie = await sessionCookie(page);
     assert.ok(cookie, 'a session cookie');
     assert.equal(cookie.httpOnly, true);
