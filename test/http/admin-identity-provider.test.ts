@@ -79,4 +79,25 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
     await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/identity-provider`);
     assert.equal((await signIn()).statusCode, 201);
   });
+
+  test('the sign-in page\'s options, and the sign-in refused with a page when there is no provider or no sign-in under way', async () => {
+    const ws = await ctx.createWorkspace('idpopt');
+    const get = (url: string, headers: Record<string, string> = {}) => ctx.app.inject({ method: 'GET', url, headers: { host: ws.host, ...headers } });
+    assert.deepEqual((await get('/console/oidc/options')).json(), { identity_provider: null, key_sign_in: true });
+    const none = await get('/console/oidc/start');
+    assert.equal(none.statusCode, 404);
+    assert.match(none.headers['content-type'] as string, /^text\/html/);
+    assert.match(none.body, /has no identity provider/);
+
+    await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, config);
+    assert.deepEqual((await get('/console/oidc/options')).json(), { identity_provider: { host: '127.0.0.1:9' }, key_sign_in: false });
+    const unknownState = await get('/console/oidc/callback?code=x&state=never-issued');
+    assert.equal(unknownState.statusCode, 400);
+    assert.match(unknownState.headers['content-type'] as string, /^text\/html/);
+    assert.match(unknownState.body, /already used or has expired/);
+    assert.equal((await get('/console/oidc/callback?error=access_denied')).statusCode, 403);
+    const elsewhere = await ctx.app.inject({ method: 'GET', url: '/console/oidc/start', headers: { host: 'localhost' } });
+    assert.equal(elsewhere.statusCode, 404, 'not on a workspace host');
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/console/oidc/start', headers: { host: ws.host } })).statusCode, 405);
+  });
 });
