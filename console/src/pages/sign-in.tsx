@@ -77,13 +77,22 @@ interface SignInOptions {
   readonly key_sign_in: boolean;
 }
 
+/** The query parameter the server adds when it sends the browser back from the identity provider. */
+const RETURNED_PARAM = 'signed_in';
+
 /**
- * A workspace's sign-in options; first, a session the browser already has (back from the
- * identity provider, the cookie set) signs the page in without asking anything.
+ * A workspace's sign-in options. Back from the identity provider (the server sends the
+ * browser to `/console/?signed_in=oidc` with the session cookie set), the session signs the
+ * page in without asking anything; only then, so a "Sign out" still under way is never undone.
  */
 async function signInOptions(workspace: string): Promise<SignInOptions> {
-  const existing = await fetch(SESSION_PATH, { credentials: 'same-origin' });
-  if (existing.ok) setCredentials({ workspace });
+  const url = new URL(location.href);
+  if (url.searchParams.get(RETURNED_PARAM) === 'oidc') {
+    url.searchParams.delete(RETURNED_PARAM);
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    const existing = await fetch(SESSION_PATH, { credentials: 'same-origin' });
+    if (existing.ok) setCredentials({ workspace });
+  }
   const response = await fetch('/console/oidc/options', { credentials: 'same-origin' });
   if (!response.ok) return { identity_provider: null, key_sign_in: true };
   return (await response.json()) as SignInOptions;
@@ -114,7 +123,8 @@ export function SignInPage({ need }: { need?: Kind }) {
   const wantWorkspace = workspace !== undefined && need !== 'adminToken' && !credentials.workspace;
   const options = useQuery({ queryKey: ['sign-in-options', workspace], queryFn: () => signInOptions(workspace!), enabled: wantWorkspace });
   const provider = wantWorkspace ? options.data?.identity_provider : null;
-  const offerKey = wantWorkspace && options.data !== undefined && options.data.key_sign_in;
+  // Offered until the options say otherwise, so the form is there at once (keyboard users tab to it).
+  const offerKey = wantWorkspace && (options.data?.key_sign_in ?? true);
   const offerToken = need !== 'workspace' && !credentials.adminToken;
   return (
     <Page title="Sign in">

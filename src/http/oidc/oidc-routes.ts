@@ -126,7 +126,8 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     }
     const opened = await openPersonSession(store, workspace, person, provider.revision, sessions, request.id);
     setSessionCookie(request, reply, opened.id, opened.expiresAt);
-    return reply.header('cache-control', 'no-store').redirect('/console/', 303);
+    // The console's sign-in page reads the session when it sees this parameter (console/src/pages/sign-in.tsx).
+    return reply.header('cache-control', 'no-store').redirect('/console/?signed_in=oidc', 303);
   });
 
   for (const path of [OIDC_OPTIONS_PATH, OIDC_START_PATH, OIDC_CALLBACK_PATH]) rejectOtherMethods(app, path, ['GET']);
