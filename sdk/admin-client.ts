@@ -77,6 +77,26 @@ export interface WorkspacesApi {
   delete(subdomain: string): Promise<void>;
 }
 
+/** A workspace's identity provider, as shown: never its client secret. */
+export type IdentityProvider = Json<'getIdentityProvider', 200>;
+/** What sets a workspace's identity provider: issuer URL, client id, client secret. */
+export type IdentityProviderConfig = NonNullable<operations['setIdentityProvider']['requestBody']>['content']['application/json'];
+
+/** The OpenID Connect identity provider a workspace's people sign in to the console with. */
+export interface IdentityProvidersApi {
+  /**
+   * Sets (creates or replaces) it; a change ends the console sessions opened with the previous one.
+   * Idempotent in effect, so retried after a network failure.
+   * @returns the configuration without the secret, and whether it was created (201) rather than replaced (200).
+   * @throws WumApiError `validation_failed` (400); `workspace_not_found` (404).
+   */
+  set(subdomain: string, config: IdentityProviderConfig): Promise<{ provider: IdentityProvider; created: boolean }>;
+  /** @throws WumApiError `workspace_not_found`, `identity_provider_not_found` (404). */
+  get(subdomain: string): Promise<IdentityProvider>;
+  /** Removes it. @throws WumApiError `workspace_not_found`, `identity_provider_not_found` (404). */
+  remove(subdomain: string): Promise<void>;
+}
+
 /** API keys of a workspace. */
 export interface ApiKeysApi {
   /**
@@ -157,6 +177,7 @@ export interface WumAdminClient {
   readonly webhooks: WebhooksApi;
   readonly workspaces: WorkspacesApi;
   readonly apiKeys: ApiKeysApi;
+  readonly identityProviders: IdentityProvidersApi;
   readonly products: CatalogueApi;
   readonly auditEvents: AuditApi;
   /** Closes idle connections (only needed to end a process quickly). */
@@ -207,6 +228,26 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
     async delete(subdomain) {
       await call(`DELETE ${ws(subdomain)}`, once, (signal) =>
         api.DELETE('/admin/v1/workspaces/{subdomain}', { params: { path: { subdomain } }, signal }),
+      );
+    },
+  };
+
+  const identityProviders: IdentityProvidersApi = {
+    async set(subdomain, config) {
+      const { data, response } = await call(`PUT ${ws(subdomain)}/identity-provider`, safe, (signal) =>
+        api.PUT('/admin/v1/workspaces/{subdomain}/identity-provider', { params: { path: { subdomain } }, body: config, signal }),
+      );
+      return { provider: data!, created: response.status === 201 };
+    },
+    async get(subdomain) {
+      const { data } = await call(`GET ${ws(subdomain)}/identity-provider`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/identity-provider', { params: { path: { subdomain } }, signal }),
+      );
+      return data!;
+    },
+    async remove(subdomain) {
+      await call(`DELETE ${ws(subdomain)}/identity-provider`, once, (signal) =>
+        api.DELETE('/admin/v1/workspaces/{subdomain}/identity-provider', { params: { path: { subdomain } }, signal }),
       );
     },
   };
@@ -326,5 +367,5 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
     },
   };
 
-  return { workspaces, apiKeys, products, auditEvents, webhooks, close: () => transport.close() };
+  return { workspaces, apiKeys, identityProviders, products, auditEvents, webhooks, close: () => transport.close() };
 }

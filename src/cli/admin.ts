@@ -4,6 +4,7 @@ import { adminClient, positiveInteger, withJson } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
 import { keysCommand } from './admin-keys.ts';
 import { webhooksCommand } from './admin-webhooks.ts';
+import { idpCommand } from './admin-idp.ts';
 
 /** A hint for the new workspace's address, when the operator API runs on `localhost`. */
 function workspaceUrl(adminUrl: string, subdomain: string): string | undefined {
@@ -65,6 +66,7 @@ export function adminCommand(): Command {
   });
 
   admin.addCommand(keysCommand());
+  admin.addCommand(idpCommand());
 
   const products = admin.command('products').description('manage the product catalogue');
   withJson(

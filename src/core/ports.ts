@@ -193,6 +193,11 @@ export interface ApiKeyRepository {
 export interface StoredSession {
   /** The unrevoked key the session acts with; undefined once revoked (the session is then over). */
   readonly apiKey: LiveApiKey | undefined;
+  /**
+   * A person's session: whether its person is still an active owner of the workspace and the
+   * workspace's identity provider is still the one it signed in with (else the session is over).
+   */
+  readonly person?: { readonly userId: string; readonly stillOwner: boolean; readonly sameIdentityProvider: boolean };
   readonly actor: ActorJson;
   readonly lastSeenAt: Date;
   readonly expiresAt: Date;
@@ -201,13 +206,59 @@ export interface StoredSession {
 
 /** Console sessions, stored by the SHA-256 hash of their id; never cached, so an end is seen at once everywhere. */
 export interface SessionRepository {
-  insert(workspaceId: number, session: { idHash: string; apiKeyId: string; actor: ActorJson; expiresAt: Date }): Promise<void>;
+  insert(
+    workspaceId: number,
+    session: { idHash: string; apiKeyId?: string; userId?: number; idpRevision?: string; actor: ActorJson; expiresAt: Date },
+  ): Promise<void>;
   /** The workspace of `subdomain` and, when it has one with this hash, the session. */
   resolve(subdomain: string, idHash: string): Promise<{ workspace: Workspace | undefined; session: StoredSession | undefined }>;
   /** Records a use (callers throttle how often). */
   touch(workspaceId: number, idHash: string): Promise<void>;
   /** Ends the session (sign-out); ending an ended or unknown one changes nothing. */
   end(workspaceId: number, idHash: string): Promise<void>;
+}
+
+/** A workspace's OpenID Connect identity provider; `revision` changes with every change. */
+export interface IdentityProvider {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly revision: string;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** A sign-in under way: what must come back with its `state`. */
+export interface PendingSignIn {
+  readonly codeVerifier: string;
+  readonly nonce: string;
+  readonly idpRevision: string;
+  readonly expiresAt: Date;
+}
+
+/** An owner a person may sign in as. */
+export interface SignInCandidate {
+  /** `users.id`. */
+  readonly id: number;
+  readonly publicId: string;
+  readonly email: string;
+  readonly oidcSubject: string | null;
+}
+
+/** Identity providers of workspaces, the sign-ins under way and the people they let in. */
+export interface IdentityProviderRepository {
+  find(workspaceId: number): Promise<IdentityProvider | undefined>;
+  /** Creates or replaces the configuration, with a new revision. */
+  put(workspaceId: number, config: { issuer: string; clientId: string; clientSecret: string }): Promise<IdentityProvider>;
+  /** Removes it; false when there was none. */
+  delete(workspaceId: number): Promise<boolean>;
+  saveSignIn(workspaceId: number, stateHash: string, pending: PendingSignIn): Promise<void>;
+  /** Takes (deletes and returns) a sign-in, so a `state` serves once. */
+  takeSignIn(workspaceId: number, stateHash: string): Promise<PendingSignIn | undefined>;
+  /** The active owner with this email (case-insensitive), if any. */
+  findActiveOwner(workspaceId: number, email: string): Promise<SignInCandidate | undefined>;
+  /** Stores the identity provider's `sub` of a user at its first sign-in. */
+  setSubject(workspaceId: number, userId: number, subject: string): Promise<void>;
 }
 
 /** The audit trail. */
@@ -272,6 +323,7 @@ export interface Repositories {
   readonly workspaces: WorkspaceRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly sessions: SessionRepository;
+  readonly identityProviders: IdentityProviderRepository;
   readonly audit: AuditRepository;
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;

@@ -27,6 +27,7 @@ import {
 } from './plugins/http-limits.ts';
 import { registerLoadShedding } from './plugins/load-shedding.ts';
 import { registerConsole } from './plugins/console.ts';
+import { oidcRoutes } from './oidc/oidc-routes.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { lazySerializerFactory } from './serialization.ts';
 import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
@@ -142,6 +143,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics });
+  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
   await registerApiReference(app);
   return app;

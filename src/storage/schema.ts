@@ -89,6 +89,10 @@ export const consoleSessions = pgTable(
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     idHash: text('id_hash').notNull(),
     apiKeyId: uuid('api_key_id'),
+    /** A person's session (signed in with the workspace's identity provider): the user (`users.id`). */
+    userId: bigint('user_id', { mode: 'number' }),
+    /** The identity provider configuration it signed in with; a new one ends the session. */
+    idpRevision: uuid('idp_revision'),
     actor: jsonb('actor').notNull(),
     createdAt: createdAt(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
@@ -99,6 +103,42 @@ export const consoleSessions = pgTable(
     primaryKey({ name: 'console_sessions__pk', columns: [t.workspaceId, t.idHash] }),
     index('console_sessions__expires_at').on(t.expiresAt),
   ],
+);
+
+/**
+ * A workspace's OpenID Connect identity provider for the console's sign-in. `revision` is new
+ * on every change, and sessions opened under another revision are over. The client secret is
+ * stored as given (the server needs it to redeem codes) and never returned.
+ */
+export const workspaceIdentityProviders = pgTable('workspace_identity_providers', {
+  workspaceId: bigint('workspace_id', { mode: 'number' })
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: 'cascade' }),
+  issuer: text('issuer').notNull(),
+  clientId: text('client_id').notNull(),
+  clientSecret: text('client_secret').notNull(),
+  revision: uuid('revision').notNull().defaultRandom(),
+  createdAt: createdAt(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+});
+
+/**
+ * Sign-ins under way with an identity provider, by the SHA-256 hash of their `state`: the
+ * PKCE verifier and the nonce stay on the server, and a `state` is used at most once.
+ */
+export const oidcSignIns = pgTable(
+  'oidc_sign_ins',
+  {
+    stateHash: text('state_hash').primaryKey(),
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    codeVerifier: text('code_verifier').notNull(),
+    nonce: text('nonce').notNull(),
+    idpRevision: uuid('idp_revision').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }).notNull(),
+  },
+  (t) => [index('oidc_sign_ins__expires_at').on(t.expiresAt)],
 );
 
 /** The operator's product catalogue, shared by all workspaces; `roles` keeps the operator's order. */
@@ -127,6 +167,8 @@ export const users = pgTable(
     lastName: text('last_name').notNull(),
     status: text('status').notNull(),
     externalId: text('external_id'),
+    /** The `sub` of this person at the workspace's identity provider, stored at the first sign-in. */
+    oidcSubject: text('oidc_subject'),
     scimAttributes: jsonb('scim_attributes'),
     scimDeleted: boolean('scim_deleted').notNull().default(false),
     version: integer('version').notNull().default(1),

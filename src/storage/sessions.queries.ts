@@ -2,7 +2,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { SessionRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
-import { apiKeys, consoleSessions, workspaces } from './schema.ts';
+import { apiKeys, consoleSessions, users, workspaceIdentityProviders, workspaces } from './schema.ts';
 
 /** The console sessions repository over Drizzle: one look-up per request, by (workspace, hash of the id). */
 export function createSessionRepository(db: Database): SessionRepository {
@@ -27,6 +27,9 @@ export function createSessionRepository(db: Database): SessionRepository {
           keyPrefix: apiKeys.prefix,
           keyScopes: apiKeys.scopes,
           keyExpiresAt: apiKeys.expiresAt,
+          userId: users.publicId,
+          stillOwner: sql<boolean>`(${users.status} = 'active' and ${users.role} = 'owner' and not ${users.scimDeleted})`,
+          sameIdp: sql<boolean>`(${workspaceIdentityProviders.revision} is not distinct from ${consoleSessions.idpRevision})`,
         })
         .from(workspaces)
         .leftJoin(consoleSessions, and(eq(consoleSessions.workspaceId, workspaces.id), eq(consoleSessions.idHash, idHash)))
@@ -34,6 +37,9 @@ export function createSessionRepository(db: Database): SessionRepository {
           apiKeys,
           and(eq(apiKeys.workspaceId, workspaces.id), eq(apiKeys.id, consoleSessions.apiKeyId), isNull(apiKeys.revokedAt)),
         )
+        // A person's session: its user and the workspace's identity provider, checked on every request.
+        .leftJoin(users, and(eq(users.workspaceId, workspaces.id), eq(users.id, consoleSessions.userId)))
+        .leftJoin(workspaceIdentityProviders, eq(workspaceIdentityProviders.workspaceId, workspaces.id))
         .where(eq(workspaces.subdomain, subdomain))
         .limit(1);
       if (!row) return { workspace: undefined, session: undefined };
@@ -45,6 +51,7 @@ export function createSessionRepository(db: Database): SessionRepository {
           apiKey: row.keyId
             ? { id: row.keyId, name: row.keyName ?? '', prefix: row.keyPrefix ?? '', scopes: row.keyScopes ?? [], expiresAt: row.keyExpiresAt }
             : undefined,
+          ...(row.userId ? { person: { userId: row.userId, stillOwner: row.stillOwner === true, sameIdentityProvider: row.sameIdp === true } } : {}),
           actor: typeof row.actor === 'string' ? JSON.parse(row.actor) : row.actor,
           lastSeenAt: row.lastSeenAt!,
           expiresAt: row.expiresAt!,

@@ -6,6 +6,7 @@ import { createGroupRepository } from './groups.queries.ts';
 import type { Database } from './database.ts';
 import { announceCacheChange } from './notify.ts';
 import { mapDatabaseError } from './pg-errors.ts';
+import { createIdentityProviderRepository } from './identity-providers.queries.ts';
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createSessionRepository } from './sessions.queries.ts';
@@ -21,6 +22,7 @@ function repositories(db: Database): Repositories {
     workspaces: createWorkspaceRepository(db),
     apiKeys: createApiKeyRepository(db),
     sessions: createSessionRepository(db),
+    identityProviders: createIdentityProviderRepository(db),
     audit: createAuditRepository(db),
     events: createEventRepository(db),
     webhooks: createWebhookRepository(db),

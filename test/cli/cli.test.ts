@@ -175,6 +175,30 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(badToken.stderr, /invalid_admin_token/);
   });
 
+  test('admin idp set/show/remove: the secret from the environment, never printed', TIMEOUT, async () => {
+    assert.equal((await runWum(['admin', 'workspaces', 'create', 'sso'], adminEnv)).code, 0);
+    const secret = 'cli-test-client-secret-value';
+    const set = await runWum(
+      ['admin', 'idp', 'set', 'sso', '--issuer', 'http://127.0.0.1:9/op', '--client-id', 'wum-console'],
+      { ...adminEnv, WUM_IDP_CLIENT_SECRET: secret },
+    );
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(set.stdout, /Set the identity provider of sso/);
+    assert.match(set.stdout, /\/console\/oidc\/callback/);
+    assert.ok(!set.stdout.includes(secret), 'the secret is not printed');
+    const shown = await runWum(['admin', 'idp', 'show', 'sso', '--json'], adminEnv);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.equal(shown.json().client_id, 'wum-console');
+    assert.ok(!shown.stdout.includes(secret));
+    const missingSecret = await runWum(['admin', 'idp', 'set', 'sso', '--issuer', 'http://127.0.0.1:9/op', '--client-id', 'x'], adminEnv);
+    assert.equal(missingSecret.code, 2, missingSecret.stderr);
+    assert.equal((await runWum(['admin', 'idp', 'remove', 'sso'], adminEnv)).code, 0);
+    const gone = await runWum(['admin', 'idp', 'show', 'sso'], adminEnv);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /^error: identity_provider_not_found: /m);
+    assert.equal((await runWum(['admin', 'workspaces', 'delete', 'sso'], adminEnv)).code, 0);
+  });
+
   test('users add/get/list/remove and products list; API errors exit 1 with code and detail on stderr', TIMEOUT, async () => {
     const products = await runWum(['products', 'list'], env('source'));
     assert.equal(products.code, 0);

@@ -3,6 +3,7 @@
  * throws WumApiError on failure (see `send`).
  */
 import type { operations } from '../../../sdk/schema.ts';
+import { WumApiError } from '../../../sdk/errors.ts';
 import { api, send } from './client.ts';
 
 /** The JSON body an operation answers with `Status`, from the generated types. */
@@ -24,6 +25,10 @@ export type ApiKey = Json<'listApiKeys', 200>['api_keys'][number];
 export type NewApiKey = NonNullable<operations['createApiKey']['requestBody']>['content']['application/json'];
 /** A product of the catalogue with its roles and times. */
 export type CatalogueProduct = Json<'listCatalogueProducts', 200>['products'][number];
+/** A workspace's identity provider as shown (never its secret). */
+export type IdentityProvider = Json<'getIdentityProvider', 200>;
+/** What sets a workspace's identity provider. */
+export type IdentityProviderConfig = NonNullable<operations['setIdentityProvider']['requestBody']>['content']['application/json'];
 /** One page of audit events. */
 export type AuditPage = Json<'listAuditEvents', 200>;
 /** One audit event. */
@@ -34,6 +39,7 @@ export type AuditQuery = NonNullable<operations['listAuditEvents']['parameters']
 const WORKSPACES = '/admin/v1/workspaces';
 const WORKSPACE = '/admin/v1/workspaces/{subdomain}';
 const KEYS = '/admin/v1/workspaces/{subdomain}/api-keys';
+const IDP = '/admin/v1/workspaces/{subdomain}/identity-provider';
 const PRODUCT = '/admin/v1/products/{name}';
 
 /** The operator API's calls the console makes. */
@@ -49,6 +55,23 @@ export const adminApi = {
   /** Deletes a workspace with all its users, keys and audit trail. */
   async deleteWorkspace(subdomain: string): Promise<void> {
     await send(`DELETE ${WORKSPACE}`, (s) => api.DELETE(WORKSPACE, { params: { path: { subdomain } }, signal: s }));
+  },
+  /** A workspace's identity provider, or null when it has none. */
+  async getIdentityProvider(subdomain: string, signal?: AbortSignal): Promise<IdentityProvider | null> {
+    try {
+      return (await send(`GET ${IDP}`, (s) => api.GET(IDP, { params: { path: { subdomain } }, signal: s }), signal)).data;
+    } catch (error) {
+      if (error instanceof WumApiError && error.code === 'identity_provider_not_found') return null;
+      throw error;
+    }
+  },
+  /** Sets or replaces it. @throws `validation_failed` (400). */
+  async setIdentityProvider(subdomain: string, body: IdentityProviderConfig): Promise<void> {
+    await send(`PUT ${IDP}`, (s) => api.PUT(IDP, { params: { path: { subdomain } }, body, signal: s }));
+  },
+  /** Removes it (its people's sessions end). */
+  async removeIdentityProvider(subdomain: string): Promise<void> {
+    await send(`DELETE ${IDP}`, (s) => api.DELETE(IDP, { params: { path: { subdomain } }, signal: s }));
   },
   /** A workspace's keys, revoked ones included. */
   async listApiKeys(subdomain: string, signal?: AbortSignal): Promise<ApiKey[]> {

@@ -1,4 +1,4 @@
-import { useMutation } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useForm } from 'react-hook-form';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
@@ -71,6 +71,46 @@ function SignInWith({ kind, workspace }: { kind: Kind; workspace?: string }) {
   );
 }
 
+/** What a workspace host offers: its identity provider (by host) and whether a key may sign in. */
+interface SignInOptions {
+  readonly identity_provider: { readonly host: string } | null;
+  readonly key_sign_in: boolean;
+}
+
+/** The query parameter the server adds when it sends the browser back from the identity provider. */
+const RETURNED_PARAM = 'signed_in';
+
+/**
+ * A workspace's sign-in options. Back from the identity provider (the server sends the
+ * browser to `/console/?signed_in=oidc` with the session cookie set), the session signs the
+ * page in without asking anything; only then, so a "Sign out" still under way is never undone.
+ */
+async function signInOptions(workspace: string): Promise<SignInOptions> {
+  const url = new URL(location.href);
+  if (url.searchParams.get(RETURNED_PARAM) === 'oidc') {
+    url.searchParams.delete(RETURNED_PARAM);
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    const existing = await fetch(SESSION_PATH, { credentials: 'same-origin' });
+    if (existing.ok) setCredentials({ workspace });
+  }
+  const response = await fetch('/console/oidc/options', { credentials: 'same-origin' });
+  if (!response.ok) return { identity_provider: null, key_sign_in: true };
+  return (await response.json()) as SignInOptions;
+}
+
+/** "Sign in with <identity provider>": a plain link, the server runs the whole flow. */
+function SignInWithProvider({ workspace, host }: { workspace: string; host: string }) {
+  return (
+    <section class="card" aria-labelledby="sign-in-idp-title">
+      <h2 id="sign-in-idp-title">Workspace “{workspace}”</h2>
+      <p>Owners of the workspace sign in with their company account.</p>
+      <a class="button button-primary" href="/console/oidc/start">
+        Sign in with {host}
+      </a>
+    </section>
+  );
+}
+
 /**
  * The sign-in page: with a workspace API key on a workspace's own host
  * (`acme.localhost:3000/console/`), exchanged for a session cookie, and with the operator token
@@ -80,11 +120,16 @@ function SignInWith({ kind, workspace }: { kind: Kind; workspace?: string }) {
 export function SignInPage({ need }: { need?: Kind }) {
   const workspace = workspaceOfHost();
   const credentials = useCredentials();
-  const offerKey = workspace !== undefined && need !== 'adminToken' && !credentials.workspace;
+  const wantWorkspace = workspace !== undefined && need !== 'adminToken' && !credentials.workspace;
+  const options = useQuery({ queryKey: ['sign-in-options', workspace], queryFn: () => signInOptions(workspace!), enabled: wantWorkspace });
+  const provider = wantWorkspace ? options.data?.identity_provider : null;
+  // Offered until the options say otherwise, so the form is there at once (keyboard users tab to it).
+  const offerKey = wantWorkspace && (options.data?.key_sign_in ?? true);
   const offerToken = need !== 'workspace' && !credentials.adminToken;
   return (
     <Page title="Sign in">
       <div class="sign-in">
+        {provider && <SignInWithProvider workspace={workspace!} host={provider.host} />}
         {offerKey && <SignInWith kind="workspace" workspace={workspace} />}
         {offerToken && <SignInWith kind="adminToken" />}
         {need === 'workspace' && workspace === undefined && (

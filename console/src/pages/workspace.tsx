@@ -9,6 +9,7 @@ import { Page } from '../components/page.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { dateTime } from '../format.ts';
 import { WebhookEndpointsSection } from './webhook-endpoints.tsx';
+import { IdentityProviderSection } from './identity-provider-section.tsx';
 import { Table } from '../components/table.tsx';
 
 /** Revoked, expired or active. */
@@ -90,6 +91,7 @@ export function WorkspacePage({ subdomain }: { subdomain: string }) {
           </Table>
         </section>
       )}
+      <IdentityProviderSection subdomain={subdomain} />
       <WebhookEndpointsSection subdomain={subdomain} />
       <ConfirmDialog
         open={revoking !== undefined}

@@ -1,4 +1,4 @@
-import { apiKeyLabel, type Actor } from '../actor.ts';
+import { apiKeyLabel, type Actor, type ActorJson } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import type { LiveApiKey, Store, Workspace } from '../ports.ts';
 import { hashApiKey } from './api-key-secret.ts';
@@ -46,5 +46,8 @@ export function requireScope(tenant: Tenant, scope: string): void {
 
 /** The actor of a change made with the tenant's key: `api_key`, or `scim` through the SCIM service. */
 export function keyActor(tenant: Tenant, type: 'api_key' | 'scim', requestId: string): Actor {
+  // A person signed in to the console acts as themself, not as a key.
+  const session = (tenant as { session?: { actor: ActorJson } }).session;
+  if (session?.actor.type === 'person') return { ...session.actor, requestId };
   return { type, id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix), requestId };
 }

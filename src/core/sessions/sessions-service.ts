@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { apiKeyLabel, type ActorJson } from '../actor.ts';
 import { hashApiKey } from '../api-keys/api-key-secret.ts';
+import { API_KEY_SCOPES } from '../api-keys/scopes.ts';
 import type { Tenant } from '../api-keys/authenticate.ts';
 import { AppError } from '../errors.ts';
 import type { AuditEntry, Store } from '../ports.ts';
@@ -56,10 +57,11 @@ export async function authenticateSession(store: Store, subdomain: string, sessi
   const idHash = hashSessionId(sessionId);
   const { workspace, session } = await store.sessions.resolve(subdomain, idHash);
   if (!workspace) throw new AppError('workspace_not_found', `No workspace "${subdomain}".`);
-  const key = session?.apiKey;
+  const key = session?.person ? personKey(session.person, session.actor) : session?.apiKey;
   if (
     !session ||
     !key ||
+    (session.person && !(session.person.stillOwner && session.person.sameIdentityProvider)) ||
     session.endedAt ||
     session.expiresAt.getTime() <= now ||
     session.lastSeenAt.getTime() + lifetime.idleMs <= now ||
@@ -73,6 +75,53 @@ export async function authenticateSession(store: Store, subdomain: string, sessi
     apiKeyId: key.id,
     session: { idHash, lastSeenAt: session.lastSeenAt, expiresAt: session.expiresAt, actor: session.actor },
   };
+}
+
+/**
+ * What a person's session may do, in the shape of a key: every scope of the workspace's API
+ * (an owner administers the workspace), under the person's id and email.
+ */
+function personKey(person: { userId: string }, actor: ActorJson) {
+  return { id: person.userId, name: actor.label ?? '', prefix: '', scopes: [...API_KEY_SCOPES], expiresAt: null };
+}
+
+/** A person who signed in with the workspace's identity provider: an active owner of it. */
+export interface SignedInPerson {
+  /** `users.id`. */
+  readonly userId: number;
+  readonly publicId: string;
+  readonly email: string;
+}
+
+/**
+ * Opens a person's console session after a sign-in with the workspace's identity provider
+ * (revision `idpRevision`): actor `person`, id the user's id, label the email. It ends when
+ * the person is no longer an active owner or the provider's configuration changes.
+ */
+export async function openPersonSession(
+  store: Store,
+  workspace: Tenant['workspace'],
+  person: SignedInPerson,
+  idpRevision: string,
+  lifetime: SessionLifetime,
+  requestId: string | null = null,
+): Promise<OpenedSession> {
+  const id = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(Date.now() + lifetime.maxMs);
+  const actor: ActorJson = { type: 'person', id: person.publicId, label: person.email };
+  await store.transaction(async (tx) => {
+    await tx.sessions.insert(workspace.id, { idHash: hashSessionId(id), userId: person.userId, idpRevision, actor, expiresAt });
+    await tx.audit.append({
+      workspaceId: workspace.id,
+      actor: { ...actor, requestId },
+      action: 'console.signed_in',
+      targetType: 'user',
+      targetId: person.publicId,
+      before: null,
+      after: { expires_at: expiresAt.toISOString(), method: 'oidc' },
+    });
+  });
+  return { id, expiresAt, actor };
 }
 
 /** Ends a session (sign-out), recorded in the audit trail; ending an ended one changes nothing. */
@@ -89,7 +138,7 @@ function signInEvent(tenant: Tenant, actor: ActorJson, action: string, requestId
     workspaceId: tenant.workspace.id,
     actor: { ...actor, requestId },
     action,
-    targetType: 'api_key',
+    targetType: actor.type === 'person' ? 'user' : 'api_key',
     targetId: tenant.apiKey.id,
     before: null,
     after,

@@ -5,6 +5,7 @@ import { apiKeysRoutes } from './api-keys-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { catalogueRoutes } from './catalogue-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
+import { identityProviderRoutes } from './identity-provider-routes.ts';
 import { webhookEndpointsRoutes } from './webhook-endpoints-routes.ts';
 import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-service.ts';
 
@@ -18,7 +19,7 @@ export async function adminRoutes(
   options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck },
 ): Promise<void> {
   requireAdminToken(app, options);
-  for (const routes of [workspacesRoutes, apiKeysRoutes, auditRoutes, catalogueRoutes]) {
+  for (const routes of [workspacesRoutes, identityProviderRoutes, apiKeysRoutes, auditRoutes, catalogueRoutes]) {
     await app.register(routes, { store: options.store });
   }
   await app.register(webhookEndpointsRoutes, { store: options.store, checkUrl: options.checkWebhookUrl });

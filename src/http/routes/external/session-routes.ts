@@ -38,6 +38,10 @@ export async function sessionRoutes(app: FastifyInstance, options: { store: Stor
     }
     const current = sessionOf(request);
     if (current) return describe(request, current.session.expiresAt, current.session.actor);
+    // A workspace whose people sign in as themselves no longer hands the console to a shared key.
+    if (sessions.keySignIn === 'auto' && (await store.identityProviders.find(tenantOf(request).workspace.id))) {
+      throw new AppError('key_sign_in_disabled', 'This workspace signs in to the console with its identity provider, not an API key.');
+    }
     const opened = await openKeySession(store, tenantOf(request), sessions, request.id);
     setSessionCookie(request, reply, opened.id, opened.expiresAt);
     return reply.code(201).send(describe(request, opened.expiresAt, opened.actor));

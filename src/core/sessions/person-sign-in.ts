@@ -1,0 +1,35 @@
+import { AppError } from '../errors.ts';
+import type { Store, Workspace } from '../ports.ts';
+import type { SignedInPerson } from './sessions-service.ts';
+
+/** The claims of a verified ID token that decide who may enter (OpenID Connect Core 1.0 §5.1). */
+export interface VerifiedIdentity {
+  readonly sub: string;
+  readonly email?: unknown;
+  readonly email_verified?: unknown;
+}
+
+/**
+ * Who may enter a workspace's console through its identity provider (docs/security.md,
+ * "Signing in with an identity provider"): a verified email (`email_verified: true`, else the
+ * provider vouches for nothing) of an active owner of the workspace. The provider's `sub` is
+ * stored at the first sign-in; afterwards a different `sub` with the same email (an account
+ * recreated or the email moved to someone else at the provider) is refused.
+ * @throws AppError `sign_in_refused` (403) saying why.
+ */
+export async function admitPerson(store: Store, workspace: Workspace, identity: VerifiedIdentity): Promise<SignedInPerson> {
+  if (typeof identity.email !== 'string' || identity.email === '') {
+    throw new AppError('sign_in_refused', 'The identity provider did not tell your email address (ask for the "email" scope).');
+  }
+  if (identity.email_verified !== true) {
+    throw new AppError('sign_in_refused', `The identity provider has not verified ${identity.email}; verify it there first.`);
+  }
+  const owner = await store.identityProviders.findActiveOwner(workspace.id, identity.email);
+  if (!owner) throw new AppError('sign_in_refused', `${identity.email} is not an active owner of workspace "${workspace.subdomain}".`);
+  if (owner.oidcSubject === null) {
+    await store.identityProviders.setSubject(workspace.id, owner.id, identity.sub);
+  } else if (owner.oidcSubject !== identity.sub) {
+    throw new AppError('sign_in_refused', `${identity.email} signed in before as another account of the identity provider.`);
+  }
+  return { userId: owner.id, publicId: owner.publicId, email: owner.email };
+}

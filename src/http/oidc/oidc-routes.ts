@@ -1,0 +1,133 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { SessionConfig } from '../../config/load-config.ts';
+import { AppError } from '../../core/errors.ts';
+import type { Store, Workspace } from '../../core/ports.ts';
+import { admitPerson } from '../../core/sessions/person-sign-in.ts';
+import { openPersonSession } from '../../core/sessions/sessions-service.ts';
+import { rejectOtherMethods } from '../method-not-allowed.ts';
+import { subdomainOf } from '../plugins/tenant.ts';
+import { setSessionCookie } from '../session-cookie.ts';
+import { authorizationUrl, newChecks, redeem, relyingParty } from './relying-party.ts';
+import { sendRefusal } from './sign-in-page.ts';
+import { SIGN_IN_TTL_MS, clearedStateCookie, setStateCookie, stateCookieOf } from './state-cookie.ts';
+
+/** Where the console's "Sign in with your identity provider" button leads. */
+export const OIDC_START_PATH = '/console/oidc/start';
+/** The redirect URI registered at the provider, on each workspace's host. */
+export const OIDC_CALLBACK_PATH = '/console/oidc/callback';
+/** What the sign-in page offers on this host. */
+export const OIDC_OPTIONS_PATH = '/console/oidc/options';
+
+const hashState = (state: string) => createHash('sha256').update(state).digest('hex');
+
+/** Options of {@link oidcRoutes}. */
+export interface OidcRoutesOptions {
+  readonly store: Store;
+  readonly baseDomain: string;
+  readonly sessions: SessionConfig;
+}
+
+/**
+ * The console's sign-in with a workspace's identity provider (docs/console.md, "Signing in";
+ * docs/security.md, "Signing in with an identity provider"): authorization code flow with
+ * PKCE, `state` and `nonce` kept on the server (the `state` also in a cookie of the browser
+ * that started), the ID token verified by openid-client, then {@link admitPerson} decides
+ * who enters and a person's session is opened. Refusals are pages, not JSON.
+ */
+export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
+  const { store, baseDomain, sessions } = options;
+
+  /** The workspace of this host. @throws AppError `workspace_not_found` (404). */
+  async function workspaceOf(request: FastifyRequest): Promise<Workspace> {
+    const subdomain = subdomainOf(request.hostname, baseDomain);
+    const workspace = subdomain ? await store.workspaces.findBySubdomain(subdomain) : undefined;
+    if (!workspace) throw new AppError('workspace_not_found', 'Open the console on your workspace\'s address, e.g. acme.<domain>/console/.');
+    return workspace;
+  }
+  const redirectUri = (request: FastifyRequest) => `${request.protocol}://${request.host}${OIDC_CALLBACK_PATH}`;
+
+  app.get(OIDC_OPTIONS_PATH, { schema: { hide: true } }, async (request) => {
+    const workspace = await workspaceOf(request);
+    const provider = await store.identityProviders.find(workspace.id);
+    const keySignIn = sessions.keySignIn === 'always' || (sessions.keySignIn === 'auto' && !provider);
+    return { identity_provider: provider ? { host: new URL(provider.issuer).host } : null, key_sign_in: keySignIn };
+  });
+
+  app.get(OIDC_START_PATH, { schema: { hide: true } }, async (request, reply) => {
+    let workspace: Workspace;
+    try {
+      workspace = await workspaceOf(request);
+    } catch (error) {
+      if (error instanceof AppError) return sendRefusal(reply, 404, error.message);
+      throw error;
+    }
+    const provider = await store.identityProviders.find(workspace.id);
+    if (!provider) return sendRefusal(reply, 404, `Workspace "${workspace.subdomain}" has no identity provider to sign in with.`);
+    let url: URL;
+    const checks = newChecks();
+    try {
+      url = await authorizationUrl(await relyingParty(provider), redirectUri(request), checks);
+    } catch (err) {
+      request.log.warn({ err }, 'identity provider discovery failed');
+      return sendRefusal(reply, 502, 'The workspace\'s identity provider cannot be reached or is not an OpenID Provider. Try again later or ask the operator.');
+    }
+    await store.identityProviders.saveSignIn(workspace.id, hashState(checks.state), {
+      codeVerifier: checks.codeVerifier,
+      nonce: checks.nonce,
+      idpRevision: provider.revision,
+      expiresAt: new Date(Date.now() + SIGN_IN_TTL_MS),
+    });
+    setStateCookie(request, reply, checks.state);
+    return reply.header('cache-control', 'no-store').redirect(url.href, 302);
+  });
+
+  app.get(OIDC_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
+    reply.header('set-cookie', clearedStateCookie(request));
+    let workspace: Workspace;
+    try {
+      workspace = await workspaceOf(request);
+    } catch (error) {
+      if (error instanceof AppError) return sendRefusal(reply, 404, error.message);
+      throw error;
+    }
+    const query = request.query as Record<string, unknown>;
+    if (typeof query.error === 'string') {
+      return sendRefusal(reply, 403, `The identity provider refused the sign-in: ${query.error}${typeof query.error_description === 'string' ? ` (${query.error_description})` : ''}.`);
+    }
+    const state = typeof query.state === 'string' ? query.state : '';
+    // Taken at once: a state serves one sign-in, however the rest goes.
+    const pending = state ? await store.identityProviders.takeSignIn(workspace.id, hashState(state)) : undefined;
+    if (!pending || pending.expiresAt.getTime() <= Date.now()) {
+      return sendRefusal(reply, 400, 'This sign-in link was already used or has expired. Start the sign-in again from the console.');
+    }
+    if (stateCookieOf(request) !== state) {
+      return sendRefusal(reply, 400, 'This sign-in was started in another browser. Start the sign-in again from the console.');
+    }
+    const provider = await store.identityProviders.find(workspace.id);
+    if (!provider || provider.revision !== pending.idpRevision) {
+      return sendRefusal(reply, 400, 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.');
+    }
+    let claims;
+    try {
+      const callbackUrl = new URL(request.url, `${request.protocol}://${request.host}`);
+      claims = await redeem(await relyingParty(provider), callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier });
+    } catch (err) {
+      request.log.warn({ err }, 'OpenID Connect sign-in did not verify');
+      return sendRefusal(reply, 403, 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.');
+    }
+    let person;
+    try {
+      person = await admitPerson(store, workspace, claims);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
+      throw error;
+    }
+    const opened = await openPersonSession(store, workspace, person, provider.revision, sessions, request.id);
+    setSessionCookie(request, reply, opened.id, opened.expiresAt);
+    // The console's sign-in page reads the session when it sees this parameter (console/src/pages/sign-in.tsx).
+    return reply.header('cache-control', 'no-store').redirect('/console/?signed_in=oidc', 303);
+  });
+
+  for (const path of [OIDC_OPTIONS_PATH, OIDC_START_PATH, OIDC_CALLBACK_PATH]) rejectOtherMethods(app, path, ['GET']);
+}

@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../../harness/browser.ts';
+import { buildConsole } from '../../scripts/build-console.ts';
+import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
+import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+
+const TEST_TIMEOUT = { timeout: 60_000 };
+
+/*
+ * The console's sign-in with a workspace's identity provider against a real OpenID Provider
+ * (panva's oidc-provider on 127.0.0.1), driven in Chromium: who gets in, who is refused (with a
+ * page saying why), the session cookie, CSRF, and the session's end on another replica.
+ * Workspace hosts are `<subdomain>.localhost`, which Chromium resolves to loopback itself.
+ */
+describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
+  let ctx: TestContext;
+  let port: number;
+  let browser: Browser;
+  let op: TestOpenIdProvider;
+  let ws: TestWorkspace;
+  let origin: string;
+
+  const external = (method: 'GET' | 'POST' | 'DELETE', path: string, headers: Record<string, string>, body?: unknown, app = ctx.app) =>
+    app.inject({ method, url: `${API}${path}`, headers: { host: ws.host, ...headers }, ...(body === undefined ? {} : { payload: body as object }) });
+
+  async function addUser(email: string, role: 'owner' | 'non_owner'): Promise<void> {
+    const res = await external('POST', '/users', { 'x-api-key': ws.apiKey }, userBody(email, { role }));
+    assert.equal(res.statusCode, 201, res.body);
+  }
+
+  /**
+   * Starts the sign-in at the console in a fresh browser context and logs in at the provider
+   * as `login`. Returns the page where the flow ended, its context's cookies and the callback URL.
+   */
+  async function signInAs(login: string, throughTheConsole = false): Promise<{ page: Page; callbackUrl: string; status: number | undefined }> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    let callbackUrl = '';
+    let status: number | undefined;
+    page.on('response', (response) => {
+      if (response.url().includes('/console/oidc/callback')) {
+        callbackUrl = response.url();
+        status = response.status();
+      }
+    });
+    if (throughTheConsole) {
+      await page.goto(`${origin}/console/`);
+      assert.equal(await page.getByLabel('API key').count(), 0, 'no key sign-in once the workspace has a provider');
+      await page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` }).click();
+      await page.waitForURL((url) => url.href.startsWith(op.issuer), { waitUntil: 'domcontentloaded' });
+    } else {
+      await page.goto(`${origin}/console/oidc/start`, { waitUntil: 'domcontentloaded' });
+    }
+    assert.ok(page.url().startsWith(op.issuer), `at the provider: ${page.url()}`);
+    await page.locator('input[name=login]').fill(login);
+    await page.locator('input[name=password]').fill('any');
+    await Promise.all([page.waitForURL((url) => url.href.startsWith(origin), { waitUntil: 'domcontentloaded' }), page.locator('button[type=submit]').click()]);
+    await page.waitForLoadState('domcontentloaded');
+    assert.ok(callbackUrl, 'the provider sent the browser back to the callback');
+    return { page, callbackUrl, status };
+  }
+
+  /** The session cookie of a page's context, as `name=value`, and its flags. */
+  async function sessionCookie(page: Page) {
+    const cookies = await page.context().cookies(origin);
+    return cookies.find((c) => c.name === 'wum_session');
+  }
+
+  async function assertRefused(page: Page, status: number | undefined, reason: RegExp): Promise<void> {
+    assert.equal(status !== undefined && status >= 400 && status < 500, true, `a 4xx page, got ${status}`);
+    assert.match(await page.title(), /Sign-in refused/);
+    assert.match(await page.locator('#reason').innerText(), reason);
+    assert.equal(await sessionCookie(page), undefined, 'no session cookie');
+    await page.context().close();
+  }
+
+  before(async () => {
+    await buildConsole({ ifStale: true });
+    ctx = await createTestContext();
+    await ctx.seedProducts();
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (ctx.app.server.address() as AddressInfo).port;
+    ws = await ctx.createWorkspace('oidc');
+    origin = `http://${ws.subdomain}.localhost:${port}`;
+    op = await startOpenIdProvider([`${origin}/console/oidc/callback`]);
+    browser = await launchChromium();
+    const set = await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, {
+      issuer: op.issuer,
+      client_id: op.clientId,
+      client_secret: op.clientSecret,
+    });
+    assert.equal(set.statusCode, 201, set.body);
+    await addUser('olivia@example.com', 'owner');
+    await addUser('oscar@example.com', 'owner');
+    await addUser('nina@example.com', 'non_owner');
+    op.accounts.set('olivia', { email: 'Olivia@example.com', email_verified: true });
+    op.accounts.set('nina', { email: 'nina@example.com', email_verified: true });
+    op.accounts.set('stranger', { email: 'stranger@example.com', email_verified: true });
+    op.accounts.set('oscar-unverified', { email: 'oscar@example.com', email_verified: false });
+    op.accounts.set('oscar', { email: 'oscar@example.com', email_verified: true });
+  });
+  after(async () => {
+    await browser?.close();
+    await op?.close();
+    await ctx?.close();
+  });
+
+  test('an owner gets in: an HttpOnly SameSite=Lax session of the person; a cross-origin write is refused; a replayed state is refused', TEST_TIMEOUT, async () => {
+    const { page, callbackUrl } = await signInAs('olivia', true);
+    // Back in the console, signed in as the person, without typing anything else.
+    await page.getByRole('heading', { name: 'Users' }).waitFor();
+    const cookie = await sessionCookie(page);
+    assert.ok(cookie, 'a session cookie');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Lax');
+    assert.equal(cookie.path, '/');
+    assert.equal(cookie.secure, false, 'plain http on loopback: not Secure');
+    assert.equal((await page.context().cookies(origin)).some((c) => c.name === 'wum_oidc_state'), false, 'the state cookie is gone');
+
+    const header = { cookie: `wum_session=${cookie.value}` };
+    const session = await external('GET', '/console/session', header);
+    assert.equal(session.statusCode, 200, session.body);
+    assert.equal(session.json().actor.type, 'person');
+    assert.equal(session.json().actor.label, 'olivia@example.com');
+    const users = await external('GET', '/users', header);
+    assert.equal(users.statusCode, 200, users.body);
+
+    // The person's changes name the person.
+    // inject's Host is the workspace host without the port: the console's own origin for this request.
+    const added = await external('POST', '/users', { ...header, origin: `http://${ws.host}` }, userBody('made-by-olivia@example.com'));
+    assert.equal(added.statusCode, 201, added.body);
+    const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=made-by-olivia@example.com`);
+    assert.equal(audit.json().audit_events[0]?.actor.type, 'person', audit.body);
+    assert.equal(audit.json().audit_events[0]?.actor.label, 'olivia@example.com');
+
+    const crossOrigin = await external('POST', '/users', { ...header, origin: 'http://evil.localhost' }, userBody('forged@example.com'));
+    assert.equal(crossOrigin.statusCode, 403, crossOrigin.body);
+    assert.equal(crossOrigin.json().code, 'cross_origin_refused');
+    assert.equal((await external('GET', '/users/forged@example.com', header)).statusCode, 404, 'nothing added');
+
+    // The same callback again (the code and state of a finished sign-in).
+    const replay = await page.goto(callbackUrl);
+    assert.equal(replay?.status(), 400);
+    assert.match(await page.locator('#reason').innerText(), /already used or has expired/);
+    await page.context().close();
+  });
+
+  test('a non-owner, an unknown email and an unverified email are refused with a page saying why', TEST_TIMEOUT, async () => {
+    const nonOwner = await signInAs('nina');
+    await assertRefused(nonOwner.page, nonOwner.status, /nina@example\.com is not an active owner/);
+    const unknown = await signInAs('stranger');
+    await assertRefused(unknown.page, unknown.status, /stranger@example\.com is not an active owner/);
+    const unverified = await signInAs('oscar-unverified');
+    await assertRefused(unverified.page, unverified.status, /has not verified oscar@example\.com/);
+  });
+
+  test('an ID token for another audience, or tampered with, is refused', TEST_TIMEOUT, async () => {
+    try {
+      op.rewriteIdToken = async (idToken, sign) => {
+        const claims = JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString());
+        return sign({ ...claims, aud: 'another-client' });
+      };
+      const wrongAudience = await signInAs('olivia');
+      await assertRefused(wrongAudience.page, wrongAudience.status, /could not be verified/);
+
+      op.rewriteIdToken = async (idToken) => {
+        const [head, payload, signature] = idToken.split('.');
+        const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString());
+        const forged = Buffer.from(JSON.stringify({ ...claims, email: 'oscar@example.com' })).toString('base64url');
+        return `${head}.${forged}.${signature}`;
+      };
+      const tampered = await signInAs('nina');
+      await assertRefused(tampered.page, tampered.status, /could not be verified/);
+    } finally {
+      op.rewriteIdToken = undefined;
+    }
+  });
+
+  test('deactivating the owner ends the session on another replica within 1 s; so does a new provider configuration', TEST_TIMEOUT, async () => {
+    const replica = await ctx.buildApp();
+    const { page } = await signInAs('oscar');
+    const header = { cookie: `wum_session=${(await sessionCookie(page))!.value}` };
+    assert.equal((await external('GET', '/users', header, undefined, replica)).statusCode, 200);
+    assert.equal((await external('DELETE', '/users/oscar@example.com', { 'x-api-key': ws.apiKey })).statusCode, 204);
+    const deadline = Date.now() + 1_000;
+    let status = 200;
+    while (Date.now() < deadline && status === 200) {
+      status = (await external('GET', '/users', header, undefined, replica)).statusCode;
+      if (status === 200) await sleep(20);
+    }
+    assert.equal(status, 401, 'refused within 1 s');
+    await page.context().close();
+
+    const again = await signInAs('olivia');
+    const olivia = { cookie: `wum_session=${(await sessionCookie(again.page))!.value}` };
+    assert.equal((await external('GET', '/users', olivia, undefined, replica)).statusCode, 200);
+    const changed = await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, {
+      issuer: op.issuer,
+      client_id: op.clientId,
+      client_secret: op.clientSecret,
+    });
+    assert.equal(changed.statusCode, 200);
+    assert.equal((await external('GET', '/users', olivia, undefined, replica)).statusCode, 401, 'a new configuration ends the session');
+    await again.page.context().close();
+  });
+});

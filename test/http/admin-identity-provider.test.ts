@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { API, BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
+
+const config = { issuer: 'http://127.0.0.1:9/issuer', client_id: 'wum-console', client_secret: 'very-secret-value' };
+
+/** `PUT/GET/DELETE /admin/v1/workspaces/{subdomain}/identity-provider` (docs/api.md, "Identity provider"). */
+describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestContext();
+  });
+  after(() => ctx.close());
+
+  test('set, replace, show (never the secret), remove; each change audited without the secret', async () => {
+    const ws = await ctx.createWorkspace('idp');
+    const path = `/workspaces/${ws.subdomain}/identity-provider`;
+    assert.equal((await ctx.admin('GET', path)).json().code, 'identity_provider_not_found');
+
+    const created = await ctx.admin('PUT', path, config);
+    assert.equal(created.statusCode, 201, created.body);
+    const body = created.json();
+    assert.equal(body.issuer, config.issuer);
+    assert.equal(body.client_id, 'wum-console');
+    assert.equal(body.client_secret_set, true);
+    assert.equal(body.redirect_path, '/console/oidc/callback');
+    assert.ok(!created.body.includes(config.client_secret));
+
+    const replaced = await ctx.admin('PUT', path, { ...config, client_id: 'other' });
+    assert.equal(replaced.statusCode, 200, replaced.body);
+    assert.notEqual(replaced.json().revision, body.revision, 'a change is a new revision');
+
+    const shown = await ctx.admin('GET', path);
+    assert.equal(shown.statusCode, 200);
+    assert.equal(shown.json().client_id, 'other');
+    assert.ok(!shown.body.includes(config.client_secret));
+
+    const removed = await ctx.admin('DELETE', path);
+    assert.equal(removed.statusCode, 204);
+    assert.equal((await ctx.admin('DELETE', path)).statusCode, 404);
+
+    const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=identity_provider.set`);
+    assert.equal(audit.statusCode, 200, audit.body);
+    assert.equal(audit.json().audit_events.length, 2);
+    assert.ok(!audit.body.includes(config.client_secret), 'the secret is not in the audit trail');
+    const removal = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=identity_provider.removed`);
+    assert.equal(removal.json().audit_events.length, 1);
+    assert.equal(removal.json().audit_events[0].actor.type, 'operator');
+  });
+
+  test('bad input is a 400 validation_failed; an unknown workspace a 404; nothing stored', async () => {
+    const ws = await ctx.createWorkspace('idpbad');
+    const path = `/workspaces/${ws.subdomain}/identity-provider`;
+    for (const body of [
+      { ...config, issuer: 'not a url' },
+      { ...config, issuer: 'ftp://127.0.0.1/x' },
+      { ...config, client_id: '' },
+      { issuer: config.issuer, client_id: 'x' },
+      { ...config, extra: 1 },
+    ]) {
+      const res = await ctx.admin('PUT', path, body);
+      assert.equal(res.statusCode, 400, `${JSON.stringify(body)} → ${res.body}`);
+      assert.equal(res.json().code, 'validation_failed');
+    }
+    assert.equal((await ctx.admin('GET', path)).statusCode, 404);
+    assert.equal((await ctx.admin('PUT', '/workspaces/nope-idp/identity-provider', config)).json().code, 'workspace_not_found');
+  });
+
+  test('once a workspace has an identity provider, its key no longer opens a console session', async () => {
+    const ws = await ctx.createWorkspace('idpkey');
+    const signIn = () =>
+      ctx.app.inject({ method: 'POST', url: `${API}/console/session`, headers: { host: ws.host, 'x-api-key': ws.apiKey, origin: `http://${ws.host}` } });
+    assert.equal((await signIn()).statusCode, 201);
+    await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, config);
+    const refused = await signIn();
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.equal(refused.json().code, 'key_sign_in_disabled');
+    assert.equal(refused.headers['set-cookie'], undefined);
+    await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/identity-provider`);
+    assert.equal((await signIn()).statusCode, 201);
+  });
+
+  test('the sign-in page\'s options, and the sign-in refused with a page when there is no provider or no sign-in under way', async () => {
+    const ws = await ctx.createWorkspace('idpopt');
+    const get = (url: string, headers: Record<string, string> = {}) => ctx.app.inject({ method: 'GET', url, headers: { host: ws.host, ...headers } });
+    assert.deepEqual((await get('/console/oidc/options')).json(), { identity_provider: null, key_sign_in: true });
+    const none = await get('/console/oidc/start');
+    assert.equal(none.statusCode, 404);
+    assert.match(none.headers['content-type'] as string, /^text\/html/);
+    assert.match(none.body, /has no identity provider/);
+
+    await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, config);
+    assert.deepEqual((await get('/console/oidc/options')).json(), { identity_provider: { host: '127.0.0.1:9' }, key_sign_in: false });
+    const unknownState = await get('/console/oidc/callback?code=x&state=never-issued');
+    assert.equal(unknownState.statusCode, 400);
+    assert.match(unknownState.headers['content-type'] as string, /^text\/html/);
+    assert.match(unknownState.body, /already used or has expired/);
+    assert.equal((await get('/console/oidc/callback?error=access_denied')).statusCode, 403);
+    const elsewhere = await ctx.app.inject({ method: 'GET', url: '/console/oidc/start', headers: { host: 'localhost' } });
+    assert.equal(elsewhere.statusCode, 404, 'not on a workspace host');
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/console/oidc/start', headers: { host: ws.host } })).statusCode, 405);
+  });
+});
