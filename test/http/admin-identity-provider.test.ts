@@ -98,6 +98,13 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
     assert.equal((await get('/console/oidc/callback?error=access_denied')).statusCode, 403);
     const elsewhere = await ctx.app.inject({ method: 'GET', url: '/console/oidc/start', headers: { host: 'localhost' } });
     assert.equal(elsewhere.statusCode, 404, 'not on a workspace host');
+    assert.match(elsewhere.headers['content-type'] as string, /^text\/html/);
+    assert.match(elsewhere.body, /Sign-in refused/);
+    for (const url of ['/console/oidc/start', '/console/oidc/callback?code=x&state=y']) {
+      const unknown = await ctx.app.inject({ method: 'GET', url, headers: { host: 'no-such-workspace.localhost' } });
+      assert.equal(unknown.statusCode, 404, url);
+      assert.match(unknown.body, /Sign-in refused/, url);
+    }
     assert.equal((await ctx.app.inject({ method: 'POST', url: '/console/oidc/start', headers: { host: ws.host } })).statusCode, 405);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Store, Workspace } from '../../core/ports.ts';
@@ -45,6 +45,16 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     if (!workspace) throw new AppError('workspace_not_found', 'Open the console on your workspace\'s address, e.g. acme.<domain>/console/.');
     return workspace;
   }
+  /** The workspace of a sign-in page's request; undefined once the refusal page is sent (no such workspace). */
+  async function workspaceForPage(request: FastifyRequest, reply: FastifyReply): Promise<Workspace | undefined> {
+    try {
+      return await workspaceOf(request);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      sendRefusal(reply, 404, error.message);
+      return undefined;
+    }
+  }
   const redirectUri = (request: FastifyRequest) => `${request.protocol}://${request.host}${OIDC_CALLBACK_PATH}`;
 
   app.get(OIDC_OPTIONS_PATH, { schema: { hide: true } }, async (request) => {
@@ -55,13 +65,8 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
   });
 
   app.get(OIDC_START_PATH, { schema: { hide: true } }, async (request, reply) => {
-    let workspace: Workspace;
-    try {
-      workspace = await workspaceOf(request);
-    } catch (error) {
-      if (error instanceof AppError) return sendRefusal(reply, 404, error.message);
-      throw error;
-    }
+    const workspace = await workspaceForPage(request, reply);
+    if (!workspace) return reply;
     const provider = await store.identityProviders.find(workspace.id);
     if (!provider) return sendRefusal(reply, 404, `Workspace "${workspace.subdomain}" has no identity provider to sign in with.`);
     let url: URL;
@@ -84,13 +89,8 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
 
   app.get(OIDC_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
-    let workspace: Workspace;
-    try {
-      workspace = await workspaceOf(request);
-    } catch (error) {
-      if (error instanceof AppError) return sendRefusal(reply, 404, error.message);
-      throw error;
-    }
+    const workspace = await workspaceForPage(request, reply);
+    if (!workspace) return reply;
     const query = request.query as Record<string, unknown>;
     if (typeof query.error === 'string') {
       return sendRefusal(reply, 403, `The identity provider refused the sign-in: ${query.error}${typeof query.error_description === 'string' ? ` (${query.error_description})` : ''}.`);
