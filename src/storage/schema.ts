@@ -129,7 +129,7 @@ export const workspaceIdentityProviders = pgTable('workspace_identity_providers'
 export const oidcSignIns = pgTable(
   'oidc_sign_ins',
   {
-    stateHash: text('state_hash').primaryKey(),
+    stateHash: text('state_hash').notNull(),
     workspaceId: bigint('workspace_id', { mode: 'number' })
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
@@ -138,7 +138,8 @@ export const oidcSignIns = pgTable(
     idpRevision: uuid('idp_revision').notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }).notNull(),
   },
-  (t) => [index('oidc_sign_ins__expires_at').on(t.expiresAt)],
+  // Keyed by workspace first, as every tenant table (docs/scaling.md): the callback knows both.
+  (t) => [primaryKey({ name: 'oidc_sign_ins__pk', columns: [t.workspaceId, t.stateHash] }), index('oidc_sign_ins__expires_at').on(t.expiresAt)],
 );
 
 /** The operator's product catalogue, shared by all workspaces; `roles` keeps the operator's order. */
