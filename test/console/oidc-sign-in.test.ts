@@ -50,8 +50,11 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     });
     if (throughTheConsole) {
       await page.goto(`${origin}/console/`);
+      // The page learns of the provider from its sign-in options; their link shows once it has.
+      const signInWith = page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` });
+      await signInWith.waitFor();
       assert.equal(await page.getByLabel('API key').count(), 0, 'no key sign-in once the workspace has a provider');
-      await page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` }).click();
+      await signInWith.click();
       await page.waitForURL((url) => url.href.startsWith(op.issuer), { waitUntil: 'domcontentloaded' });
     } else {
       await page.goto(`${origin}/console/oidc/start`, { waitUntil: 'domcontentloaded' });
