@@ -59,6 +59,10 @@ const WUM_VARIABLES = [
   'WEBHOOK_POLL_INTERVAL_MS',
   'WEBHOOK_WORKER',
   'EVENTS_PRUNE_INTERVAL_MS',
+  'OPERATOR_OIDC_ISSUER',
+  'OPERATOR_OIDC_CLIENT_ID',
+  'OPERATOR_OIDC_CLIENT_SECRET',
+  'OPERATOR_EMAILS',
 ];
 
 /** A server process started by a test, with its output so far. */

@@ -483,7 +483,7 @@ export interface components {
              * @enum {string}
              */
             type: "person" | "api_key" | "scim" | "operator" | "system";
-            /** @description A stable id: the key's id (api_key, scim), the person's user id; null for operator and system. */
+            /** @description A stable id: the key's id (api_key, scim), the person's user id, `oidc:<sub>` for an operator signed in to the console; null for the operator token and system. */
             id: string | null;
             /** @description A readable name: the key's name and prefix, the person's email. */
             label: string | null;
@@ -1540,7 +1540,7 @@ export interface operations {
                              * @enum {string}
                              */
                             actor_type: "person" | "api_key" | "scim" | "operator" | "system";
-                            /** @description `actor.id`: the API key id for `api_key` and `scim`, else null. */
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
                             request_id: string | null;
@@ -3078,7 +3078,7 @@ export interface operations {
                              * @enum {string}
                              */
                             actor_type: "person" | "api_key" | "scim" | "operator" | "system";
-                            /** @description `actor.id`: the API key id for `api_key` and `scim`, else null. */
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
                             request_id: string | null;
@@ -3266,7 +3266,7 @@ export interface operations {
                              * @enum {string}
                              */
                             actor_type: "person" | "api_key" | "scim" | "operator" | "system";
-                            /** @description `actor.id`: the API key id for `api_key` and `scim`, else null. */
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
                             request_id: string | null;

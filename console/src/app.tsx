@@ -1,7 +1,7 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import type { ComponentChildren } from 'preact';
 import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter-preact';
-import { signOut, useCredentials } from './session.ts';
+import { isOperator, signOut, useCredentials } from './session.ts';
 import { SignInPage } from './pages/sign-in.tsx';
 import { UsersPage } from './pages/users.tsx';
 import { NewUserPage } from './pages/new-user.tsx';
@@ -39,14 +39,16 @@ function NavLink({ href, children }: { href: string; children: ComponentChildren
 }
 
 function Header() {
-  const { workspace, adminToken } = useCredentials();
+  const credentials = useCredentials();
+  const { workspace } = credentials;
+  const operator = isOperator(credentials);
   return (
     <header class="top">
       <a class="skip" href="#main">
         Skip to content
       </a>
       <span class="brand">wum console</span>
-      {(workspace || adminToken) && (
+      {(workspace || operator) && (
         <nav aria-label="Main">
           <ul>
             {workspace && (
@@ -59,7 +61,7 @@ function Header() {
                 </li>
               </>
             )}
-            {adminToken && (
+            {operator && (
               <>
                 <li>
                   <NavLink href="/workspaces">Workspaces</NavLink>
@@ -75,7 +77,7 @@ function Header() {
           </ul>
         </nav>
       )}
-      {(workspace || adminToken) && (
+      {(workspace || operator) && (
         <button type="button" class="button sign-out" onClick={signOutAndForget}>
           Sign out
         </button>
@@ -85,15 +87,16 @@ function Header() {
 }
 
 /** Shows `children` when signed in with what they need, else the sign-in form. */
-function Needs({ what, children }: { what: 'workspace' | 'adminToken'; children: ComponentChildren }) {
+function Needs({ what, children }: { what: 'workspace' | 'operator'; children: ComponentChildren }) {
   const credentials = useCredentials();
-  return credentials[what] ? <>{children}</> : <SignInPage need={what} />;
+  const signedIn = what === 'workspace' ? Boolean(credentials.workspace) : isOperator(credentials);
+  return signedIn ? <>{children}</> : <SignInPage need={what} />;
 }
 
 function Home() {
-  const { workspace, adminToken } = useCredentials();
-  if (workspace) return <Redirect to="/users" replace />;
-  if (adminToken) return <Redirect to="/workspaces" replace />;
+  const credentials = useCredentials();
+  if (credentials.workspace) return <Redirect to="/users" replace />;
+  if (isOperator(credentials)) return <Redirect to="/workspaces" replace />;
   return <SignInPage />;
 }
 
@@ -139,31 +142,31 @@ export function App() {
               </Needs>
             </Route>
             <Route path="/workspaces">
-              <Needs what="adminToken">
+              <Needs what="operator">
                 <WorkspacesPage />
               </Needs>
             </Route>
             <Route path="/workspaces/:subdomain">
               {(params: { subdomain: string }) => (
-                <Needs what="adminToken">
+                <Needs what="operator">
                   <WorkspacePage subdomain={params.subdomain} />
                 </Needs>
               )}
             </Route>
             <Route path="/workspaces/:subdomain/webhooks/:id">
               {(params: { subdomain: string; id: string }) => (
-                <Needs what="adminToken">
+                <Needs what="operator">
                   <WebhookDeliveriesPage subdomain={params.subdomain} id={params.id} />
                 </Needs>
               )}
             </Route>
             <Route path="/products">
-              <Needs what="adminToken">
+              <Needs what="operator">
                 <ProductsPage />
               </Needs>
             </Route>
             <Route path="/audit">
-              <Needs what="adminToken">
+              <Needs what="operator">
                 <AuditPage />
               </Needs>
             </Route>

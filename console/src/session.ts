@@ -1,8 +1,9 @@
 /*
  * Who is signed in: the workspace of this host, through a server-side session whose id is in
  * an HttpOnly cookie the page's script cannot read (the API key typed at sign-in is exchanged
- * for it at once and never kept: docs/security.md, "Console sessions"), and/or the operator
- * token. The token and the workspace's name live in this tab's sessionStorage only (gone when
+ * for it at once and never kept: docs/security.md, "Console sessions"), and/or the operator:
+ * a person signed in with the operator identity provider (a session cookie too), or the
+ * operator token. The token and the workspace's name live in this tab's sessionStorage only (gone when
  * the tab closes), never in a URL, a log or localStorage; "Sign out" forgets them and ends the
  * session on the server.
  */
@@ -14,6 +15,11 @@ export interface Credentials {
   readonly workspace?: string;
   /** The server's `ADMIN_TOKEN`, sent as `Authorization: Bearer` to `/admin/v1`. */
   readonly adminToken?: string;
+  /**
+   * An operator signed in with the operator identity provider (their email; no secret): the
+   * session cookie opens `/admin/v1` on this host.
+   */
+  readonly operator?: string;
 }
 
 const STORAGE_KEY = 'wum-console-credentials';
@@ -23,10 +29,11 @@ function read(): Credentials {
   try {
     const parsed: unknown = JSON.parse(sessionStorage.getItem(STORAGE_KEY) ?? '{}');
     if (typeof parsed !== 'object' || parsed === null) return {};
-    const { workspace, adminToken } = parsed as Record<string, unknown>;
+    const { workspace, adminToken, operator } = parsed as Record<string, unknown>;
     return {
       ...(typeof workspace === 'string' && workspace ? { workspace } : {}),
       ...(typeof adminToken === 'string' && adminToken ? { adminToken } : {}),
+      ...(typeof operator === 'string' && operator ? { operator } : {}),
     };
   } catch {
     return {};
@@ -56,13 +63,21 @@ export function setCredentials(change: Partial<Record<keyof Credentials, string 
 /** Where the console's session is opened, read and ended (on this host). */
 export const SESSION_PATH = '/api/external/v2/console/session';
 
-/** Forgets every credential and ends the workspace session on the server (Sign out). */
+/** Where an operator's session (signed in with the operator identity provider) is read and ended. */
+export const OPERATOR_SESSION_PATH = '/console/operator/session';
+
+/** True when signed in as operator, with the token or as a person. */
+export function isOperator(credentials: Credentials): boolean {
+  return Boolean(credentials.adminToken || credentials.operator);
+}
+
+/** Forgets every credential and ends the session on the server (Sign out). */
 export function signOut(): void {
-  if (current.workspace) {
-    // The cookie is HttpOnly: only the server can end the session and clear it.
-    void fetch(SESSION_PATH, { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
-  }
-  setCredentials({ workspace: undefined, adminToken: undefined });
+  // The cookie is HttpOnly: only the server can end the session and clear it.
+  const end = (path: string) => void fetch(path, { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
+  if (current.workspace) end(SESSION_PATH);
+  if (current.operator) end(OPERATOR_SESSION_PATH);
+  setCredentials({ workspace: undefined, adminToken: undefined, operator: undefined });
 }
 
 function subscribe(listener: () => void): () => void {

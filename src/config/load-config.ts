@@ -3,6 +3,7 @@ import { envSchema } from 'env-schema';
 import { Type, type Static } from '@sinclair/typebox';
 import ipaddr from 'ipaddr.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
+import { isLoopbackUrl } from './loopback.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
@@ -65,6 +66,10 @@ const EnvSchema = Type.Object({
   SESSION_IDLE_MINUTES: Type.Number({ exclusiveMinimum: 0, maximum: 43_200, default: 480 }),
   SESSION_MAX_HOURS: Type.Number({ exclusiveMinimum: 0, maximum: 8760, default: 168 }),
   CONSOLE_KEY_SIGN_IN: Type.Unsafe<'auto' | 'always' | 'never'>({ type: 'string', enum: ['auto', 'always', 'never'], default: 'auto' }),
+  OPERATOR_OIDC_ISSUER: Type.Optional(Type.String({ pattern: '^https?://' })),
+  OPERATOR_OIDC_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
+  OPERATOR_OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  OPERATOR_EMAILS: Type.Optional(Type.String()),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -255,6 +260,54 @@ export interface Config {
   readonly embeddedMaintenance: MaintenanceSettings | undefined;
   /** Console sessions (docs/security.md, "Console sessions"). */
   readonly sessions: SessionConfig;
+  /**
+   * The operators' sign-in to the console with an identity provider (docs/security.md,
+   * "Operators signing in"); undefined when `OPERATOR_OIDC_ISSUER` is not set.
+   */
+  readonly operatorSignIn: OperatorSignInConfig | undefined;
+}
+
+/** The operator identity provider and who may sign in with it. */
+export interface OperatorSignInConfig {
+  /** `OPERATOR_OIDC_ISSUER`: the OpenID Provider's issuer URL (https, or http on loopback). */
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** `OPERATOR_EMAILS`, trimmed and lower-cased: the only emails let in. */
+  readonly emails: ReadonlySet<string>;
+}
+
+/** The three settings naming the operator identity provider: all of them or none. */
+const OPERATOR_OIDC_SETTINGS = ['OPERATOR_OIDC_ISSUER', 'OPERATOR_OIDC_CLIENT_ID', 'OPERATOR_OIDC_CLIENT_SECRET'] as const;
+
+/**
+ * The operator sign-in of the parsed settings: all three OIDC settings or none, and with them a
+ * non-empty `OPERATOR_EMAILS` (comma-separated; trimmed, lower-cased); http only for a loopback
+ * issuer (as the relying party allows).
+ * @throws ConfigError naming what is missing or wrong.
+ */
+function operatorSignIn(parsed: Env): OperatorSignInConfig | undefined {
+  const missing = OPERATOR_OIDC_SETTINGS.filter((name) => parsed[name] === undefined);
+  if (missing.length === OPERATOR_OIDC_SETTINGS.length) {
+    if (parsed.OPERATOR_EMAILS !== undefined) throw new ConfigError('invalid configuration: OPERATOR_EMAILS is set but OPERATOR_OIDC_ISSUER is not; set the operator identity provider or remove OPERATOR_EMAILS');
+    return undefined;
+  }
+  if (missing.length > 0) {
+    throw new ConfigError(`invalid configuration: the operator sign-in needs ${OPERATOR_OIDC_SETTINGS.join(', ')} together; missing ${missing.join(', ')}`);
+  }
+  const emails = (parsed.OPERATOR_EMAILS ?? '').split(',').map((email) => email.trim().toLowerCase()).filter((email) => email !== '');
+  if (emails.length === 0) throw new ConfigError('invalid configuration: OPERATOR_EMAILS must list the emails that may sign in as operator (comma-separated) when OPERATOR_OIDC_ISSUER is set');
+  const issuer = URL.parse(parsed.OPERATOR_OIDC_ISSUER!);
+  if (!issuer) throw new ConfigError('invalid configuration: OPERATOR_OIDC_ISSUER must be a URL, e.g. https://login.example.com');
+  if (issuer.protocol === 'http:' && !isLoopbackUrl(issuer)) {
+    throw new ConfigError('invalid configuration: OPERATOR_OIDC_ISSUER must be an https:// URL (http:// only for a loopback issuer)');
+  }
+  return Object.freeze({
+    issuer: parsed.OPERATOR_OIDC_ISSUER!,
+    clientId: parsed.OPERATOR_OIDC_CLIENT_ID!,
+    clientSecret: parsed.OPERATOR_OIDC_CLIENT_SECRET!,
+    emails: new Set(emails),
+  });
 }
 
 /** How long console sessions live, and whether a workspace key may open one. */
@@ -395,5 +448,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxMs: Math.round(parsed.SESSION_MAX_HOURS * 3_600_000),
       keySignIn: parsed.CONSOLE_KEY_SIGN_IN,
     }),
+    operatorSignIn: operatorSignIn(parsed),
   });
 }

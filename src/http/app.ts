@@ -28,6 +28,7 @@ import {
 import { registerLoadShedding } from './plugins/load-shedding.ts';
 import { registerConsole } from './plugins/console.ts';
 import { oidcRoutes } from './oidc/oidc-routes.ts';
+import { operatorSignInRoutes } from './oidc/operator-routes.ts';
 import { registerSecurityHeaders } from './plugins/security-headers.ts';
 import { lazySerializerFactory } from './serialization.ts';
 import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
@@ -132,11 +133,16 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
-  if (config.adminToken) {
+  const { operatorSignIn } = config;
+  const operators = operatorSignIn
+    ? { store: deps.store, policy: { issuer: operatorSignIn.issuer, emails: operatorSignIn.emails }, lifetime: config.sessions }
+    : undefined;
+  if (config.adminToken || operators) {
     await app.register(adminRoutes, {
       prefix: '/admin/v1',
       store: deps.store,
       adminToken: config.adminToken,
+      operatorSessions: operators,
       baseDomain: config.baseDomain,
       authFailures: limits.authFailures,
       checkWebhookUrl: deps.checkWebhookUrl,
@@ -144,6 +150,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics });
   await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions });
+  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
   await registerApiReference(app);
   return app;

@@ -6,6 +6,7 @@ import { maintainEmbeddedStore, type EmbeddedMaintenance } from '../storage/embe
 import { createDeliveryQueue } from '../storage/deliveries.queries.ts';
 import { createEventPruning } from '../storage/events.queries.ts';
 import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
+import { createSessionPruning } from '../storage/sessions-pruning.queries.ts';
 import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
@@ -92,7 +93,12 @@ export async function startService(config: Config, options: ServiceOptions = {})
           log: app.log.child({ component: 'webhooks' }),
           registry,
         }),
-        eventPruner: startEventPruner({ events: createEventPruning(database.db), intervalMs: config.webhooks.pruneIntervalMs, log: app.log.child({ component: 'event-pruner' }) }),
+        eventPruner: startEventPruner({
+          events: createEventPruning(database.db),
+          sessions: { pruning: createSessionPruning(database.db), idleMs: config.sessions.idleMs },
+          intervalMs: config.webhooks.pruneIntervalMs,
+          log: app.log.child({ component: 'event-pruner' }),
+        }),
       }
     : undefined;
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);

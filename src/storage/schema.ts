@@ -142,6 +142,40 @@ export const oidcSignIns = pgTable(
   (t) => [primaryKey({ name: 'oidc_sign_ins__pk', columns: [t.workspaceId, t.stateHash] }), index('oidc_sign_ins__expires_at').on(t.expiresAt)],
 );
 
+/**
+ * Console sessions of operators who signed in with the operator identity provider of the
+ * configuration (`OPERATOR_OIDC_ISSUER`): not a workspace's, so not a tenant table. As for
+ * `console_sessions`, only the SHA-256 of the id is stored; `email` is checked against
+ * `OPERATOR_EMAILS` and `issuer` against the configured issuer on every request, so a person
+ * removed from the list, or another operator provider, ends the session.
+ */
+export const operatorSessions = pgTable(
+  'operator_sessions',
+  {
+    idHash: text('id_hash').primaryKey(),
+    email: text('email').notNull(),
+    issuer: text('issuer').notNull(),
+    actor: jsonb('actor').notNull(),
+    createdAt: createdAt(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }).notNull(),
+    endedAt: timestamp('ended_at', { withTimezone: true, precision: 6 }),
+  },
+  (t) => [index('operator_sessions__expires_at').on(t.expiresAt)],
+);
+
+/** Operator sign-ins under way (as `oidc_sign_ins`, for the operator identity provider). */
+export const operatorSignIns = pgTable(
+  'operator_sign_ins',
+  {
+    stateHash: text('state_hash').primaryKey(),
+    codeVerifier: text('code_verifier').notNull(),
+    nonce: text('nonce').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }).notNull(),
+  },
+  (t) => [index('operator_sign_ins__expires_at').on(t.expiresAt)],
+);
+
 /** The operator's product catalogue, shared by all workspaces; `roles` keeps the operator's order. */
 export const products = pgTable('products', {
   name: text('name').primaryKey(),

@@ -10,6 +10,7 @@ import { createIdentityProviderRepository } from './identity-providers.queries.t
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createSessionRepository } from './sessions.queries.ts';
+import { createOperatorSessionRepository } from './operator-sessions.queries.ts';
 import { createUserRepository } from './users.queries.ts';
 import { createWebhookRepository } from './webhooks.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
@@ -22,6 +23,7 @@ function repositories(db: Database): Repositories {
     workspaces: createWorkspaceRepository(db),
     apiKeys: createApiKeyRepository(db),
     sessions: createSessionRepository(db),
+    operatorSessions: createOperatorSessionRepository(db),
     identityProviders: createIdentityProviderRepository(db),
     audit: createAuditRepository(db),
     events: createEventRepository(db),

@@ -1,5 +1,6 @@
 import { EVENT_RETENTION_DAYS } from '../core/events/event.ts';
 import type { Logger } from '../core/logger.ts';
+import { ENDED_SESSION_RETENTION_MS, type SessionPruning } from '../core/sessions/session-pruning.ts';
 import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 
 /** Events deleted per statement: short statements, so no lock is held for long. */
@@ -11,39 +12,55 @@ const FIRST_RUN_DELAY_MS = 30_000;
 
 /** A running pruner. */
 export interface EventPruner {
-  /** Prunes now, batch by batch, until nothing is older than the retention; resolves with the count. */
+  /** Prunes now, batch by batch, until nothing is older than the retention; resolves with the count (events and sessions). */
   pruneNow(): Promise<number>;
   stop(): Promise<void>;
 }
 
+/** Options of {@link startEventPruner}. */
+export interface EventPrunerOptions {
+  readonly events: EventPruning;
+  /** Console sessions and sign-ins that are over, pruned in the same pass; absent: not pruned. */
+  readonly sessions?: { readonly pruning: SessionPruning; readonly idleMs: number } | undefined;
+  readonly intervalMs: number;
+  readonly log: Logger;
+}
+
 /**
  * Deletes events older than 30 days (docs/contract.md Part B: "kept 30 days"), with their webhook
- * deliveries, every `intervalMs` in each server process: in batches of 1000 old rows, each its
- * own short statement (`SKIP LOCKED`, so the pruners of several replicas do not wait for each
- * other), with a pause between batches. Writers append new events and never touch old ones,
- * so pruning never blocks them.
+ * deliveries, and console sessions and sign-ins over for more than a day
+ * ({@link ENDED_SESSION_RETENTION_MS}), every `intervalMs` in each server process: in batches of
+ * 1000 old rows, each its own short statement (`SKIP LOCKED`, so the pruners of several replicas
+ * do not wait for each other), with a pause between batches. Writers append new events and never
+ * touch old ones, and nothing uses a session that is over, so pruning never blocks them.
  */
-export function startEventPruner(options: { events: EventPruning; intervalMs: number; log: Logger }): EventPruner {
-  const { events, log } = options;
+export function startEventPruner(options: EventPrunerOptions): EventPruner {
+  const { events, sessions, log } = options;
   let stopping = false;
   let current: Promise<number> | undefined;
 
-  async function pruneAll(): Promise<number> {
+  /** Runs `batch` until it deletes less than a whole batch; resolves with the rows deleted. */
+  async function drain(batch: () => Promise<number>): Promise<number> {
     let total = 0;
     for (;;) {
-      const deleted = await events.prune(EVENT_RETENTION_DAYS, BATCH_SIZE);
+      const deleted = await batch();
       total += deleted;
       if (deleted < BATCH_SIZE || stopping) return total;
       await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
     }
   }
 
+  async function pruneAll(): Promise<number> {
+    const pruned = await drain(() => events.prune(EVENT_RETENTION_DAYS, BATCH_SIZE));
+    if (pruned > 0) log.info({ deleted: pruned }, 'pruned old events');
+    if (!sessions) return pruned;
+    const ended = await drain(() => sessions.pruning.prune(ENDED_SESSION_RETENTION_MS, sessions.idleMs, BATCH_SIZE));
+    if (ended > 0) log.info({ deleted: ended }, 'pruned ended console sessions');
+    return pruned + ended;
+  }
+
   const pruneNow = () => {
     current ??= pruneAll()
-      .then((n) => {
-        if (n > 0) log.info({ deleted: n }, 'pruned old events');
-        return n;
-      })
       .finally(() => (current = undefined));
     return current;
   };

@@ -290,4 +290,28 @@ describe(`loadConfig [${BACKEND}]`, () => {
       'CONSOLE_KEY_SIGN_IN',
     ]);
   });
+
+  test('operator sign-in: off by default; all three OIDC settings with OPERATOR_EMAILS (trimmed, lower-cased); a partial set is refused naming what is missing', () => {
+    assert.equal(loadConfig({}).operatorSignIn, undefined);
+    const full = {
+      OPERATOR_OIDC_ISSUER: 'https://login.example.com',
+      OPERATOR_OIDC_CLIENT_ID: 'wum',
+      OPERATOR_OIDC_CLIENT_SECRET: 'a-secret',
+      OPERATOR_EMAILS: ' Ada@Example.com,, grace@example.com ',
+    };
+    const config = loadConfig(full).operatorSignIn;
+    assert.equal(config?.issuer, 'https://login.example.com');
+    assert.equal(config?.clientId, 'wum');
+    assert.deepEqual([...config!.emails], ['ada@example.com', 'grace@example.com']);
+    assert.equal(loadConfig({ ...full, OPERATOR_OIDC_ISSUER: 'http://127.0.0.1:9000' }).operatorSignIn?.issuer, 'http://127.0.0.1:9000', 'http on loopback');
+
+    assertRejected({ OPERATOR_OIDC_ISSUER: 'https://login.example.com', OPERATOR_EMAILS: 'a@example.com' }, ['OPERATOR_OIDC_CLIENT_ID', 'OPERATOR_OIDC_CLIENT_SECRET']);
+    assertRejected({ OPERATOR_OIDC_CLIENT_SECRET: 's' }, ['OPERATOR_OIDC_ISSUER', 'OPERATOR_OIDC_CLIENT_ID']);
+    assertRejected({ ...full, OPERATOR_EMAILS: ' , ' }, ['OPERATOR_EMAILS']);
+    const { OPERATOR_EMAILS: _omitted, ...noEmails } = full;
+    assertRejected(noEmails, ['OPERATOR_EMAILS']);
+    assertRejected({ OPERATOR_EMAILS: 'a@example.com' }, ['OPERATOR_EMAILS', 'OPERATOR_OIDC_ISSUER']);
+    assertRejected({ ...full, OPERATOR_OIDC_ISSUER: 'http://login.example.com' }, ['OPERATOR_OIDC_ISSUER']);
+    assertRejected({ ...full, OPERATOR_OIDC_ISSUER: 'ftp://login.example.com' }, ['OPERATOR_OIDC_ISSUER']);
+  });
 });

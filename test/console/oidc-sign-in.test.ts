@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../../harness/browser.ts';
 import { buildConsole } from '../../scripts/build-console.ts';
+import { assertRefusedPage, assertSessionCookie, sessionCookieOf, signInAtProvider, type BrowserSignIn } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
@@ -32,55 +33,28 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     assert.equal(res.statusCode, 201, res.body);
   }
 
-  /**
-   * Starts the sign-in at the console in a fresh browser context and logs in at the provider
-   * as `login`. Returns the page where the flow ended, its context's cookies and the callback URL.
-   */
-  async function signInAs(login: string, throughTheConsole = false): Promise<{ page: Page; callbackUrl: string; status: number | undefined }> {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    let callbackUrl = '';
-    let status: number | undefined;
-    page.on('response', (response) => {
-      if (response.url().includes('/console/oidc/callback')) {
-        callbackUrl = response.url();
-        status = response.status();
-      }
-    });
-    if (throughTheConsole) {
-      await page.goto(`${origin}/console/`);
-      // The page learns of the provider from its sign-in options; their link shows once it has.
-      const signInWith = page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` });
-      await signInWith.waitFor();
-      assert.equal(await page.getByLabel('API key').count(), 0, 'no key sign-in once the workspace has a provider');
-      await signInWith.click();
-      await page.waitForURL((url) => url.href.startsWith(op.issuer), { waitUntil: 'domcontentloaded' });
-    } else {
-      await page.goto(`${origin}/console/oidc/start`, { waitUntil: 'domcontentloaded' });
-    }
-    assert.ok(page.url().startsWith(op.issuer), `at the provider: ${page.url()}`);
-    await page.locator('input[name=login]').fill(login);
-    await page.locator('input[name=password]').fill('any');
-    await Promise.all([page.waitForURL((url) => url.href.startsWith(origin), { waitUntil: 'domcontentloaded' }), page.locator('button[type=submit]').click()]);
-    await page.waitForLoadState('domcontentloaded');
-    assert.ok(callbackUrl, 'the provider sent the browser back to the callback');
-    return { page, callbackUrl, status };
+  /** Starts the sign-in at the console (or its start URL) and logs in at the provider as `login`. */
+  async function signInAs(login: string, throughTheConsole = false): Promise<BrowserSignIn> {
+    return signInAtProvider(browser, op, {
+      origin,
+      callbackPath: '/console/oidc/callback',
+      begin: async (page) => {
+        if (!throughTheConsole) {
+          await page.goto(`${origin}/console/oidc/start`, { waitUntil: 'domcontentloaded' });
+          return;
+        }
+        await page.goto(`${origin}/console/`);
+        // The page learns of the provider from its sign-in options; their link shows once it has.
+        const signInWith = page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` });
+        await signInWith.waitFor();
+        assert.equal(await page.getByLabel('API key').count(), 0, 'no key sign-in once the workspace has a provider');
+        await signInWith.click();
+      },
+    }, login);
   }
 
-  /** The session cookie of a page's context, as `name=value`, and its flags. */
-  async function sessionCookie(page: Page) {
-    const cookies = await page.context().cookies(origin);
-    return cookies.find((c) => c.name === 'wum_session');
-  }
-
-  async function assertRefused(page: Page, status: number | undefined, reason: RegExp): Promise<void> {
-    assert.equal(status !== undefined && status >= 400 && status < 500, true, `a 4xx page, got ${status}`);
-    assert.match(await page.title(), /Sign-in refused/);
-    assert.match(await page.locator('#reason').innerText(), reason);
-    assert.equal(await sessionCookie(page), undefined, 'no session cookie');
-    await page.context().close();
-  }
+  const sessionCookie = (page: Page) => sessionCookieOf(page, origin);
+  const assertRefused = (signIn: BrowserSignIn, reason: RegExp) => assertRefusedPage(signIn, origin, reason);
 
   before(async () => {
     await buildConsole({ ifStale: true });
@@ -117,15 +91,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     const { page, callbackUrl } = await signInAs('olivia', true);
     // Back in the console, signed in as the person, without typing anything else.
     await page.getByRole('heading', { name: 'Users' }).waitFor();
-    const cookie = await sessionCookie(page);
-    assert.ok(cookie, 'a session cookie');
-    assert.equal(cookie.httpOnly, true);
-    assert.equal(cookie.sameSite, 'Lax');
-    assert.equal(cookie.path, '/');
-    assert.equal(cookie.secure, false, 'plain http on loopback: not Secure');
-    assert.equal((await page.context().cookies(origin)).some((c) => c.name === 'wum_oidc_state'), false, 'the state cookie is gone');
-
-    const header = { cookie: `wum_session=${cookie.value}` };
+    const header = { cookie: await assertSessionCookie(page, origin) };
     const session = await external('GET', '/console/session', header);
     assert.equal(session.statusCode, 200, session.body);
     assert.equal(session.json().actor.type, 'person');
@@ -155,11 +121,11 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
 
   test('a non-owner, an unknown email and an unverified email are refused with a page saying why', TEST_TIMEOUT, async () => {
     const nonOwner = await signInAs('nina');
-    await assertRefused(nonOwner.page, nonOwner.status, /nina@example\.com is not an active owner/);
+    await assertRefused(nonOwner, /nina@example\.com is not an active owner/);
     const unknown = await signInAs('stranger');
-    await assertRefused(unknown.page, unknown.status, /stranger@example\.com is not an active owner/);
+    await assertRefused(unknown, /stranger@example\.com is not an active owner/);
     const unverified = await signInAs('oscar-unverified');
-    await assertRefused(unverified.page, unverified.status, /has not verified oscar@example\.com/);
+    await assertRefused(unverified, /has not verified oscar@example\.com/);
   });
 
   test('an ID token for another audience, or tampered with, is refused', TEST_TIMEOUT, async () => {
@@ -169,7 +135,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
         return sign({ ...claims, aud: 'another-client' });
       };
       const wrongAudience = await signInAs('olivia');
-      await assertRefused(wrongAudience.page, wrongAudience.status, /could not be verified/);
+      await assertRefused(wrongAudience, /could not be verified/);
 
       op.rewriteIdToken = async (idToken) => {
         const [head, payload, signature] = idToken.split('.');
@@ -178,7 +144,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
         return `${head}.${forged}.${signature}`;
       };
       const tampered = await signInAs('nina');
-      await assertRefused(tampered.page, tampered.status, /could not be verified/);
+      await assertRefused(tampered, /could not be verified/);
     } finally {
       op.rewriteIdToken = undefined;
     }

@@ -102,6 +102,12 @@ describe(`server process [${BACKEND}]`, () => {
       assert.match(result.stderr, /\bADMIN_TOKEN\b/);
     });
 
+    test('a partial operator sign-in (issuer without client id, secret and emails): exits non-zero naming what is missing', TEST_TIMEOUT, async () => {
+      const result = await runWith({ OPERATOR_OIDC_ISSUER: 'https://login.example.com' });
+      assertRejected(result);
+      for (const name of ['OPERATOR_OIDC_CLIENT_ID', 'OPERATOR_OIDC_CLIENT_SECRET']) assert.match(result.stderr, new RegExp(`missing.*\\b${name}\\b`));
+    });
+
     test('several bad variables are all named at once', TEST_TIMEOUT, async () => {
       const result = await runWith({ PORT: '70000', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud' });
       assertRejected(result);

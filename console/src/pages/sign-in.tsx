@@ -4,9 +4,9 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { api, send } from '../api/client.ts';
 import { errorFromResponse } from '../../../sdk/errors.ts';
-import { SESSION_PATH, setCredentials, useCredentials, workspaceOfHost } from '../session.ts';
+import { OPERATOR_SESSION_PATH, SESSION_PATH, isOperator, setCredentials, useCredentials, workspaceOfHost } from '../session.ts';
 
-/** The two ways in: a workspace's API key (exchanged for a session) and the operator token. */
+/** The two forms: a workspace's API key (exchanged for a session) and the operator token. */
 type Kind = 'workspace' | 'adminToken';
 
 interface SignInForm {
@@ -98,13 +98,34 @@ async function signInOptions(workspace: string): Promise<SignInOptions> {
   return (await response.json()) as SignInOptions;
 }
 
+/**
+ * The operator identity provider of this (operator) host, if the server has one. Back from it
+ * (`/console/?signed_in=operator`), the operator's session signs the page in, as for a workspace.
+ */
+async function operatorSignInOptions(): Promise<{ readonly host: string } | null> {
+  const url = new URL(location.href);
+  if (url.searchParams.get(RETURNED_PARAM) === 'operator') {
+    url.searchParams.delete(RETURNED_PARAM);
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    const existing = await fetch(OPERATOR_SESSION_PATH, { credentials: 'same-origin' });
+    if (existing.ok) {
+      const { actor } = (await existing.json()) as { actor: { label: string | null } };
+      setCredentials({ operator: actor.label ?? 'operator' });
+    }
+  }
+  // 404 when the server has no operator identity provider: only the token form then.
+  const response = await fetch('/console/operator/options', { credentials: 'same-origin' });
+  if (!response.ok) return null;
+  return ((await response.json()) as { identity_provider: { host: string } }).identity_provider;
+}
+
 /** "Sign in with <identity provider>": a plain link, the server runs the whole flow. */
-function SignInWithProvider({ workspace, host }: { workspace: string; host: string }) {
+function SignInWithProvider({ id, title, text, href, host }: { id: string; title: string; text: string; href: string; host: string }) {
   return (
-    <section class="card" aria-labelledby="sign-in-idp-title">
-      <h2 id="sign-in-idp-title">Workspace “{workspace}”</h2>
-      <p>Owners of the workspace sign in with their company account.</p>
-      <a class="button button-primary" href="/console/oidc/start">
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      <p>{text}</p>
+      <a class="button button-primary" href={href}>
         Sign in with {host}
       </a>
     </section>
@@ -113,23 +134,44 @@ function SignInWithProvider({ workspace, host }: { workspace: string; host: stri
 
 /**
  * The sign-in page: with a workspace API key on a workspace's own host
- * (`acme.localhost:3000/console/`), exchanged for a session cookie, and with the operator token
- * on any host, kept in this tab's sessionStorage (see session.ts).
+ * (`acme.localhost:3000/console/`), exchanged for a session cookie; as operator with the
+ * operator identity provider (on the operator host, when the server has one: a session cookie
+ * too) or with the operator token on any host, kept in this tab's sessionStorage (see session.ts).
  * @param need - what the page the person asked for needs; only that form is offered then.
  */
-export function SignInPage({ need }: { need?: Kind }) {
+export function SignInPage({ need }: { need?: 'workspace' | 'operator' }) {
   const workspace = workspaceOfHost();
   const credentials = useCredentials();
-  const wantWorkspace = workspace !== undefined && need !== 'adminToken' && !credentials.workspace;
+  const wantWorkspace = workspace !== undefined && need !== 'operator' && !credentials.workspace;
   const options = useQuery({ queryKey: ['sign-in-options', workspace], queryFn: () => signInOptions(workspace!), enabled: wantWorkspace });
   const provider = wantWorkspace ? options.data?.identity_provider : null;
   // Offered until the options say otherwise, so the form is there at once (keyboard users tab to it).
   const offerKey = wantWorkspace && (options.data?.key_sign_in ?? true);
-  const offerToken = need !== 'workspace' && !credentials.adminToken;
+  const offerToken = need !== 'workspace' && !isOperator(credentials);
+  // The operator identity provider exists on the operator host only (not a workspace's).
+  const operatorOptions = useQuery({ queryKey: ['operator-sign-in-options'], queryFn: operatorSignInOptions, enabled: offerToken && workspace === undefined });
+  const operatorProvider = offerToken && workspace === undefined ? operatorOptions.data : null;
   return (
     <Page title="Sign in">
       <div class="sign-in">
-        {provider && <SignInWithProvider workspace={workspace!} host={provider.host} />}
+        {provider && (
+          <SignInWithProvider
+            id="sign-in-idp-title"
+            title={`Workspace “${workspace}”`}
+            text="Owners of the workspace sign in with their company account."
+            href="/console/oidc/start"
+            host={provider.host}
+          />
+        )}
+        {operatorProvider && (
+          <SignInWithProvider
+            id="sign-in-operator-idp-title"
+            title="Operator"
+            text="Operators sign in with their company account to manage workspaces, keys, products and the audit log."
+            href="/console/operator/oidc/start"
+            host={operatorProvider.host}
+          />
+        )}
         {offerKey && <SignInWith kind="workspace" workspace={workspace} />}
         {offerToken && <SignInWith kind="adminToken" />}
         {need === 'workspace' && workspace === undefined && (

@@ -10,6 +10,21 @@ export interface VerifiedIdentity {
 }
 
 /**
+ * The email an ID token vouches for: present and `email_verified: true` (else the provider
+ * vouches for nothing, and anyone could claim any address there).
+ * @throws AppError `sign_in_refused` (403) saying which is missing.
+ */
+export function verifiedEmail(identity: VerifiedIdentity): string {
+  if (typeof identity.email !== 'string' || identity.email === '') {
+    throw new AppError('sign_in_refused', 'The identity provider did not tell your email address (ask for the "email" scope).');
+  }
+  if (identity.email_verified !== true) {
+    throw new AppError('sign_in_refused', `The identity provider has not verified ${identity.email}; verify it there first.`);
+  }
+  return identity.email;
+}
+
+/**
  * Who may enter a workspace's console through its identity provider (docs/security.md,
  * "Signing in with an identity provider"): a verified email (`email_verified: true`, else the
  * provider vouches for nothing) of an active owner of the workspace. The provider's `sub` is
@@ -18,18 +33,13 @@ export interface VerifiedIdentity {
  * @throws AppError `sign_in_refused` (403) saying why.
  */
 export async function admitPerson(store: Store, workspace: Workspace, identity: VerifiedIdentity): Promise<SignedInPerson> {
-  if (typeof identity.email !== 'string' || identity.email === '') {
-    throw new AppError('sign_in_refused', 'The identity provider did not tell your email address (ask for the "email" scope).');
-  }
-  if (identity.email_verified !== true) {
-    throw new AppError('sign_in_refused', `The identity provider has not verified ${identity.email}; verify it there first.`);
-  }
-  const owner = await store.identityProviders.findActiveOwner(workspace.id, identity.email);
-  if (!owner) throw new AppError('sign_in_refused', `${identity.email} is not an active owner of workspace "${workspace.subdomain}".`);
+  const email = verifiedEmail(identity);
+  const owner = await store.identityProviders.findActiveOwner(workspace.id, email);
+  if (!owner) throw new AppError('sign_in_refused', `${email} is not an active owner of workspace "${workspace.subdomain}".`);
   if (owner.oidcSubject === null) {
     await store.identityProviders.setSubject(workspace.id, owner.id, identity.sub);
   } else if (owner.oidcSubject !== identity.sub) {
-    throw new AppError('sign_in_refused', `${identity.email} signed in before as another account of the identity provider.`);
+    throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
   }
   return { userId: owner.id, publicId: owner.publicId, email: owner.email };
 }

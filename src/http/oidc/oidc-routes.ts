@@ -1,16 +1,15 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
-import type { Store, Workspace } from '../../core/ports.ts';
+import type { IdentityProvider, Store, Workspace } from '../../core/ports.ts';
 import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { setSessionCookie } from '../session-cookie.ts';
-import { authorizationUrl, newChecks, redeem, relyingParty } from './relying-party.ts';
+import { startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
-import { SIGN_IN_TTL_MS, clearedStateCookie, setStateCookie, stateCookieOf } from './state-cookie.ts';
+import { clearedStateCookie } from './state-cookie.ts';
 
 /** Where the console's "Sign in with your identity provider" button leads. */
 export const OIDC_START_PATH = '/console/oidc/start';
@@ -18,8 +17,6 @@ export const OIDC_START_PATH = '/console/oidc/start';
 export const OIDC_CALLBACK_PATH = '/console/oidc/callback';
 /** What the sign-in page offers on this host. */
 export const OIDC_OPTIONS_PATH = '/console/oidc/options';
-
-const hashState = (state: string) => createHash('sha256').update(state).digest('hex');
 
 /** Options of {@link oidcRoutes}. */
 export interface OidcRoutesOptions {
@@ -55,7 +52,6 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       return undefined;
     }
   }
-  const redirectUri = (request: FastifyRequest) => `${request.protocol}://${request.host}${OIDC_CALLBACK_PATH}`;
 
   app.get(OIDC_OPTIONS_PATH, { schema: { hide: true } }, async (request) => {
     const workspace = await workspaceOf(request);
@@ -69,53 +65,31 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     if (!workspace) return reply;
     const provider = await store.identityProviders.find(workspace.id);
     if (!provider) return sendRefusal(reply, 404, `Workspace "${workspace.subdomain}" has no identity provider to sign in with.`);
-    let url: URL;
-    const checks = newChecks();
-    try {
-      url = await authorizationUrl(await relyingParty(provider), redirectUri(request), checks);
-    } catch (err) {
-      request.log.warn({ err }, 'identity provider discovery failed');
-      return sendRefusal(reply, 502, 'The workspace\'s identity provider cannot be reached or is not an OpenID Provider. Try again later or ask the operator.');
-    }
-    await store.identityProviders.saveSignIn(workspace.id, hashState(checks.state), {
-      codeVerifier: checks.codeVerifier,
-      nonce: checks.nonce,
-      idpRevision: provider.revision,
-      expiresAt: new Date(Date.now() + SIGN_IN_TTL_MS),
-    });
-    setStateCookie(request, reply, checks.state);
-    return reply.header('cache-control', 'no-store').redirect(url.href, 302);
+    return startSignIn(
+      request,
+      reply,
+      provider,
+      OIDC_CALLBACK_PATH,
+      (stateHash, pending) => store.identityProviders.saveSignIn(workspace.id, stateHash, { ...pending, idpRevision: provider.revision }),
+      'The workspace\'s identity provider cannot be reached or is not an OpenID Provider. Try again later or ask the operator.',
+    );
   });
 
   app.get(OIDC_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;
-    const query = request.query as Record<string, unknown>;
-    if (typeof query.error === 'string') {
-      return sendRefusal(reply, 403, `The identity provider refused the sign-in: ${query.error}${typeof query.error_description === 'string' ? ` (${query.error_description})` : ''}.`);
-    }
-    const state = typeof query.state === 'string' ? query.state : '';
-    // Taken at once: a state serves one sign-in, however the rest goes.
-    const pending = state ? await store.identityProviders.takeSignIn(workspace.id, hashState(state)) : undefined;
-    if (!pending || pending.expiresAt.getTime() <= Date.now()) {
-      return sendRefusal(reply, 400, 'This sign-in link was already used or has expired. Start the sign-in again from the console.');
-    }
-    if (stateCookieOf(request) !== state) {
-      return sendRefusal(reply, 400, 'This sign-in was started in another browser. Start the sign-in again from the console.');
-    }
-    const provider = await store.identityProviders.find(workspace.id);
-    if (!provider || provider.revision !== pending.idpRevision) {
-      return sendRefusal(reply, 400, 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.');
-    }
-    let claims;
-    try {
-      const callbackUrl = new URL(request.url, `${request.protocol}://${request.host}`);
-      claims = await redeem(await relyingParty(provider), callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier });
-    } catch (err) {
-      request.log.warn({ err }, 'OpenID Connect sign-in did not verify');
-      return sendRefusal(reply, 403, 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.');
-    }
+    let provider: IdentityProvider | undefined;
+    const claims = await verifySignIn(
+      request,
+      reply,
+      (stateHash) => store.identityProviders.takeSignIn(workspace.id, stateHash),
+      async (pending) => {
+        provider = await store.identityProviders.find(workspace.id);
+        return provider && provider.revision === pending.idpRevision ? provider : 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.';
+      },
+    );
+    if (!claims || !provider) return reply;
     let person;
     try {
       person = await admitPerson(store, workspace, claims);

@@ -1,26 +1,26 @@
 import { LRUCache } from 'lru-cache';
 import * as oidc from 'openid-client';
+import { isLoopbackUrl } from '../../config/loopback.ts';
 import type { IdentityProvider } from '../../core/ports.ts';
+
+/** What the relying party needs of a provider; `revision` names this exact configuration. */
+export type ProviderSettings = Pick<IdentityProvider, 'issuer' | 'clientId' | 'clientSecret' | 'revision'>;
 
 /** Discovered providers, by revision (a changed configuration is a new revision, so never stale). */
 const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_000, ttl: 10 * 60_000 });
 
-/** True for an issuer on this machine's loopback, the only place plain http is accepted. */
-function isLoopback(url: URL): boolean {
-  return url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost';
-}
 
 /**
- * The relying party's view of a workspace's provider: its discovery document fetched once per
+ * The relying party's view of a provider (a workspace's, or the operators'): its discovery document fetched once per
  * revision, the client authenticated with `client_secret_basic`, ID token signatures verified. Plain http is allowed only for
  * a loopback issuer (tests, local development); anything else must be https.
  * @throws the openid-client error when discovery fails (unreachable, not an issuer).
  */
-export function relyingParty(provider: IdentityProvider): Promise<oidc.Configuration> {
+export function relyingParty(provider: ProviderSettings): Promise<oidc.Configuration> {
   let pending = discovered.get(provider.revision);
   if (!pending) {
     const issuer = new URL(provider.issuer);
-    const insecure = issuer.protocol === 'http:' && isLoopback(issuer);
+    const insecure = issuer.protocol === 'http:' && isLoopbackUrl(issuer);
     // The ID token's signature is checked against the provider's keys too, not only trusted
     // for arriving over TLS (OpenID Connect Core §3.1.3.7 allows either): a token altered on
     // the way, or by a proxy in between, is refused.

@@ -19,11 +19,19 @@ const lastTouched = new LRUCache<string, number>({ max: 100_000 });
 export async function sessionTenant(request: FastifyRequest, store: Store, subdomain: string, sessionId: string, lifetime: SessionConfig): Promise<Tenant> {
   requireSameOrigin(request);
   const tenant = await authenticateSession(store, subdomain, sessionId, lifetime);
-  const now = Date.now();
   const { idHash, lastSeenAt } = tenant.session;
-  if (now - Math.max(lastSeenAt.getTime(), lastTouched.get(idHash) ?? 0) >= TOUCH_INTERVAL_MS) {
-    lastTouched.set(idHash, now);
-    store.sessions.touch(tenant.workspace.id, idHash).catch((err) => request.log.warn({ err }, 'could not record session use'));
-  }
+  keepAlive(request, idHash, lastSeenAt, () => store.sessions.touch(tenant.workspace.id, idHash));
   return tenant;
+}
+
+/**
+ * Records a session's use (`touch`) unless it was recorded less than a minute ago, here or (by
+ * `lastSeenAt`) anywhere: the idle expiry needs minutes, not a write per request. A failed
+ * write is logged, never the request's failure.
+ */
+export function keepAlive(request: FastifyRequest, idHash: string, lastSeenAt: Date, touch: () => Promise<void>): void {
+  const now = Date.now();
+  if (now - Math.max(lastSeenAt.getTime(), lastTouched.get(idHash) ?? 0) < TOUCH_INTERVAL_MS) return;
+  lastTouched.set(idHash, now);
+  touch().catch((err) => request.log.warn({ err }, 'could not record session use'));
 }

@@ -122,7 +122,7 @@ export const AuditEventSchema = Type.Object(
     occurred_at: Timestamp,
     actor: Type.Ref(ActorSchema),
     actor_type: StringEnum(ACTOR_TYPES, { description: 'Who made the change: `actor.type`.' }),
-    actor_id: Type.Union([Type.String(), Type.Null()], { description: '`actor.id`: the API key id for `api_key` and `scim`, else null.' }),
+    actor_id: Type.Union([Type.String(), Type.Null()], { description: '`actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null.' }),
     request_id: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the change.' }),
     action: Type.String({ description: 'What happened.', examples: ['user.created'] }),
     target_type: Type.String({ description: 'Kind of the thing changed: user, api_key, workspace, product.' }),

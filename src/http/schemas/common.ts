@@ -241,7 +241,7 @@ export function StringEnum<const T extends readonly string[]>(
 export const ActorSchema = Type.Object(
   {
     type: StringEnum(ACTOR_TYPES, { description: 'What kind of actor: a person, an API key, SCIM, the operator, the server itself.' }),
-    id: Type.Union([Type.String(), Type.Null()], { description: "A stable id: the key's id (api_key, scim), the person's user id; null for operator and system." }),
+    id: Type.Union([Type.String(), Type.Null()], { description: "A stable id: the key's id (api_key, scim), the person's user id, `oidc:<sub>` for an operator signed in to the console; null for the operator token and system." }),
     label: Type.Union([Type.String(), Type.Null()], { description: "A readable name: the key's name and prefix, the person's email." }),
   },
   { $id: 'Actor', description: 'Who made a change.', examples: [{ type: 'api_key', id: '3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30', label: 'provisioning (wum_AbCd1234)' }] },

@@ -5,8 +5,14 @@ import type { Page } from '../../../core/pagination.ts';
 import { paginationLinks } from '../../link-header.ts';
 import { toWirePagination } from '../../schemas/common.ts';
 
-/** The actor of an operator's change, for the audit trail. */
-export const adminActor = (request: FastifyRequest): Actor => ({ type: 'operator', id: null, label: 'operator', requestId: request.id });
+/**
+ * The actor of an operator's change, for the audit trail: the operator who signed in to the
+ * console (`oidc:<sub>`, their email), else the admin token's automation (`operator`).
+ */
+export const adminActor = (request: FastifyRequest): Actor =>
+  request.operatorSession
+    ? { ...request.operatorSession.actor, requestId: request.id }
+    : { type: 'operator', id: null, label: 'operator', requestId: request.id };
 /** Path parameter: a workspace's subdomain. */
 export const Subdomain = Type.String({ description: 'The workspace\'s subdomain (case-insensitive).', examples: ['acme'] });
 /** Path parameters naming a workspace. */

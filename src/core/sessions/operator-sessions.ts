@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import type { Actor, ActorJson } from '../actor.ts';
+import { AppError } from '../errors.ts';
+import type { Store } from '../ports.ts';
+import { verifiedEmail, type VerifiedIdentity } from './person-sign-in.ts';
+import { hashSessionId, type OpenedSession, type SessionLifetime } from './sessions-service.ts';
+
+/** Who may sign in as operator: the configured provider's issuer and the listed emails (lower-cased). */
+export interface OperatorPolicy {
+  readonly issuer: string;
+  readonly emails: ReadonlySet<string>;
+}
+
+/** An operator's session found for a request: who acts, and what keeping it alive needs. */
+export interface OperatorSession {
+  readonly idHash: string;
+  readonly actor: ActorJson;
+  readonly lastSeenAt: Date;
+  readonly expiresAt: Date;
+}
+
+/** True when `email` is listed (compared trimmed and case-insensitively, as `OPERATOR_EMAILS` is read). */
+const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(email.trim().toLowerCase());
+
+/**
+ * Who may enter the console as operator through the operator identity provider
+ * (docs/security.md, "Operators signing in"): a verified email listed in `OPERATOR_EMAILS`.
+ * Returns the operator's actor: id `oidc:<sub>` (stable at that provider), label the email.
+ * @throws AppError `sign_in_refused` (403) saying why.
+ */
+export function admitOperator(policy: OperatorPolicy, identity: VerifiedIdentity): ActorJson {
+  const email = verifiedEmail(identity);
+  if (!isListed(policy, email)) throw new AppError('sign_in_refused', `${email} is not one of this server's operators.`);
+  return { type: 'operator', id: `oidc:${identity.sub}`, label: email };
+}
+
+/**
+ * Opens an operator's console session after a sign-in with the operator identity provider,
+ * recorded in the audit trail (no workspace). Only the SHA-256 of its id is stored.
+ */
+export async function openOperatorSession(
+  store: Store,
+  policy: OperatorPolicy,
+  actor: ActorJson,
+  lifetime: SessionLifetime,
+  requestId: string | null = null,
+): Promise<OpenedSession> {
+  const id = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(Date.now() + lifetime.maxMs);
+  await store.transaction(async (tx) => {
+    await tx.operatorSessions.insert({ idHash: hashSessionId(id), email: actor.label ?? '', issuer: policy.issuer, actor, expiresAt });
+    await tx.audit.append(operatorSignInEvent(actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString(), method: 'oidc' }));
+  });
+  return { id, expiresAt, actor };
+}
+
+/**
+ * The operator session of a cookie: read from the database on every request (never cached), and
+ * its email checked against the list of this process, so sign-out anywhere, a restart with the
+ * email removed from `OPERATOR_EMAILS` or another operator provider ends it at the next request.
+ * @throws AppError `invalid_session` (401: unknown, ended, idle too long, past its absolute end, no longer listed).
+ */
+export async function authenticateOperatorSession(
+  store: Store,
+  policy: OperatorPolicy,
+  sessionId: string,
+  lifetime: SessionLifetime,
+  now = Date.now(),
+): Promise<OperatorSession> {
+  const idHash = hashSessionId(sessionId);
+  const session = await store.operatorSessions.find(idHash);
+  if (
+    !session ||
+    session.endedAt ||
+    session.issuer !== policy.issuer ||
+    !isListed(policy, session.email) ||
+    session.expiresAt.getTime() <= now ||
+    session.lastSeenAt.getTime() + lifetime.idleMs <= now
+  ) {
+    throw new AppError('invalid_session', 'Sign in to the console again: the session ended or never existed.');
+  }
+  return { idHash, actor: session.actor, lastSeenAt: session.lastSeenAt, expiresAt: session.expiresAt };
+}
+
+/** Ends an operator's session (sign-out), recorded in the audit trail; ending an ended one changes nothing. */
+export async function endOperatorSession(store: Store, session: OperatorSession, requestId: string | null = null): Promise<void> {
+  await store.transaction(async (tx) => {
+    await tx.operatorSessions.end(session.idHash);
+    await tx.audit.append(operatorSignInEvent(session.actor, 'console.signed_out', requestId, null));
+  });
+}
+
+/** The audit event of an operator's sign-in or sign-out: about the operator, in no workspace. */
+function operatorSignInEvent(actor: ActorJson, action: string, requestId: string | null, after: unknown) {
+  const full: Actor = { ...actor, requestId };
+  return { workspaceId: null, actor: full, action, targetType: 'operator', targetId: actor.id ?? '', before: null, after };
+}

@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { OperatorSignInConfig, SessionConfig } from '../../config/load-config.ts';
+import { AppError } from '../../core/errors.ts';
+import { admitOperator, endOperatorSession, openOperatorSession } from '../../core/sessions/operator-sessions.ts';
+import { rejectOtherMethods } from '../method-not-allowed.ts';
+import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
+import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
+import { clearSessionCookie, requireSameOrigin, sessionIdOf, setSessionCookie } from '../session-cookie.ts';
+import type { ProviderSettings } from './relying-party.ts';
+import { startSignIn, verifySignIn } from './sign-in-flow.ts';
+import { sendRefusal } from './sign-in-page.ts';
+import { clearedStateCookie } from './state-cookie.ts';
+
+/** What the console's sign-in page offers an operator on this host. */
+export const OPERATOR_OPTIONS_PATH = '/console/operator/options';
+/** Where the console's "Sign in with <provider>" button for operators leads. */
+export const OPERATOR_START_PATH = '/console/operator/oidc/start';
+/** The redirect URI registered at the operator identity provider, on the operator host. */
+export const OPERATOR_CALLBACK_PATH = '/console/operator/oidc/callback';
+/** The operator's console session: who it is (`GET`), sign-out (`DELETE`). */
+export const OPERATOR_SESSION_PATH = '/console/operator/session';
+
+/** Options of {@link operatorSignInRoutes}. */
+export interface OperatorSignInOptions {
+  readonly baseDomain: string;
+  readonly sessions: SessionConfig;
+  /** The operator identity provider; undefined: not configured, and every route answers 404. */
+  readonly operatorSignIn: OperatorSignInConfig | undefined;
+  /** How operators' sessions are checked (built from `operatorSignIn`). */
+  readonly operators: OperatorSessions | undefined;
+}
+
+/**
+ * The operators' sign-in to the console with the operator identity provider of the
+ * configuration (docs/security.md, "Operators signing in"), on the operator host only: the same
+ * code flow as a workspace's (PKCE, `state`, `nonce`, the ID token verified by openid-client),
+ * then only a verified email listed in `OPERATOR_EMAILS` gets an operator session, which opens
+ * `/admin/v1` for the console. On a workspace's host, or when no operator identity provider is
+ * configured, every route answers 404 as a path that does not exist (not the console's page).
+ */
+export async function operatorSignInRoutes(app: FastifyInstance, options: OperatorSignInOptions): Promise<void> {
+  const { baseDomain, sessions, operatorSignIn, operators } = options;
+  app.addHook('onRequest', async (request) => {
+    requireOperatorHost(request, baseDomain);
+    if (!operatorSignIn || !operators) throw absent(request);
+  });
+  for (const [path, methods] of [
+    [OPERATOR_OPTIONS_PATH, ['GET']],
+    [OPERATOR_START_PATH, ['GET']],
+    [OPERATOR_CALLBACK_PATH, ['GET']],
+    [OPERATOR_SESSION_PATH, ['GET', 'DELETE']],
+  ] as const) {
+    rejectOtherMethods(app, path, methods);
+  }
+  if (!operatorSignIn || !operators) {
+    for (const path of [OPERATOR_OPTIONS_PATH, OPERATOR_START_PATH, OPERATOR_CALLBACK_PATH]) app.get(path, { schema: { hide: true } }, async () => undefined);
+    app.route({ method: ['GET', 'DELETE'], url: OPERATOR_SESSION_PATH, schema: { hide: true }, handler: async () => undefined });
+    return;
+  }
+  const { store } = operators;
+  const { issuer, clientId, clientSecret } = operatorSignIn;
+  // The configuration is fixed for the process: its hash names it for the relying party's cache.
+  const provider: ProviderSettings = {
+    issuer,
+    clientId,
+    clientSecret,
+    revision: `operator:${createHash('sha256').update(JSON.stringify([issuer, clientId, clientSecret])).digest('hex')}`,
+  };
+
+  app.get(OPERATOR_OPTIONS_PATH, { schema: { hide: true } }, async () => ({ identity_provider: { host: new URL(issuer).host } }));
+
+  app.get(OPERATOR_START_PATH, { schema: { hide: true } }, async (request, reply) =>
+    startSignIn(
+      request,
+      reply,
+      provider,
+      OPERATOR_CALLBACK_PATH,
+      (stateHash, pending) => store.operatorSessions.saveSignIn(stateHash, pending),
+      'The operator identity provider cannot be reached or is not an OpenID Provider. Try again later, or use the operator token.',
+    ),
+  );
+
+  app.get(OPERATOR_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
+    reply.header('set-cookie', clearedStateCookie(request));
+    const claims = await verifySignIn(request, reply, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
+    if (!claims) return reply;
+    let actor;
+    try {
+      actor = admitOperator(operators.policy, claims);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
+      throw error;
+    }
+    const opened = await openOperatorSession(store, operators.policy, actor, sessions, request.id);
+    setSessionCookie(request, reply, opened.id, opened.expiresAt);
+    // The console's sign-in page reads the session when it sees this parameter (console/src/pages/sign-in.tsx).
+    return reply.header('cache-control', 'no-store').redirect('/console/?signed_in=operator', 303);
+  });
+
+  app.get(OPERATOR_SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
+    const sessionId = sessionIdOf(request);
+    if (!sessionId) throw new AppError('invalid_session', 'Sign in to the console again: the session ended or never existed.');
+    const session = await operatorSessionOf(request, operators, sessionId);
+    return reply.header('cache-control', 'no-store').send({ actor: session.actor, expires_at: session.expiresAt.toISOString() });
+  });
+
+  app.delete(OPERATOR_SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
+    requireSameOrigin(request);
+    const sessionId = sessionIdOf(request);
+    const session = sessionId ? await operatorSessionOf(request, operators, sessionId).catch(() => undefined) : undefined;
+    if (session) await endOperatorSession(store, session, request.id);
+    clearSessionCookie(request, reply);
+    return reply.code(204).send();
+  });
+}
