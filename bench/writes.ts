@@ -1,21 +1,24 @@
 /*
  * `npm run bench:writes [-- --seconds S] [--rounds N] [--backend postgres|pglite|both]
- * [--users N] [--cpu-prof]`: every write of the service priced against the plain one.
+ * [--users N] [--connections N] [--cpu-prof] [--waits]`: every write of the service priced against the plain one.
  * `POST /users`, `PATCH /users/{email}` (a new first name) and `DELETE /users/{email}` of the
  * service, and the same three requests to the bare Fastify server of bench/plain-writes.ts
  * (user, apps and one count row per status, with the SQL a developer would write by hand:
  * no audit row, no event, no multi-level counts), on a throw-away PostgreSQL cluster and on
- * embedded PGlite, 10 connections. The two servers take turns (service, plain, plain,
+ * embedded PGlite, 10 connections (or `--connections`). The two servers take turns (service, plain, plain,
  * service, … over `rounds`), one at a time, each on a workspace of its own seeded with
  * `users` users; the ratio of each write is the service's mean rate over the plain route's,
  * and beside it the CPU per request of the server process and of the database (PostgreSQL's
  * backends; PGlite runs inside the server process). Goal: ≥ 0.8× (docs/perf-notes/writes.md).
+ * With `--waits` (PostgreSQL), what the server's connections were doing during each measured
+ * window: `pg_stat_activity` sampled every 10 ms, the commonest (state, wait event, statement).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
 import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { buildFrameworkCeiling, PLAIN_WRITES_SCRIPT } from './framework-ceiling-build.ts';
@@ -31,12 +34,14 @@ const { values: options } = parseArgs({
     backend: { type: 'string', default: 'both' },
     users: { type: 'string', default: '40000' },
     'cpu-prof': { type: 'boolean', default: false },
+    waits: { type: 'boolean', default: false },
+    connections: { type: 'string', default: '10' },
   },
 });
 const SECONDS = Number(options.seconds);
 const ROUNDS = Number(options.rounds);
 const USERS = Number(options.users);
-const CONNECTIONS = 10;
+const CONNECTIONS = Number(options.connections);
 const NODE_FLAGS = ['--max-old-space-size=128', ...(options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir=bench-profiles'] : [])];
 /** Seeded users 2…PATCHED are changed by PATCH (over and over); the rest are deactivated, each once. */
 const PATCHED = 2_000;
@@ -70,6 +75,7 @@ async function measureWrites(
   pid: number,
   databasePid: number | undefined,
   requests: Record<Write, () => HttpRequestSpec>,
+  activity: (() => () => Promise<string>) | undefined,
 ): Promise<Record<Write, Sample>> {
   const result = {} as Record<Write, Sample>;
   for (const write of WRITES) {
@@ -77,7 +83,9 @@ async function measureWrites(
     await runHttpLoad({ port, connections: CONNECTIONS, seconds: 1, next });
     const server = sampleUsage(pid);
     const database = databasePid === undefined ? undefined : sampleUsage(databasePid);
+    const waits = activity?.();
     const measured = await runHttpLoad({ port, connections: CONNECTIONS, seconds: SECONDS, next });
+    if (waits) process.stdout.write(`  ${write} on :${port}, commonest activity: ${await waits()}\n`);
     result[write] = {
       perSecond: measured.perSecond,
       serverUs: perRequest(server.stop().cpuPercent, measured.perSecond),
@@ -88,6 +96,40 @@ async function measureWrites(
   return result;
 }
 
+/**
+ * Starts sampling what the other client connections of the database at `url` do, every 10 ms;
+ * the returned function stops and describes the six commonest (state, wait event, statement)
+ * with their share of the samples.
+ */
+function sampleActivity(url: string): () => Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  const seen = new Map<string, number>();
+  let samples = 0;
+  let running = true;
+  const loop = (async () => {
+    await client.connect();
+    while (running) {
+      const { rows } = await client.query<{ what: string }>(
+        `select coalesce(state, '?') || ' ' || coalesce(wait_event_type || ':' || wait_event, 'cpu') || ' ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 70) as what
+         from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()`,
+      );
+      samples += 1;
+      for (const { what } of rows) seen.set(what, (seen.get(what) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await client.end();
+  })();
+  return async () => {
+    running = false;
+    await loop;
+    return [...seen]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([what, n]) => `${(n / samples).toFixed(1)} × [${what}]`)
+      .join('; ');
+  };
+}
+
 /** A backend: how to start either server on it, and where its database's CPU is. */
 interface Backend {
   readonly name: string;
@@ -96,6 +138,8 @@ interface Backend {
   readonly serviceEnv: Record<string, string>;
   readonly plainEnv: Record<string, string>;
   readonly databasePid: number | undefined;
+  /** With `--waits`: samples the database's connections during a window. */
+  readonly activity?: () => () => Promise<string>;
 }
 
 /** Runs the rounds on a backend and prints each write's rates, CPU and ratio. */
@@ -109,7 +153,7 @@ async function compare(backend: Backend): Promise<void> {
       const env = which === 'service' ? backend.serviceEnv : backend.plainEnv;
       const server = await startServer(script, { LOG_LEVEL: 'info', ...env }, await freePort(), { nodeArgs: NODE_FLAGS });
       try {
-        samples[which].push(await measureWrites(server.port, server.pid, backend.databasePid, requests[which]));
+        samples[which].push(await measureWrites(server.port, server.pid, backend.databasePid, requests[which], backend.activity));
       } finally {
         await server.stop();
       }
@@ -153,6 +197,7 @@ if (options.backend !== 'pglite') {
       serviceEnv: env,
       plainEnv: { ...env, PLAIN_WORKSPACE_ID: String(seeded.plain.id) },
       databasePid: await postmasterPid(cluster.url),
+      ...(options.waits ? { activity: () => sampleActivity(cluster.url) } : {}),
     });
   } finally {
     cluster.stop();
