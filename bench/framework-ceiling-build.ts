@@ -10,8 +10,10 @@ import ts from 'typescript';
 const CEILING_DIR = join('node_modules', '.cache', 'wum-bench');
 /** The compiled bare Fastify server: start it with `node CEILING_SCRIPT`. */
 export const CEILING_SCRIPT = join(CEILING_DIR, 'framework-ceiling.js');
-/** The bare Fastify server and the modules it imports, compiled into CEILING_DIR. */
-const CEILING_SOURCES = ['bench/framework-ceiling.ts', 'bench/sql-replay.ts', 'bench/measurement.ts'];
+/** The compiled bare Fastify server of the plain writes (bench/plain-writes.ts). */
+export const PLAIN_WRITES_SCRIPT = join(CEILING_DIR, 'plain-writes.js');
+/** The bare Fastify servers and the modules they import, compiled into CEILING_DIR. */
+const CEILING_SOURCES = ['bench/framework-ceiling.ts', 'bench/plain-writes.ts', 'bench/sql-replay.ts', 'bench/measurement.ts'];
 
 /** Writes {@link CEILING_SCRIPT} and its imports (TypeScript's transpiler, no type check). */
 export function buildFrameworkCeiling(): void {

@@ -132,6 +132,14 @@ export interface UserRepository {
    * they differ, one more version, the audit entry and the event, in one statement.
    */
   write(workspaceId: number, current: StoredUser, user: UserWrite, record: UserChangeRecord): Promise<StoredUser>;
+  /**
+   * As {@link write}, for a `current` read without a lock: writes only while the user is still
+   * at `current.version` (a compare-and-set in the same statement, which waits for a
+   * concurrent writer of the row and then sees its version), and never its apps (`user.apps`
+   * must equal `current.apps`). One statement, its own transaction outside one.
+   * @returns the user as written, or undefined when its version moved on (nothing written).
+   */
+  writeIfUnchanged(workspaceId: number, current: StoredUser, user: UserWrite, record: UserChangeRecord): Promise<StoredUser | undefined>;
   /** Counts active owners of the workspace. */
   countActiveOwners(workspaceId: number): Promise<number>;
   /** One page of users, oldest first, with the total matching `status` (the unfiltered listing). */

@@ -240,7 +240,12 @@ const insertWithoutApps = insertStatement('wum_user_insert_without_apps', false)
  * Writes every attribute of user row `rowId`, one more version, its count if its status
  * changed, its apps if `replaceApps` (deleting the roles it no longer holds, upserting the
  * others with their new positions: two disjoint sets of rows, so one statement can do both),
- * its audit event and its outbox event. Returns the row as written.
+ * its audit event and its outbox event. Returns the row as written. With `expectedVersion`
+ * it writes nothing (and returns no row) unless the row is still at that version: an update
+ * that waited for a concurrent writer's row lock re-checks its condition on the row as that
+ * writer left it, so a change read without a lock cannot overwrite a newer one. Every change
+ * of a user's apps goes through this statement and bumps the version, so the version also
+ * stands for the apps.
  */
 const writeUser = new NamedStatement(
   'wum_user_write',
@@ -253,6 +258,7 @@ const writeUser = new NamedStatement(
         scim_attributes = ${ph('scimAttributes')}::jsonb, scim_deleted = ${ph('scimDeleted')},
         version = users.version + 1, updated_at = now()
       from old where users.workspace_id = ${workspaceParam} and users.id = ${ph('rowId')}
+        and (${ph('expectedVersion')}::int4 is null or users.version = ${ph('expectedVersion')}::int4)
       returning ${userColumnsOf('users')}, old.status as old_status
     ),
     moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)}),
@@ -371,13 +377,24 @@ export function createUserRepository(db: Database): UserRepository {
     },
 
     async write(workspaceId, current, user, record) {
-      const replaceApps = !sameApps(current.apps, user.apps);
       const [row] = await writeUser.run<UserRow>(db, {
         ...writeParams(workspaceId, user, record),
         rowId: current.rowId,
-        replaceApps,
+        replaceApps: !sameApps(current.apps, user.apps),
+        expectedVersion: null,
       });
       return toUser(row!, user.apps);
+    },
+
+    async writeIfUnchanged(workspaceId, current, user, record) {
+      if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
+      const [row] = await writeUser.run<UserRow>(db, {
+        ...writeParams(workspaceId, user, record),
+        rowId: current.rowId,
+        replaceApps: false,
+        expectedVersion: current.version,
+      });
+      return row ? toUser(row, user.apps) : undefined;
     },
 
     async countActiveOwners(workspaceId) {

@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { AppError } from '../../src/core/errors.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { putProduct } from '../../src/core/products/products-service.ts';
 import type { AppRole, User, WorkspaceRole } from '../../src/core/users/user.ts';
-import { addUser, findUsers, getUser, updateUser, updateUsers } from '../../src/core/users/users-service.ts';
+import { addUser, deactivateUser, findUsers, getUser, updateUser, updateUsers } from '../../src/core/users/users-service.ts';
 import { createWorkspace } from '../../src/core/workspaces/workspaces-service.ts';
+import { rowsOf } from '../../src/storage/rows.ts';
 import { openFreshStore, type FreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
@@ -57,6 +59,34 @@ describe(`core: change functions, bulk changes, ids [${BACKEND}]`, () => {
     const user = await getUser(store, ws, { email: 'rmw@example.com' });
     assert.equal(user.apps.length, grants.length, 'every grant is there');
     assert.equal(user.version, 1 + grants.length);
+  });
+
+  test('changes of names and status, read without a lock and raced: none lost, one version and one event each', async () => {
+    const ws = await workspace();
+    const before = await add(ws, 'cas@example.com', [{ name: 'crm', role: 'member' }]);
+    const marks = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    await Promise.all([
+      ...marks.map((mark) =>
+        updateUser(store, ws, { email: 'cas@example.com' }, (current) => ({ lastName: current.lastName + mark }), SYSTEM_ACTOR),
+      ),
+      deactivateUser(store, ws, { email: 'cas@example.com' }, SYSTEM_ACTOR),
+    ]);
+    const user = await getUser(store, ws, { email: 'cas@example.com' });
+    assert.deepEqual([...user.lastName.slice(1)].sort(), marks, 'every mark was appended once, after the ones before it');
+    assert.equal(user.status, 'deactivated');
+    assert.deepEqual(user.apps, before.apps);
+    assert.equal(user.version, before.version + marks.length + 1);
+    const events = rowsOf<{ type: string; last_name: string }>(
+      await fresh.database.db.execute(sql`select type, data->'user'->>'last_name' as last_name from events
+        where workspace_id = ${ws} and type <> 'user.created' order by sequence`),
+    );
+    assert.equal(events.length, marks.length + 1, 'one event per change');
+    assert.equal(events.filter((e) => e.type === 'user.deactivated').length, 1);
+    assert.deepEqual(
+      events.map((e) => e.last_name.length),
+      events.map((_, i) => 2 + events.slice(0, i + 1).filter((e) => e.type === 'user.updated').length - 1),
+      'each event shows the names as its own change left them, in sequence order',
+    );
   });
 
   test('what a change function throws undoes the change', async () => {

@@ -152,6 +152,20 @@ function unchanged(current: User, next: UserWrite): boolean {
 }
 
 /**
+ * Which rules of {@link writeChange} the change from `current` to `next` must check against
+ * other rows: the catalogue (its apps change, or it reactivates the user), the other users'
+ * emails (a rename), the workspace's other active owners (it demotes or deactivates an
+ * active owner).
+ */
+function checksOf(current: User, next: UserWrite): { readonly catalogue: boolean; readonly email: boolean; readonly owner: boolean } {
+  return {
+    catalogue: JSON.stringify(current.apps) !== JSON.stringify(next.apps) || (current.status !== 'active' && next.status === 'active'),
+    email: next.email.toLowerCase() !== current.email.toLowerCase(),
+    owner: current.status === 'active' && current.role === 'owner' && (next.status !== 'active' || next.role !== 'owner'),
+  };
+}
+
+/**
  * Writes `next` over `current` (locked by the caller's transaction) with its audit entry and
  * event, after the rules every change obeys: the apps exist in the catalogue, the email is no
  * other user's, and the last active owner stays an active owner (the workspace row is locked
@@ -165,7 +179,8 @@ async function writeChange(
   actor: Actor,
   action: UserChangeType,
 ): Promise<StoredUser> {
-  if (JSON.stringify(current.apps) !== JSON.stringify(next.apps) || (current.status !== 'active' && next.status === 'active')) {
+  const checks = checksOf(current, next);
+  if (checks.catalogue) {
     // A role the user already holds stays valid even if the catalogue has dropped it since
     // (only a deactivated user can hold one), unless the change reactivates the user: an
     // active user holds only roles the catalogue has.
@@ -173,7 +188,7 @@ async function writeChange(
     const held = new Set(current.apps.map((app) => JSON.stringify([app.name, app.role])));
     await assertAppsExist(tx.products, next.apps, 'user.apps', (app) => !reactivates && held.has(JSON.stringify([app.name, app.role])));
   }
-  if (next.email.toLowerCase() !== current.email.toLowerCase()) {
+  if (checks.email) {
     const holder = await tx.users.find(workspaceId, { email: next.email });
     if (holder && holder.rowId !== current.rowId) {
       throw new AppError('user_already_exists', `A user with email ${next.email} already exists in this workspace.`, [
@@ -181,8 +196,7 @@ async function writeChange(
       ]);
     }
   }
-  const losesOwner = current.status === 'active' && current.role === 'owner' && (next.status !== 'active' || next.role !== 'owner');
-  if (losesOwner) {
+  if (checks.owner) {
     await tx.workspaces.lock(workspaceId);
     if ((await tx.users.countActiveOwners(workspaceId)) <= 1) {
       throw new AppError('last_owner', `${current.email} is the last active owner of this workspace.`);
@@ -269,6 +283,36 @@ export async function addUser(
 }
 
 /**
+ * The common change of {@link updateUser} in two statements and no transaction of its own:
+ * the user read without a lock, then written only while still at the version read (so no
+ * concurrent change is lost: the write waits for a concurrent writer's row lock and then
+ * finds its newer version). Only for a change that checks no other row (see {@link checksOf});
+ * what it reads is one snapshot, so the answers it gives (not found, precondition failed,
+ * nothing to change) are those of the moment of that read.
+ * @returns the result, or undefined when the change needs the locked transaction (a rule to
+ *   check, or the user changed between the read and the write).
+ */
+async function changeWithoutLock(
+  store: Store,
+  workspaceId: number,
+  ref: UserRef,
+  change: UserChanges | ((current: User) => UserChanges | Promise<UserChanges>),
+  actor: Actor,
+  options: ChangeOptions,
+): Promise<ChangeResult | undefined> {
+  const current = await store.users.find(workspaceId, ref);
+  if (!current) throw notFound(ref);
+  checkPrecondition(current, options.ifMatch);
+  const next = applyChanges(current, typeof change === 'function' ? await change(snapshot(current)) : change);
+  if (unchanged(current, next)) return { user: snapshot(current), changed: false };
+  const checks = checksOf(current, next);
+  if (checks.catalogue || checks.email || checks.owner) return undefined;
+  const record = changeRecord(workspaceId, actor, options.action ?? 'user.updated', current.id, current, next);
+  const written = await store.users.writeIfUnchanged(workspaceId, current, next, record);
+  return written ? { user: snapshot(written), changed: true } : undefined;
+}
+
+/**
  * Changes a user in place, in one transaction that holds the user's row lock: `change` is the
  * fields to change, or a function computing them (possibly asynchronously, without I/O of its
  * own) from the user as it is under the lock (so a read-modify-write such as a SCIM PATCH
@@ -290,6 +334,8 @@ export async function updateUser(
   actor: Actor,
   options: ChangeOptions = {},
 ): Promise<ChangeResult> {
+  const unlocked = await changeWithoutLock(store, workspaceId, ref, change, actor, options);
+  if (unlocked) return unlocked;
   return store.transaction(async (tx) => {
     const current = await tx.users.find(workspaceId, ref, { lock: true });
     if (!current) throw notFound(ref);
