@@ -1,7 +1,8 @@
 /*
- * `npm run bench:webhooks [-- --quick]`: the webhooks section of `npm run bench` alone
+ * `npm run bench:webhooks [-- --quick] [--worker-process]`: the webhooks section of `npm run bench` alone
  * (`POST /users` with 1 and 3 endpoints against none; event-to-delivery latency at 500 changes
- * per second), on a throw-away PostgreSQL cluster, in a few minutes. See bench/webhooks.ts and
+ * per second), on a throw-away PostgreSQL cluster, in a few minutes; with `--worker-process`,
+ * the requests go to a server with `WEBHOOK_WORKER=false` and a second server delivers. See bench/webhooks.ts and
  * docs/performance.md.
  */
 import { parseArgs } from 'node:util';
@@ -12,7 +13,7 @@ import { addRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 import { measureWebhooks } from './webhooks.ts';
 
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, 'worker-process': { type: 'boolean', default: false } } });
 const seconds = args.quick ? 3 : 10;
 
 buildService();
@@ -34,6 +35,7 @@ try {
     seconds,
     subdomain: adds.subdomain,
     add: () => addRequest(adds),
+    workerProcess: args['worker-process'],
     log: (message) => process.stderr.write(`${message}\n`),
   });
   process.stdout.write(`\n10 connections, ${seconds} s measured per row; node --max-old-space-size=128; RATE_LIMIT_PER_KEY=0\n\n`);
