@@ -24,7 +24,7 @@ export interface WebhookBench extends SectionBench {
   readonly add: () => HttpRequestSpec;
   /**
    * Deliveries sent by a second server process that gets no requests (`WEBHOOK_WORKER=false`
-   * on the one the requests go to: docs/operations.md, "Webhook delivery"); the rows' server CPU is
+   * on the one the requests go to: docs/operations.md, "Webhooks and the event feed"); the rows' server CPU is
    * then both processes'.
    */
   readonly workerProcess?: boolean;

@@ -34,7 +34,7 @@ export const DELIVERIES_CHANNEL = 'wum_deliveries';
 
 /**
  * Announces to the delivery workers of every process that webhook deliveries were committed
- * (docs/operations.md, "Webhook delivery"): sent after the commit by a process without a worker of its
+ * (docs/operations.md, "Webhooks and the event feed"): sent after the commit by a process without a worker of its
  * own, so that a worker elsewhere claims them at once rather than at its next poll. Outside the
  * writing transaction on purpose: a transaction that notifies takes a cluster-wide lock at
  * commit, which would serialise every write; a sender gathers its announcements instead (at

@@ -40,11 +40,12 @@ const LEASE_MARGIN_MS = 5000;
 /** Wait after a failed claim (database unreachable), in ms, so an outage does not spin. */
 const ERROR_BACKOFF_MS = 1000;
 /**
- * Shortest and longest time between a claim that found nothing and the next one a wake asks
- * for, in ms: wakes come after every committed change, and where changes write no delivery (no
- * endpoint) each would cost a claim. The gap doubles after each such empty claim and returns to
- * the shortest once a claim finds work, so a busy queue is claimed from within a few ms and an
- * empty one about ten times a second at most, whatever the rate of changes.
+ * Shortest and longest time from one claim to the next a wake asks for, in ms: wakes come after
+ * every committed change and every answered send, and each would otherwise cost a claim (of
+ * one delivery, or of none where changes write no delivery). The gap doubles after each claim
+ * that found nothing and returns to the shortest once one finds work, so a busy queue is
+ * claimed every few ms, several slots at a time, and an empty one about ten times a second at
+ * most, whatever the rate of changes.
  */
 const MIN_WAKE_GAP_MS = 5;
 const MAX_WAKE_GAP_MS = 100;
@@ -217,14 +218,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         }
       }
       for (const delivery of claimed) run(delivery);
-      if (claimed.length > 0) {
-        gapMs = MIN_WAKE_GAP_MS;
-        continue;
-      }
-      // Nothing due: wait for a wake (or the poll), then let wakes gather for the gap.
+      // A claim takes every free slot of every endpoint with due work, so the next claim waits
+      // for a wake (a slot freed, a change committed) or the poll, and then for the gap, over
+      // which more wakes gather: after a claim that found work the shortest, else a longer one.
+      if (claimed.length > 0) gapMs = MIN_WAKE_GAP_MS;
+      const gap = gapMs;
+      if (claimed.length === 0) gapMs = Math.min(gapMs * 2, MAX_WAKE_GAP_MS);
       if (!woken && !(await sleep(config.pollIntervalMs))) continue;
-      const left = claimedAt + gapMs - performance.now();
-      gapMs = Math.min(gapMs * 2, MAX_WAKE_GAP_MS);
+      const left = claimedAt + gap - performance.now();
       if (left > 0 && !stopping) await sleep(left, false);
     }
   }

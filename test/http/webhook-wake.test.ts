@@ -9,16 +9,17 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 
 /*
  * A change's webhook delivery leaves at once, not at the worker's next poll (docs/operations.md,
- * "Webhook delivery"): the poll is 10 s here, so only a wake explains a delivery within 1 s.
+ * "Webhooks and the event feed"): the poll is 30 s here, so only a wake explains a delivery within 2 s (the
+ * bound leaves room for a loaded test machine; bench:webhooks measures the latency itself).
  * In one process the committed change wakes the process's own worker (both backends, with and
  * without a request transaction); on PostgreSQL a process without a worker announces its
  * deliveries with NOTIFY, and another process's worker, listening, sends them.
  */
 
 /** Far longer than the bound below: a delivery within the bound was not found by a poll. */
-const SLOW_POLL = { WEBHOOK_POLL_INTERVAL_MS: '10000', WEBHOOK_ALLOW_HTTP: 'true', RATE_LIMIT_PER_KEY: '0' };
+const SLOW_POLL = { WEBHOOK_POLL_INTERVAL_MS: '30000', WEBHOOK_ALLOW_HTTP: 'true', RATE_LIMIT_PER_KEY: '0' };
 /** How soon a delivery must arrive after its change was answered, in ms. */
-const WITHIN_MS = 1000;
+const WITHIN_MS = 2000;
 
 let counter = 0;
 
@@ -40,7 +41,7 @@ async function workspaceWithEndpoint(service: Service, receiver: WebhookReceiver
 /** Adds a user through `service`; resolves with how long after the answer the receiver got its event, in ms. */
 async function addAndTimeDelivery(service: Service, receiver: WebhookReceiver, headers: Record<string, string> = {}): Promise<number> {
   const { host, key } = await workspaceWithEndpoint(service, receiver);
-  // The worker claimed (and found nothing) at start and after the endpoint's creation; it now sleeps its 10 s poll.
+  // The worker claimed (and found nothing) at start; it now sleeps its 30 s poll.
   await sleep(300);
   const before = receiver.received.length;
   const email = `wake${counter}@example.com`;
@@ -80,7 +81,7 @@ describe(`webhook deliveries leave at once, not at the next poll [${BACKEND}]`, 
     await database?.drop();
   });
 
-  test('a user added through this process is delivered within 1 s, the poll being 10 s', async () => {
+  test('a user added through this process is delivered within 2 s, the poll being 30 s', async () => {
     const took = await addAndTimeDelivery(service, receiver);
     assert.ok(took < WITHIN_MS, `delivered ${took.toFixed(0)} ms after the answer`);
   });
@@ -116,7 +117,7 @@ if (BACKEND === 'postgres') {
       await database?.drop();
     });
 
-    test('a user added through the worker-less process is sent by the other within 1 s', async () => {
+    test('a user added through the worker-less process is sent by the other within 2 s', async () => {
       assert.equal(writer.deliveryWorker, undefined, 'the writer runs no worker');
       const took = await addAndTimeDelivery(writer, receiver);
       assert.ok(took < WITHIN_MS, `delivered ${took.toFixed(0)} ms after the answer`);
@@ -135,7 +136,7 @@ if (BACKEND === 'postgres') {
       for (const answer of answers) assert.equal(answer.statusCode, 201, answer.body);
       await receiver.waitFor(before + 20, WITHIN_MS * 3);
       const took = performance.now() - started;
-      assert.ok(took < WITHIN_MS * 2, `20 deliveries took ${took.toFixed(0)} ms`);
+      assert.ok(took < WITHIN_MS * 2, `20 changes and their deliveries took ${took.toFixed(0)} ms`);
     });
   });
 }
