@@ -96,6 +96,12 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
     if (res.status !== 201) throw new Error(`endpoint creation failed: ${res.status} ${res.body}`);
     endpoints.push(res.json().id as string);
   };
+  /** The sender's claims so far (`wum_webhook_claims_total`, found or not). */
+  const claims = async () => {
+    const metrics = (await sendRequest(sender.port, 'GET', '/metrics')).body;
+    const count = (found: string) => Number(new RegExp(`^wum_webhook_claims_total\\{found="${found}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+    return { found: count('true'), empty: count('false') };
+  };
   /** Waits until no delivery is pending; resolves with how long that took, in ms. */
   const drained = async () => {
     const started = Date.now();
@@ -127,10 +133,18 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
     const baseline = { label: 'no endpoint', perSecond: none.measured.perSecond };
     for (const count of [1, 3]) {
       while (endpoints.length < count) await addEndpoint();
+      const claimsBefore = await claims();
       const row = { scenario: `POST /users, ${count} webhook endpoint${count > 1 ? 's' : ''}`, ...(await measure()) };
       const ratio = row.measured.perSecond / baseline.perSecond;
       const drainMs = await drained();
-      bench.log(`${row.scenario}: ${row.measured.perSecond.toFixed(0)}/s (${ratio.toFixed(2)}×), deliveries drained ${drainMs} ms after the load`);
+      const claimsAfter = await claims();
+      // Per change of the row (warm-up and window): how many claim statements the worker ran.
+      const changes = (row.measured.perSecond * (bench.seconds + bench.warmupSeconds)) || 1;
+      const perChange = (n: number) => (n / changes).toFixed(2);
+      bench.log(
+        `${row.scenario}: ${row.measured.perSecond.toFixed(0)}/s (${ratio.toFixed(2)}×), deliveries drained ${drainMs} ms after the load; ` +
+          `claims per change ${perChange(claimsAfter.found - claimsBefore.found)} that found work, ${perChange(claimsAfter.empty - claimsBefore.empty)} that found none`,
+      );
       rows.push({ ...row, baseline, target: { text: '≥ 0.9×', met: ratio >= 0.9 && row.measured.errors === 0 } });
     }
 

@@ -82,6 +82,12 @@ function metrics(registry: Registry, queue: DeliveryQueue) {
       labelNames: ['endpoint'],
       registers: [registry],
     }),
+    claims: new Counter({
+      name: 'wum_webhook_claims_total',
+      help: 'Claims of due deliveries (one statement each), by whether they found any (found="true") or none.',
+      labelNames: ['found'],
+      registers: [registry],
+    }),
     disabled: new Counter({
       name: 'wum_webhook_endpoints_disabled_total',
       help: 'Endpoints disabled because a delivery used up its retry schedule.',
@@ -210,6 +216,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
             perEndpoint: config.concurrencyPerEndpoint,
             leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
           });
+          m.claims.inc({ found: String(claimed.length > 0) });
         } catch (err) {
           if (stopping) return;
           log.warn({ err }, 'could not claim webhook deliveries');

@@ -74,6 +74,8 @@ describe(`webhook deliveries leave at once, not at the next poll [${BACKEND}]`, 
     receiver = await startWebhookReceiver();
     if (BACKEND === 'postgres') database = await createPostgresDatabase('wum_wake', { migrated: true });
     service = await startService(configFor(database), { logger: false });
+    // Untimed: the first delivery of a process loads the HTTP client and opens its connection.
+    await addAndTimeDelivery(service, receiver);
   });
   after(async () => {
     await service?.close();
@@ -109,6 +111,8 @@ if (BACKEND === 'postgres') {
         if (Date.now() > deadline) throw new Error('the sender never listened');
         await sleep(20);
       }
+      // Untimed: the first delivery of a process loads the HTTP client and opens its connection.
+      await addAndTimeDelivery(writer, receiver);
     });
     after(async () => {
       await writer?.close();
