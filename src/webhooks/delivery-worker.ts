@@ -102,12 +102,12 @@ function metrics(registry: Registry, queue: DeliveryQueue) {
  * and each delivery is sent by one), sends each as a signed Standard Webhooks POST with at
  * most `concurrencyPerEndpoint` in flight per endpoint, records every attempt, schedules
  * retries with jitter along `retryScheduleMs`, and disables (and audits) an endpoint whose
- * delivery used up the schedule. It polls every `pollIntervalMs` while idle, claims again at
- * once while there is work, and claims within a few ms of `wake()` (called after this process
- * committed a change that wrote deliveries, or another process announced one), wakes that
- * find nothing being gathered over a gap of 5 to 100 ms. An endpoint's slot is free again as
- * soon as its receiver answered; the outcome is recorded beside. It shares nothing with request handling but the database pool,
- * and a request never waits for it.
+ * delivery used up the schedule. It claims within a few ms of `wake()` (called when a slot
+ * frees, after this process committed a change that wrote deliveries, or when another process
+ * announced some), wakes being gathered over a gap of 5 ms, up to 100 ms while claims find
+ * nothing; otherwise it polls every `pollIntervalMs`. An endpoint's slot is free again as soon
+ * as its receiver answered; the outcome is recorded beside. It shares nothing with request
+ * handling but the database pool, and a request never waits for it.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { queue, store, config, log } = options;
