@@ -1,7 +1,8 @@
 /*
- * `npm run bench:webhooks [-- --quick]`: the webhooks section of `npm run bench` alone
+ * `npm run bench:webhooks [-- --quick] [--worker-process] [--env NAME=value ...]`: the webhooks section of `npm run bench` alone
  * (`POST /users` with 1 and 3 endpoints against none; event-to-delivery latency at 500 changes
- * per second), on a throw-away PostgreSQL cluster, in a few minutes. See bench/webhooks.ts and
+ * per second), on a throw-away PostgreSQL cluster, in a few minutes; with `--worker-process`,
+ * the requests go to a server with `WEBHOOK_WORKER=false` and a second server delivers. See bench/webhooks.ts and
  * docs/performance.md.
  */
 import { parseArgs } from 'node:util';
@@ -12,7 +13,21 @@ import { addRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 import { measureWebhooks } from './webhooks.ts';
 
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    'worker-process': { type: 'boolean', default: false },
+    /** A setting of the servers, `NAME=value` (repeatable), e.g. `--env WEBHOOK_CONCURRENCY_PER_ENDPOINT=32`. */
+    env: { type: 'string', multiple: true, default: [] },
+  },
+});
+const settings = Object.fromEntries(
+  args.env.map((pair) => {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new Error(`--env takes NAME=value, not "${pair}"`);
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }),
+);
 const seconds = args.quick ? 3 : 10;
 
 buildService();
@@ -22,7 +37,7 @@ const servers: ServerHandle[] = [];
 try {
   const { adds } = await seedSmallAndAdds(cluster.url);
   const section = await measureWebhooks({
-    env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn' },
+    env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ...settings },
     start: async (env) => {
       const server = await startServer('dist/server/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
       servers.push(server);
@@ -34,9 +49,11 @@ try {
     seconds,
     subdomain: adds.subdomain,
     add: () => addRequest(adds),
+    workerProcess: args['worker-process'],
     log: (message) => process.stderr.write(`${message}\n`),
   });
-  process.stdout.write(`\n10 connections, ${seconds} s measured per row; node --max-old-space-size=128; RATE_LIMIT_PER_KEY=0\n\n`);
+  const extra = Object.entries(settings).map(([name, value]) => `; ${name}=${value}`).join('');
+  process.stdout.write(`\n10 connections, ${seconds} s measured per row; node --max-old-space-size=128; RATE_LIMIT_PER_KEY=0${extra}\n\n`);
   process.stdout.write(`${renderReport([section])}\n`);
 } finally {
   for (const server of servers) await server.stop().catch(() => {});

@@ -7,7 +7,8 @@ import { createDeliveryQueue } from '../storage/deliveries.queries.ts';
 import { createEventPruning } from '../storage/events.queries.ts';
 import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { createSessionPruning } from '../storage/sessions-pruning.queries.ts';
-import { startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
+import { announceDeliveriesDue, DELIVERIES_CHANNEL, startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
+import { announceGathered } from './deliveries-due.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
 import { webhookUrlCheck } from '../webhooks/url-guard.ts';
@@ -51,13 +52,21 @@ export interface ServiceOptions {
  * Opens and migrates storage, builds the app over it with one `/metrics` registry, and on
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
  * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
- * event pruner (unless `WEBHOOK_WORKER=false`). What `server.ts` runs, and what tests of
+ * event pruner (unless `WEBHOOK_WORKER=false`); a committed change that wrote webhook deliveries
+ * wakes this process's worker, or, without one (PostgreSQL), is announced to the others' workers
+ * with `NOTIFY`, which their listeners hear. What `server.ts` runs, and what tests of
  * several replicas in one process build. Source: docs/architecture.md ("What runs in the background …
  * is owned by server.ts, shut down in order"); docs/contract.md Part B, "Running several replicas".
  */
 export async function startService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const database = await openDatabase(config.storage);
-  const store = createStore(database.db, { cacheTtlMs: config.cacheTtlMs, ...(options.onChange ? { onChange: options.onChange } : {}) });
+  // Who is told of committed deliveries: this process's worker, or (without one) the others'.
+  let deliveriesDue = (): void => {};
+  const store = createStore(database.db, {
+    cacheTtlMs: config.cacheTtlMs,
+    onDeliveriesDue: () => deliveriesDue(),
+    ...(options.onChange ? { onChange: options.onChange } : {}),
+  });
   const registry = new Registry();
   const app = await buildApp(config, {
     store,
@@ -70,6 +79,8 @@ export async function startService(config: Config, options: ServiceOptions = {})
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
   const connect = options.listener?.connect ?? database.connectListener;
+  // Bound below, once the worker runs: another process's announcement wakes it.
+  let wakeWorker = (): void => {};
   // Until the listener hears every change made elsewhere, nothing is served from the cache.
   if (connect) store.trustCache(false);
   const listener = connect
@@ -80,6 +91,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
         onListening: (listening) => store.trustCache(listening),
         log: app.log.child({ component: 'cache-listener' }),
         registry,
+        ...(config.webhooks.worker ? { channels: { [DELIVERIES_CHANNEL]: () => wakeWorker() } } : {}),
       })
     : undefined;
   // Deliveries and pruning run beside the requests in every process (docs/contract.md Part B, Events
@@ -101,6 +113,17 @@ export async function startService(config: Config, options: ServiceOptions = {})
         }),
       }
     : undefined;
+  if (background) {
+    const worker = background.deliveryWorker;
+    wakeWorker = () => worker.wake();
+    deliveriesDue = wakeWorker;
+  } else if (connect) {
+    const log = app.log.child({ component: 'webhooks' });
+    deliveriesDue = announceGathered({
+      announce: () => announceDeliveriesDue(database.db),
+      onError: (err) => log.warn({ err }, 'could not announce webhook deliveries; a worker will find them at its next poll'),
+    });
+  }
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,

@@ -29,6 +29,21 @@ export async function announceCacheChange(db: Database): Promise<void> {
   await db.execute(sql.raw(`notify ${CACHE_CHANNEL}`));
 }
 
+/** The PostgreSQL channel on which a process announces webhook deliveries it wrote but will not send itself. */
+export const DELIVERIES_CHANNEL = 'wum_deliveries';
+
+/**
+ * Announces to the delivery workers of every process that webhook deliveries were committed
+ * (docs/operations.md, "Webhooks and the event feed"): sent after the commit by a process without a worker of its
+ * own, so that a worker elsewhere claims them at once rather than at its next poll. Outside the
+ * writing transaction on purpose: a transaction that notifies takes a cluster-wide lock at
+ * commit, which would serialise every write; a sender gathers its announcements instead (at
+ * most one per few ms). Source: PostgreSQL documentation, NOTIFY.
+ */
+export async function announceDeliveriesDue(db: Database): Promise<void> {
+  await db.execute(sql.raw(`notify ${DELIVERIES_CHANNEL}`));
+}
+
 /** The few logger methods the listener uses (pino's shape: fields first, then the message). */
 export interface ListenerLog {
   info(fields: object, message: string): void;
@@ -64,6 +79,12 @@ export interface CacheListenerOptions {
    * time limit is the same.
    */
   readonly heartbeatMs?: number;
+  /**
+   * Further channels heard on the same connection, each with what to do on its notifications
+   * and after each (re)connection (notifications sent meanwhile were lost), e.g.
+   * {@link DELIVERIES_CHANNEL}.
+   */
+  readonly channels?: Readonly<Record<string, () => void>>;
 }
 
 /** A running listener. */
@@ -125,7 +146,8 @@ function untilLost(client: pg.Client, heartbeatMs: number, signal: AbortSignal):
  * connects (retrying with exponential backoff and jitter, forever), `LISTEN`s, forgets the
  * cache (notifications may have been missed while disconnected), then forgets it again on
  * every notification. A lost connection is replaced the same way. Never throws; failures
- * are logged once per connection loss. Metrics: `cache_listener_connected`,
+ * are logged once per connection loss. `options.channels` are listened to on the same
+ * connection. Metrics: `cache_listener_connected`,
  * `cache_listener_connects_total`, `cache_listener_notifications_total`.
  * Source: docs/contract.md Part B, "Running several replicas"; PostgreSQL LISTEN/NOTIFY.
  */
@@ -134,6 +156,8 @@ export function startCacheListener(options: CacheListenerOptions): CacheListener
   const maxDelayMs = options.maxDelayMs ?? 5000;
   const heartbeatMs = options.heartbeatMs ?? 10_000;
   const metrics = listenerMetrics(options.registry);
+  const others = options.channels ?? {};
+  const listened = [CACHE_CHANNEL, ...Object.keys(others)];
   const stop = new AbortController();
   let connected = false;
   let connections = 0;
@@ -143,7 +167,7 @@ export function startCacheListener(options: CacheListenerOptions): CacheListener
     // Errors after the session ended (a late socket error) must not crash the process.
     client.on('error', () => {});
     try {
-      await client.query(`listen ${CACHE_CHANNEL}`);
+      for (const channel of listened) await client.query(`listen ${channel}`);
     } catch (error) {
       // Not awaited: ending a broken connection may never settle.
       void client.end().catch(() => {});
@@ -180,7 +204,10 @@ export function startCacheListener(options: CacheListenerOptions): CacheListener
         return;
       }
       client.on('notification', (message) => {
-        if (message.channel !== CACHE_CHANNEL) return;
+        if (message.channel !== CACHE_CHANNEL) {
+          others[message.channel]?.();
+          return;
+        }
         metrics.notifications.inc();
         options.onChange();
       });
@@ -191,6 +218,7 @@ export function startCacheListener(options: CacheListenerOptions): CacheListener
       metrics.connects.inc();
       // LISTEN is active: whatever changed before now is forgotten, whatever changes after is notified.
       options.onChange();
+      for (const heard of Object.values(others)) heard();
       options.onListening?.(true);
       if (attempt > 1) options.log.info({}, 'cache listener: reconnected; cached reads forgotten');
       const reason = await untilLost(client, heartbeatMs, stop.signal);

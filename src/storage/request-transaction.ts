@@ -26,7 +26,20 @@ export type { RequestTransaction } from '../core/request-ports.ts';
  */
 
 /** The request transaction of the current async context, while it is open. */
-const current = new AsyncLocalStorage<{ readonly tx: Database; open: boolean }>();
+const current = new AsyncLocalStorage<{ readonly tx: Database; open: boolean; readonly committed: Array<() => void> }>();
+
+/**
+ * Runs `signal` once what the current async context wrote has committed: at once outside a
+ * request transaction (a domain transaction that returned has committed), after the request
+ * transaction's COMMIT inside one (its domain transactions are only savepoints), and never if
+ * that transaction rolls back. For signals to other parts of the process (wake the delivery
+ * worker), which would otherwise look for rows not yet visible.
+ */
+export function afterCommit(signal: () => void): void {
+  const scope = current.getStore();
+  if (scope?.open) scope.committed.push(signal);
+  else signal();
+}
 
 /**
  * A handle that behaves as `db` outside any request transaction and as that transaction's
@@ -74,7 +87,7 @@ export async function beginRequestTransaction(pool: pg.Pool): Promise<RequestTra
     throw error;
   }
   const tx = new NodePgTransaction(dialect, new NodePgSession(client, dialect, relational), relational) as unknown as Database;
-  const scope = { tx, open: true };
+  const scope = { tx, open: true, committed: [] as Array<() => void> };
   const end = () => {
     if (!scope.open) throw new Error('the request transaction has already ended');
     scope.open = false;
@@ -93,6 +106,7 @@ export async function beginRequestTransaction(pool: pg.Pool): Promise<RequestTra
         throw error;
       }
       client.release();
+      for (const signal of scope.committed.splice(0)) signal();
     },
     async rollback() {
       if (!scope.open) return;

@@ -1,4 +1,5 @@
 import type { Repositories, Store } from '../core/ports.ts';
+import type { DeliveriesDue } from '../core/webhooks/delivery-queue.ts';
 import { createApiKeyRepository } from './api-keys.queries.ts';
 import { createAuditRepository } from './audit.queries.ts';
 import { createEventRepository } from './events.queries.ts';
@@ -6,6 +7,7 @@ import { createGroupRepository } from './groups.queries.ts';
 import type { Database } from './database.ts';
 import { announceCacheChange } from './notify.ts';
 import { mapDatabaseError } from './pg-errors.ts';
+import { afterCommit } from './request-transaction.ts';
 import { createIdentityProviderRepository } from './identity-providers.queries.ts';
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
@@ -40,6 +42,11 @@ export interface StoreOptions {
   readonly cacheTtlMs?: number;
   /** Called after this store committed a change other processes may have cached. */
   readonly onChange?: () => void;
+  /**
+   * Called after this store committed a change that may have written webhook deliveries (a
+   * user's insert or write, each with its outbox event; a redelivery): wakes the delivery worker.
+   */
+  readonly onDeliveriesDue?: DeliveriesDue;
 }
 
 /** A {@link Store} that serves key look-ups and the catalogue from a {@link ReadCache}. */
@@ -50,20 +57,39 @@ export interface CachingStore extends Store {
   trustCache(trusted: boolean): void;
 }
 
-/** The repositories, with `changed` awaited after each method that alters what the cache holds. */
-function watchChanges(repos: Repositories, changed: () => void | Promise<void>): Repositories {
-  const then =
-    <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+/** Wraps methods so that `after` is awaited once each has returned. */
+function followedBy(after: () => void | Promise<void>) {
+  return <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       const result = await method(...args);
-      await changed();
+      await after();
       return result;
     };
+}
+
+/** The repositories, with `changed` awaited after each method that alters what the cache holds. */
+function watchChanges(repos: Repositories, changed: () => void | Promise<void>): Repositories {
+  const then = followedBy(changed);
   return {
     ...repos,
     apiKeys: { ...repos.apiKeys, revoke: then(repos.apiKeys.revoke) },
     workspaces: { ...repos.workspaces, delete: then(repos.workspaces.delete) },
     products: { ...repos.products, upsert: then(repos.products.upsert), delete: then(repos.products.delete) },
+  };
+}
+
+/** The repositories, with `due` called after each method that may write webhook deliveries. */
+function watchDeliveries(repos: Repositories, due: () => void): Repositories {
+  const then = followedBy(due);
+  return {
+    ...repos,
+    users: {
+      ...repos.users,
+      insertIfAbsent: then(repos.users.insertIfAbsent),
+      write: then(repos.users.write),
+      writeIfUnchanged: then(repos.users.writeIfUnchanged),
+    },
+    webhooks: { ...repos.webhooks, redeliver: then(repos.webhooks.redeliver) },
   };
 }
 
@@ -75,11 +101,17 @@ function watchChanges(repos: Repositories, changed: () => void | Promise<void>):
  * a transaction that revoked a key, deleted a workspace or changed the catalogue sends
  * `NOTIFY` in itself (so every replica's listener forgets its cache when it commits, see
  * `notify.ts`) and empties this process's cache once it has committed (and calls
- * `options.onChange`). Source: docs/contract.md Part B, "Running several replicas".
+ * `options.onChange`). A transaction that wrote a user (and so an outbox event and its webhook
+ * deliveries) or redelivered one calls `options.onDeliveriesDue` once it has committed, and never
+ * for a rollback. Source: docs/contract.md Part B, "Running several replicas".
  */
 export function createStore(db: Database, options: StoreOptions = {}): CachingStore {
   const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);
-  const base = watchChanges(repositories(db), async () => {
+  const onDue = options.onDeliveriesDue;
+  // Inside a request transaction, a returned method or domain transaction has not committed yet.
+  const deliveriesDue = onDue ? () => afterCommit(onDue) : () => {};
+  // Outside a transaction each change has committed already when its method returns.
+  const base = watchChanges(watchDeliveries(repositories(db), deliveriesDue), async () => {
     cache.invalidate();
     // Outside a transaction the change has committed already: tell the others right after.
     await announceCacheChange(db);
@@ -96,10 +128,12 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
     trustCache: (trusted) => cache.trust(trusted),
     async transaction(work) {
       let changed = false;
+      let delivering = false;
       let result;
       try {
         result = await db.transaction(async (tx) => {
-          const value = await work(watchChanges(repositories(tx), () => void (changed = true)));
+          const repos = watchDeliveries(repositories(tx), () => void (delivering = true));
+          const value = await work(watchChanges(repos, () => void (changed = true)));
           // Delivered to every listener when this transaction commits, and never if it rolls back.
           if (changed) await announceCacheChange(tx);
           return value;
@@ -108,6 +142,7 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
         throw mapDatabaseError(error);
       }
       if (changed) cache.invalidate();
+      if (delivering) deliveriesDue();
       return result;
     },
   };

@@ -39,6 +39,16 @@ const MAX_IN_FLIGHT = 256;
 const LEASE_MARGIN_MS = 5000;
 /** Wait after a failed claim (database unreachable), in ms, so an outage does not spin. */
 const ERROR_BACKOFF_MS = 1000;
+/**
+ * Shortest and longest time from one claim to the next a wake asks for, in ms: wakes come after
+ * every committed change and every answered send, and each would otherwise cost a claim (of
+ * one delivery, or of none where changes write no delivery). The gap doubles after each claim
+ * that found nothing and returns to the shortest once one finds work, so a busy queue is
+ * claimed every few ms, several slots at a time, and an empty one about ten times a second at
+ * most, whatever the rate of changes.
+ */
+const MIN_WAKE_GAP_MS = 5;
+const MAX_WAKE_GAP_MS = 100;
 
 function metrics(registry: Registry, queue: DeliveryQueue) {
   return {
@@ -72,6 +82,12 @@ function metrics(registry: Registry, queue: DeliveryQueue) {
       labelNames: ['endpoint'],
       registers: [registry],
     }),
+    claims: new Counter({
+      name: 'wum_webhook_claims_total',
+      help: 'Claims of due deliveries (one statement each), by whether they found any (found="true") or none.',
+      labelNames: ['found'],
+      registers: [registry],
+    }),
     disabled: new Counter({
       name: 'wum_webhook_endpoints_disabled_total',
       help: 'Endpoints disabled because a delivery used up its retry schedule.',
@@ -86,9 +102,12 @@ function metrics(registry: Registry, queue: DeliveryQueue) {
  * and each delivery is sent by one), sends each as a signed Standard Webhooks POST with at
  * most `concurrencyPerEndpoint` in flight per endpoint, records every attempt, schedules
  * retries with jitter along `retryScheduleMs`, and disables (and audits) an endpoint whose
- * delivery used up the schedule. It polls every `pollIntervalMs` while idle and claims again at
- * once while there is work. It shares nothing with request handling but the database pool,
- * and a request never waits for it.
+ * delivery used up the schedule. It claims within a few ms of `wake()` (called when a slot
+ * frees, after this process committed a change that wrote deliveries, or when another process
+ * announced some), wakes being gathered over a gap of 5 ms, up to 100 ms while claims find
+ * nothing; otherwise it polls every `pollIntervalMs`. An endpoint's slot is free again as soon
+ * as its receiver answered; the outcome is recorded beside. It shares nothing with request
+ * handling but the database pool, and a request never waits for it.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { queue, store, config, log } = options;
@@ -100,17 +119,26 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const inFlight = new Map<string, number>();
   const tasks = new Set<Promise<void>>();
   let stopping = false;
+  /** Set by a wake (a committed change, a freed slot) since the last claim began. */
+  let woken = false;
   let wakeUp: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
 
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      wakeUp = resolve;
-      timer = setTimeout(resolve, ms);
+  /** Waits `ms`, or less if woken (`wakeable`) or stopped; resolves with whether a wake ended it. */
+  const sleep = (ms: number, wakeable = true) =>
+    new Promise<boolean>((resolve) => {
+      wakeUp = () => {
+        if (wakeable || stopping) resolve(true);
+      };
+      timer = setTimeout(() => resolve(false), ms);
     }).finally(() => {
       clearTimeout(timer);
       wakeUp = undefined;
     });
+  const wake = () => {
+    woken = true;
+    wakeUp?.();
+  };
 
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const body = JSON.stringify(toEventJson(delivery.event));
@@ -128,6 +156,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       duration_ms: durationMs,
     };
     if (ok) {
+      // The endpoint's slot is free once the receiver answered: recording is the database's
+      // work, and the lease keeps the delivery from being claimed again meanwhile.
+      release(delivery);
       if (await successes.record({ delivery, attempt: entry })) m.latency.observe((Date.now() - delivery.event.createdAt.getTime()) / 1000);
       return;
     }
@@ -145,24 +176,38 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     }
   }
 
-  /** Sends one claimed delivery; its endpoint's slot is freed (and the loop woken) when done. */
+  /** Deliveries whose endpoint slot is taken (sent, not yet answered). */
+  const sending = new Set<string>();
+
+  /** Frees the endpoint slot of `delivery` (once) and wakes the loop to fill it. */
+  function release(delivery: ClaimedDelivery): void {
+    if (!sending.delete(delivery.id)) return;
+    const left = (inFlight.get(delivery.endpointId) ?? 1) - 1;
+    if (left > 0) inFlight.set(delivery.endpointId, left);
+    else inFlight.delete(delivery.endpointId);
+    wake();
+  }
+
+  /** Sends one claimed delivery; its endpoint's slot is freed once answered (or failed), and the loop woken. */
   function run(delivery: ClaimedDelivery): void {
     inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1);
+    sending.add(delivery.id);
     const task = attempt(delivery)
       .catch((err) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
       .then(() => {
-        const left = (inFlight.get(delivery.endpointId) ?? 1) - 1;
-        if (left > 0) inFlight.set(delivery.endpointId, left);
-        else inFlight.delete(delivery.endpointId);
+        release(delivery);
         tasks.delete(task);
-        wakeUp?.();
+        wake();
       });
     tasks.add(task);
   }
 
   async function loop(): Promise<void> {
+    let gapMs = MIN_WAKE_GAP_MS;
     while (!stopping) {
       let claimed: ClaimedDelivery[] = [];
+      woken = false;
+      const claimedAt = performance.now();
       if (tasks.size < MAX_IN_FLIGHT) {
         try {
           claimed = await queue.claimDue({
@@ -171,6 +216,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
             perEndpoint: config.concurrencyPerEndpoint,
             leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
           });
+          m.claims.inc({ found: String(claimed.length > 0) });
         } catch (err) {
           if (stopping) return;
           log.warn({ err }, 'could not claim webhook deliveries');
@@ -179,13 +225,21 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         }
       }
       for (const delivery of claimed) run(delivery);
-      if (claimed.length === 0) await sleep(config.pollIntervalMs);
+      // A claim takes every free slot of every endpoint with due work, so the next claim waits
+      // for a wake (a slot freed, a change committed) or the poll, and then for the gap, over
+      // which more wakes gather: after a claim that found work the shortest, else a longer one.
+      if (claimed.length > 0) gapMs = MIN_WAKE_GAP_MS;
+      const gap = gapMs;
+      if (claimed.length === 0) gapMs = Math.min(gapMs * 2, MAX_WAKE_GAP_MS);
+      if (!woken && !(await sleep(config.pollIntervalMs))) continue;
+      const left = claimedAt + gap - performance.now();
+      if (left > 0 && !stopping) await sleep(left, false);
     }
   }
 
   const running = loop();
   return {
-    wake: () => wakeUp?.(),
+    wake,
     async stop() {
       stopping = true;
       wakeUp?.();

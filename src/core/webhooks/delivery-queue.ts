@@ -72,6 +72,14 @@ export interface DeliveryQueue {
   countPending(): Promise<number>;
 }
 
+/**
+ * Told after this process committed a change that may have made webhook deliveries due (a
+ * user change, whose outbox event has a delivery per interested endpoint; a redelivery), so
+ * that a delivery worker looks for them at once instead of at its next poll. Returns at once
+ * and never throws: it only signals (the worker, or other processes, do the work).
+ */
+export type DeliveriesDue = () => void;
+
 /** Deletes events past their retention, batch by batch. */
 export interface EventPruning {
   /**
