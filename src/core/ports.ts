@@ -1,3 +1,4 @@
+import type { Awaitable } from './awaitable.ts';
 import type { Actor, ActorJson } from './actor.ts';
 import type { ApiKeyScope } from './api-keys/scopes.ts';
 import type { WorkspaceEvent } from './events/event.ts';
@@ -183,8 +184,11 @@ export interface ApiKeyRepository {
   findAll(workspaceId: number): Promise<ApiKeyRecord[]>;
   /** Marks a key revoked (keeping the first revocation time); undefined when unknown. */
   revoke(workspaceId: number, id: string): Promise<{ before: ApiKeyRecord; after: ApiKeyRecord } | undefined>;
-  /** Resolves a subdomain and a key hash to the workspace and its live key. */
-  resolve(subdomain: string, keyHash: string): Promise<Credentials>;
+  /**
+   * Resolves a subdomain and a key hash to the workspace and its live key: at once (no
+   * promise) when the answer is held in memory, else a promise of it.
+   */
+  resolve(subdomain: string, keyHash: string): Awaitable<Credentials>;
   /** Records that a key was used (callers throttle how often). */
   touch(workspaceId: number, id: string): Promise<void>;
 }
