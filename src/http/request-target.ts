@@ -1,8 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { canonicalScimTarget } from '../scim/constants.ts';
-import { syncHook } from './hooks.ts';
+import type { RequestCheck } from './hooks.ts';
 
 /*
  * The one normalisation of the request target. Fastify's `rewriteUrl` runs it before the
@@ -16,7 +15,7 @@ import { syncHook } from './hooks.ts';
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 /** `scheme://authority` at the start of an absolute-form request target (RFC 9112 §3.2.2). */
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
-/** Marks a request whose target came in absolute form, for {@link registerAbsoluteFormRefusal}. */
+/** Marks a request whose target came in absolute form, for {@link refuseAbsoluteForm}. */
 const ABSOLUTE_FORM_SEEN = Symbol('wum.absoluteForm');
 
 /** `%61` → `a`, `%7e` → `~`; other escapes are kept, with their hex digits upper-cased (RFC 3986 §6.2.2.1). */
@@ -88,13 +87,8 @@ export function rewriteRequestTarget(raw: IncomingMessage): string {
  * an origin server and addresses a workspace by its Host, which such a target would override
  * (RFC 9112 §3.2.2). See docs/security.md.
  */
-export function registerAbsoluteFormRefusal(app: FastifyInstance): void {
-  app.addHook(
-    'onRequest',
-    syncHook((request) => {
-      if ((request.raw as IncomingMessage & { [ABSOLUTE_FORM_SEEN]?: true })[ABSOLUTE_FORM_SEEN]) {
-        throw new AppError('bad_request', 'Send the request target in origin form (a path), not as an absolute URL.');
-      }
-    }),
-  );
-}
+export const refuseAbsoluteForm: RequestCheck = (request) => {
+  if ((request.raw as IncomingMessage & { [ABSOLUTE_FORM_SEEN]?: true })[ABSOLUTE_FORM_SEEN]) {
+    throw new AppError('bad_request', 'Send the request target in origin form (a path), not as an absolute URL.');
+  }
+};
