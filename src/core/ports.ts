@@ -145,8 +145,8 @@ export interface UserRepository {
 
 /** The global product catalogue. */
 export interface ProductRepository {
-  /** All products sorted by name. */
-  findAll(): Promise<Product[]>;
+  /** All products sorted by name: at once (no promise) when held in memory, else a promise of them. */
+  findAll(): Awaitable<Product[]>;
   /** The named products, share-locked until commit so they cannot be removed meanwhile. */
   findByNamesForShare(names: readonly string[]): Promise<Product[]>;
   /** One product, optionally locked for update. */

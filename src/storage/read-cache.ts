@@ -59,15 +59,16 @@ export class ReadCache {
     });
   }
 
-  /** The cached catalogue, else `load()`'s, kept as for {@link resolve}. */
-  async products(load: () => Promise<Product[]>): Promise<Product[]> {
+  /** The cached catalogue (at once), else a promise of `load()`'s, kept as for {@link resolve}. */
+  products(load: () => Awaitable<Product[]>): Awaitable<Product[]> {
     if (!this.trusted) return load();
     const now = performance.now();
     if (this.catalogue && this.catalogue.until > now) return this.catalogue.products;
     const generation = this.generation;
-    const products = await load();
-    if (this.ttlMs > 0 && generation === this.generation) this.catalogue = { products, until: now + this.ttlMs };
-    return products;
+    return andThen(load(), (products) => {
+      if (this.ttlMs > 0 && generation === this.generation) this.catalogue = { products, until: now + this.ttlMs };
+      return products;
+    });
   }
 
   /**
