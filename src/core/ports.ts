@@ -1,3 +1,4 @@
+import type { Awaitable } from './awaitable.ts';
 import type { Actor, ActorJson } from './actor.ts';
 import type { ApiKeyScope } from './api-keys/scopes.ts';
 import type { WorkspaceEvent } from './events/event.ts';
@@ -152,8 +153,8 @@ export interface UserRepository {
 
 /** The global product catalogue. */
 export interface ProductRepository {
-  /** All products sorted by name. */
-  findAll(): Promise<Product[]>;
+  /** All products sorted by name: at once (no promise) when held in memory, else a promise of them. */
+  findAll(): Awaitable<Product[]>;
   /** The named products, share-locked until commit so they cannot be removed meanwhile. */
   findByNamesForShare(names: readonly string[]): Promise<Product[]>;
   /** One product, optionally locked for update. */
@@ -191,8 +192,11 @@ export interface ApiKeyRepository {
   findAll(workspaceId: number): Promise<ApiKeyRecord[]>;
   /** Marks a key revoked (keeping the first revocation time); undefined when unknown. */
   revoke(workspaceId: number, id: string): Promise<{ before: ApiKeyRecord; after: ApiKeyRecord } | undefined>;
-  /** Resolves a subdomain and a key hash to the workspace and its live key. */
-  resolve(subdomain: string, keyHash: string): Promise<Credentials>;
+  /**
+   * Resolves a subdomain and a key hash to the workspace and its live key: at once (no
+   * promise) when the answer is held in memory, else a promise of it.
+   */
+  resolve(subdomain: string, keyHash: string): Awaitable<Credentials>;
   /** Records that a key was used (callers throttle how often). */
   touch(workspaceId: number, id: string): Promise<void>;
 }

@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify';
 import type { ApiKeyScope } from '../core/api-keys/scopes.ts';
 import { isScimPath } from '../scim/constants.ts';
 
@@ -11,13 +10,26 @@ export function scoped(scope: ApiKeyScope): Array<Record<string, string[]>> {
   return [{ apiKey: [scope] }];
 }
 
+const SCIM_SCOPES: readonly string[] = Object.freeze(['scim']);
+const NO_SCOPES: readonly string[] = Object.freeze([]);
+
+/** The scopes of each route's schema, worked out on its first request (a route's schema never changes). */
+const scopesOfSchema = new WeakMap<object, readonly string[]>();
+
 /**
- * The scopes the route of `request` needs: `scim` for every SCIM route, else the scopes of
- * the `apiKey` requirement in its schema's `security` (empty when it names none, e.g. the
- * 405 answers of a path's other methods and the 404 of no route).
+ * The scopes a route needs, from its path and schema (`request.routeOptions`): `scim` for
+ * every SCIM route, else the scopes of the `apiKey` requirement in the schema's `security`
+ * (empty when it names none, e.g. the 405 answers of a path's other methods and the 404 of
+ * no route).
  */
-export function requiredScopes(request: FastifyRequest, path: string): readonly string[] {
-  if (isScimPath(path)) return ['scim'];
-  const security = (request.routeOptions.schema as { security?: Array<Record<string, string[]>> } | undefined)?.security;
-  return security?.flatMap((requirement) => requirement.apiKey ?? []) ?? [];
+export function requiredScopes(schema: unknown, path: string): readonly string[] {
+  if (isScimPath(path)) return SCIM_SCOPES;
+  if (typeof schema !== 'object' || schema === null) return NO_SCOPES;
+  let scopes = scopesOfSchema.get(schema);
+  if (!scopes) {
+    const security = (schema as { security?: Array<Record<string, string[]>> }).security;
+    scopes = security?.flatMap((requirement) => requirement.apiKey ?? []) ?? NO_SCOPES;
+    scopesOfSchema.set(schema, scopes);
+  }
+  return scopes;
 }

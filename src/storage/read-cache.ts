@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { andThen, type Awaitable } from '../core/awaitable.ts';
 import type { Credentials, Product } from '../core/ports.ts';
 
 /** Default time a process serves verified keys and the catalogue from memory: 5 s (docs/performance.md). */
@@ -39,32 +40,35 @@ export class ReadCache {
   }
 
   /**
-   * Cached credentials, else `load()`'s, kept when they name a live key and nothing changed
+   * Cached credentials (at once), else a promise of `load()`'s, kept when they name a live key and nothing changed
    * meanwhile. A key's expiry is not a change anybody announces: the cached key carries its
    * `expiresAt` and authentication compares it with the clock on every request.
    */
-  async resolve(subdomain: string, keyHash: string, load: () => Promise<Credentials>): Promise<Credentials> {
+  resolve(subdomain: string, keyHash: string, load: () => Awaitable<Credentials>): Awaitable<Credentials> {
     if (!this.trusted) return load();
     const key = `${subdomain}\u0000${keyHash}`;
     const cached = this.credentials?.get(key);
+    // Returned as is, not as a promise: the request that finds its key here goes on at once.
     if (cached) return cached;
     const generation = this.generation;
-    const loaded = await load();
-    if (this.credentials && loaded.workspace && loaded.apiKey && generation === this.generation) {
-      this.credentials.set(key, loaded);
-    }
-    return loaded;
+    return andThen(load(), (loaded) => {
+      if (this.credentials && loaded.workspace && loaded.apiKey && generation === this.generation) {
+        this.credentials.set(key, loaded);
+      }
+      return loaded;
+    });
   }
 
-  /** The cached catalogue, else `load()`'s, kept as for {@link resolve}. */
-  async products(load: () => Promise<Product[]>): Promise<Product[]> {
+  /** The cached catalogue (at once), else a promise of `load()`'s, kept as for {@link resolve}. */
+  products(load: () => Awaitable<Product[]>): Awaitable<Product[]> {
     if (!this.trusted) return load();
     const now = performance.now();
     if (this.catalogue && this.catalogue.until > now) return this.catalogue.products;
     const generation = this.generation;
-    const products = await load();
-    if (this.ttlMs > 0 && generation === this.generation) this.catalogue = { products, until: now + this.ttlMs };
-    return products;
+    return andThen(load(), (products) => {
+      if (this.ttlMs > 0 && generation === this.generation) this.catalogue = { products, until: now + this.ttlMs };
+      return products;
+    });
   }
 
   /**

@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
+import { normaliseTarget } from '../../src/http/request-target.ts';
 
 /** Values for the path parameters of the OpenAPI document's routes. */
 function fill(path: string): string {
@@ -119,5 +120,28 @@ describe(`one path for the router and every check [${BACKEND}]`, () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe('the normalised request target', () => {
+  test('a plain path is kept as sent, query and all, and only a SCIM endpoint is respelled', () => {
+    const kept = ['/', '/api/external/v2/products', '/api/external/v2/users/', '/api/external/v2/users?q=a%40b&page_number=2', '/x.y/.z?a=//b'];
+    for (const target of kept) assert.deepEqual(normaliseTarget(target), { url: target, absolute: false }, target);
+    assert.deepEqual(normaliseTarget('/scim/v2/users/?filter=userName%20eq%20%22a%22'), { url: '/scim/v2/Users?filter=userName%20eq%20%22a%22', absolute: false });
+  });
+
+  test('escapes, empty and dot segments are normalised wherever they are in the path, never in the query', () => {
+    const cases: Record<string, string> = {
+      '/%61pi/external/v2/products': '/api/external/v2/products',
+      '/api/external/v2/users/a%40b.example?x=%61': '/api/external/v2/users/a%40b.example?x=%61',
+      '//api/external/v2/products': '/api/external/v2/products',
+      '/api/external/v2/x/../products?next=/../y': '/api/external/v2/products?next=/../y',
+      '/api/./external/v2/products/.': '/api/external/v2/products/',
+      '/api/external/v2/%2e%2E/v2/products': '/api/external/v2/products',
+      '/.well-known/x': '/.well-known/x',
+    };
+    for (const [target, url] of Object.entries(cases)) assert.deepEqual(normaliseTarget(target), { url, absolute: false }, target);
+    assert.deepEqual(normaliseTarget('http://h:1/api/external/v2/products'), { url: '/api/external/v2/products', absolute: true });
+    assert.deepEqual(normaliseTarget('*'), { url: '*', absolute: false });
   });
 });

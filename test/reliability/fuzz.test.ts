@@ -16,7 +16,7 @@ import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContex
  * Runs are bounded (RUNS per property) so the file takes seconds; WUM_FUZZ_RUNS raises it for a
  * longer hunt. A failure prints the seed and the shrunk request, to replay with
  * `fc.assert(..., { seed, path })`. Found so far: an invalid Host (`]`) made the admin listings'
- * Link header throw (500) — now refused up front with 400 (http-limits.ts, registerHostCheck).
+ * Link header throw (500) — now refused up front with 400 (http-limits.ts, refuseInvalidHost).
  */
 
 const RUNS = Number(process.env.WUM_FUZZ_RUNS) || 150;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** The recognisable prefix of every wum API key (docs/contract.md Part B, Authentication). */
 export const API_KEY_PREFIX = 'wum_';
@@ -18,7 +18,8 @@ export interface GeneratedApiKey {
  * keys carry 256 bits of entropy; a slow password hash would only slow every request.
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // The one-shot `hash` builds no Hash object: about half the time of createHash (Node ≥ 20.12).
+  return hash('sha256', key, 'hex');
 }
 
 /**

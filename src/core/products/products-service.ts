@@ -1,9 +1,13 @@
 import type { Actor } from '../actor.ts';
+import type { Awaitable } from '../awaitable.ts';
 import { AppError } from '../errors.ts';
 import type { Product, Repositories, Store } from '../ports.ts';
 
-/** Lists the catalogue, products sorted by name (docs/contract.md Part B, Products). */
-export async function listProducts(store: Store): Promise<Product[]> {
+/**
+ * Lists the catalogue, products sorted by name (docs/contract.md Part B, Products): at once
+ * when the store holds it in memory, else a promise of it.
+ */
+export function listProducts(store: Store): Awaitable<Product[]> {
   return store.products.findAll();
 }
 

@@ -5,7 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import type { HttpLimits } from '../../config/load-config.ts';
 import { AppError, type ErrorCode } from '../../core/errors.ts';
 import { PROBLEM_CONTENT_TYPE, sendProblem, toProblem } from '../problem.ts';
-import { syncHook } from '../hooks.ts';
+import type { RequestCheck } from '../hooks.ts';
 import { BASELINE_SECURITY_HEADERS } from './security-headers.ts';
 
 /** How often Node checks open requests against `headersTimeout` / `requestTimeout` (its default is 30 s). */
@@ -85,13 +85,10 @@ function uriTooLong(maxUrlLength: number): AppError {
  * Refuses a request whose target (path and query) is longer than `maxUrlLength` with
  * `414 uri_too_long`, before the workspace, key or anything else is looked at.
  */
-export function registerUrlLengthLimit(app: FastifyInstance, maxUrlLength: number): void {
-  app.addHook(
-    'onRequest',
-    syncHook((request) => {
-      if (request.url.length > maxUrlLength) throw uriTooLong(maxUrlLength);
-    }),
-  );
+export function urlLengthLimit(maxUrlLength: number): RequestCheck {
+  return (request) => {
+    if (request.url.length > maxUrlLength) throw uriTooLong(maxUrlLength);
+  };
 }
 
 /**
@@ -124,15 +121,10 @@ const VALID_HOST = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\
  * (RFC 9112 §3.2: "a Host header field with an invalid field value" → 400), before anything
  * builds a URL from it (pagination links) or looks a workspace up by it.
  */
-export function registerHostCheck(app: FastifyInstance): void {
-  app.addHook(
-    'onRequest',
-    syncHook((request) => {
-      const host = request.host;
-      if (host !== undefined && host !== '' && !VALID_HOST.test(host)) {
-        throw new AppError('bad_request', 'The Host header is not a valid host name.');
-      }
-    }),
-  );
-}
+export const refuseInvalidHost: RequestCheck = (request) => {
+  const host = request.host;
+  if (host !== undefined && host !== '' && !VALID_HOST.test(host)) {
+    throw new AppError('bad_request', 'The Host header is not a valid host name.');
+  }
+};
 

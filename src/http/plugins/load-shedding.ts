@@ -2,7 +2,7 @@ import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
 import type { LoadShedding } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
-import { syncHook } from '../hooks.ts';
+import type { RequestCheck } from '../hooks.ts';
 
 /**
  * Routes never shed: liveness (an orchestrator must not restart a process for being busy)
@@ -24,29 +24,32 @@ const MEASURES: Record<string, string> = {
 };
 
 /**
- * Load shedding (docs/operations.md, "Limits"): when a threshold of {@link LoadShedding} is
- * exceeded — sampled every `sampleIntervalMs` by `@fastify/under-pressure` — a request is
- * refused up front with `503 service_unavailable` problem+json and `Retry-After`, instead of
- * queueing work and growing memory. The event-loop measures are ignored for the first two
- * sample windows after `ready`, which only describe start-up. Also answers requests that
- * arrive while the server shuts down (`503` with `Connection: close`) as problem+json,
- * replacing Fastify's own JSON 503.
+ * The check that answers requests arriving while `app` shuts down (from its `preClose` on)
+ * with `503` problem+json, `Retry-After` and `Connection: close`, replacing Fastify's own
+ * JSON 503 (`return503OnClosing: false` in app.ts).
  */
-export async function registerLoadShedding(app: FastifyInstance, limits: LoadShedding): Promise<void> {
+export function refuseDuringShutdown(app: FastifyInstance): RequestCheck {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook(
-    'onRequest',
-    syncHook((_request, reply) => {
-      if (!closing) return;
-      reply.header('connection', 'close');
-      throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.', undefined, {
-        'retry-after': String(SHUTDOWN_RETRY_AFTER_SECONDS),
-      });
-    }),
-  );
+  return (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.', undefined, {
+      'retry-after': String(SHUTDOWN_RETRY_AFTER_SECONDS),
+    });
+  };
+}
+
+/**
+ * Load shedding (docs/operations.md, "Limits"): when a threshold of {@link LoadShedding} is
+ * exceeded — sampled every `sampleIntervalMs` by `@fastify/under-pressure` — a request is
+ * refused up front with `503 service_unavailable` problem+json and `Retry-After`, instead of
+ * queueing work and growing memory. The event-loop measures are ignored for the first two
+ * sample windows after `ready`, which only describe start-up.
+ */
+export async function registerLoadShedding(app: FastifyInstance, limits: LoadShedding): Promise<void> {
 
   // The first samples cover start-up itself (compiling every route's schemas on `ready`
   // blocks the loop) and would otherwise shed the first requests of a healthy new process.

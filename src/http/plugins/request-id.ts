@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { RequestCheck } from '../hooks.ts';
 
 /** What we accept as a caller's request id: short, printable, no spaces (log-safe). */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -14,10 +14,10 @@ export function generateRequestId(req: IncomingMessage): string {
   return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
-/** Puts `X-Request-Id` on every response, errors and 404s included. */
-export function registerRequestIdHeader(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
-}
+/**
+ * Puts `X-Request-Id` on every response, errors and 404s included: the first of the checks
+ * every request passes (app.ts).
+ */
+export const setRequestIdHeader: RequestCheck = (request, reply) => {
+  reply.header('x-request-id', request.id);
+};

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { addRouteHook } from '../hooks.ts';
+import { addRouteHook, type RequestCheck } from '../hooks.ts';
 import { DOCS_PREFIX, OPENAPI_PATH } from './openapi.ts';
 
 /**
@@ -91,18 +91,18 @@ const DOCUMENTATION_HEADERS: Readonly<Record<string, string>> = Object.freeze(
 
 /**
  * Security headers on every response (docs/operations.md, "Security headers"; OWASP API8:2023):
- * {@link BASELINE_SECURITY_HEADERS}, except that the public documentation may be cached and
- * the `/docs` HTML page gets a CSP built from the page itself. API responses carry user data,
- * keys and request ids that no shared or browser cache should keep. Fastify sends no
- * `X-Powered-By`. Registered before any hook that can refuse a request, so refusals carry the
- * headers too.
+ * {@link BASELINE_SECURITY_HEADERS}, except that the public documentation may be cached (and
+ * the `/docs` HTML page gets a CSP built from the page itself, {@link registerDocsPagePolicy}).
+ * API responses carry user data, keys and request ids that no shared or browser cache should
+ * keep. Fastify sends no `X-Powered-By`. Runs before any check that can refuse a request
+ * (app.ts), so refusals carry the headers too.
  */
-export function registerSecurityHeaders(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.headers(isDocumentation(request.routeOptions.url ?? '') ? DOCUMENTATION_HEADERS : BASELINE_SECURITY_HEADERS);
-    done();
-  });
-  // The docs page's own policy: on the routes of the API reference only.
+export const setSecurityHeaders: RequestCheck = (request, reply) => {
+  reply.headers(isDocumentation(request.routeOptions.url ?? '') ? DOCUMENTATION_HEADERS : BASELINE_SECURITY_HEADERS);
+};
+
+/** The `/docs` HTML page's own Content-Security-Policy, on the routes of the API reference only. */
+export function registerDocsPagePolicy(app: FastifyInstance): void {
   const pagePolicy = (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     if (typeof payload === 'string' && /^text\/html/i.test(String(reply.getHeader('content-type') ?? ''))) {
       reply.header('content-security-policy', htmlPolicy(payload));

@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { authenticate, requireScope, type Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
+import { andThen, isPending, orElse, type Awaitable } from '../../core/awaitable.ts';
 import type { Store } from '../../core/ports.ts';
 import { isScimPath } from '../../scim/constants.ts';
 import { requiredScopes } from '../route-scopes.ts';
@@ -40,12 +41,20 @@ export function subdomainOf(hostname: string, baseDomain: string): string | unde
   return DNS_LABEL.test(label) ? label : undefined;
 }
 
-/**
- * The path the checks read: the route the router matched when there is one (so no spelling
- * of a path reaches a tenant route without the key), else the normalised request path.
- */
-function pathOf(request: FastifyRequest): string {
-  return request.routeOptions.url ?? request.url.split('?', 1)[0] ?? '';
+/** What the checks read of a request's route, read once (each `request.routeOptions` builds a new object). */
+interface RouteShape {
+  /**
+   * The route the router matched when there is one (so no spelling of a path reaches a
+   * tenant route without the key), else the normalised request path.
+   */
+  readonly path: string;
+  /** The matched route's schema (its `security` names the scopes), if any. */
+  readonly schema: unknown;
+}
+
+function routeShape(request: FastifyRequest): RouteShape {
+  const { url, schema } = request.routeOptions;
+  return { path: url ?? request.url.split('?', 1)[0] ?? '', schema };
 }
 
 /** True for a path of the external API (or of the SCIM service) that needs a workspace and a key. */
@@ -69,52 +78,78 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
  * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
  * the request through. Source: docs/contract.md Part B, Addressing, Authentication, Retries and limits,
  * Running several replicas.
+ *
+ * A callback hook: when the key and the limits answer from memory (the cached key, limits
+ * in this process) the request goes on without a promise or a microtask; only a step that
+ * reads the database or Redis makes the rest wait (docs/performance.md).
  */
 export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits): void {
   const { perKey, authFailures } = limits;
   const lastTouched = new LRUCache<string, number>({ max: 100_000 });
 
-  app.addHook('onRequest', async (request, reply) => {
-    const path = pathOf(request);
-    if (!isExternalApiPath(path)) return;
+  /** Counts a wrong key against the client's address, then fails as `error` would. */
+  const countFailure = (request: FastifyRequest, reply: FastifyReply, error: unknown): Awaitable<never> => {
+    if (!authFailures || !(error instanceof AppError) || error.code !== 'invalid_api_key') throw error;
+    return andThen(authFailures.take(request.ip), (taken) => {
+      setRateLimitFields(reply, 'auth-failures', authFailures, taken);
+      throw error;
+    });
+  };
+
+  /** The per-key bucket, the route's scopes, then the request is the tenant's. */
+  const admit = (request: FastifyRequest, reply: FastifyReply, route: RouteShape, tenant: Tenant): Awaitable<void> =>
+    andThen(perKey ? perKey.take(tenant.apiKeyId) : undefined, (taken) => {
+      if (perKey) {
+        setRateLimitFields(reply, 'per-key', perKey, taken);
+        if (taken && !taken.allowed) {
+          throw new AppError('rate_limited', 'Too many requests for this API key; retry after the time in Retry-After.', undefined, {
+            'retry-after': String(taken.retryAfterSeconds),
+          });
+        }
+      }
+      for (const scope of requiredScopes(route.schema, route.path)) requireScope(tenant, scope);
+      request.tenant = tenant;
+      const now = Date.now();
+      if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) >= TOUCH_INTERVAL_MS) {
+        lastTouched.set(tenant.apiKeyId, now);
+        store.apiKeys.touch(tenant.workspace.id, tenant.apiKeyId).catch((err) => request.log.warn({ err }, 'could not record key use'));
+      }
+    });
+
+  const authenticateRequest = (request: FastifyRequest, reply: FastifyReply): Awaitable<void> => {
+    const route = routeShape(request);
+    if (!isExternalApiPath(route.path)) return;
     const subdomain = subdomainOf(request.hostname, config.baseDomain);
     if (!subdomain) {
       throw new AppError('workspace_not_found', 'Address the API through your workspace, e.g. https://acme.<domain>/api/external/v2.');
     }
-    const apiKey = presentedKey(request, path);
-    const failures = apiKey ? await authFailures?.peek(request.ip) : undefined;
-    if (failures && !failures.allowed) {
-      setRateLimitFields(reply, 'auth-failures', authFailures!, failures);
-      throw new AppError('rate_limited', 'Too many failed API key attempts from this address.', undefined, {
-        'retry-after': String(failures.retryAfterSeconds),
-      });
-    }
-    const sessionId = apiKey || isScimPath(path) ? undefined : sessionIdOf(request);
-    let tenant: Tenant;
-    try {
-      tenant = sessionId ? await sessionTenant(request, store, subdomain, sessionId, config.sessions) : await authenticate(store, subdomain, apiKey);
-    } catch (error) {
-      if (authFailures && error instanceof AppError && error.code === 'invalid_api_key') {
-        setRateLimitFields(reply, 'auth-failures', authFailures, await authFailures.take(request.ip));
-      }
-      throw error;
-    }
-    if (perKey) {
-      const taken = await perKey.take(tenant.apiKeyId);
-      setRateLimitFields(reply, 'per-key', perKey, taken);
-      if (taken && !taken.allowed) {
-        throw new AppError('rate_limited', 'Too many requests for this API key; retry after the time in Retry-After.', undefined, {
-          'retry-after': String(taken.retryAfterSeconds),
+    const apiKey = presentedKey(request, route.path);
+    return andThen(apiKey ? authFailures?.peek(request.ip) : undefined, (failures) => {
+      if (failures && !failures.allowed) {
+        setRateLimitFields(reply, 'auth-failures', authFailures!, failures);
+        throw new AppError('rate_limited', 'Too many failed API key attempts from this address.', undefined, {
+          'retry-after': String(failures.retryAfterSeconds),
         });
       }
+      const sessionId = apiKey || isScimPath(route.path) ? undefined : sessionIdOf(request);
+      const tenant = orElse<Tenant>(
+        () => (sessionId ? sessionTenant(request, store, subdomain, sessionId, config.sessions) : authenticate(store, subdomain, apiKey)),
+        (error) => countFailure(request, reply, error),
+      );
+      return andThen(tenant, (found) => admit(request, reply, route, found));
+    });
+  };
+
+  app.addHook('onRequest', (request, reply, done) => {
+    let pending: Awaitable<void>;
+    try {
+      pending = authenticateRequest(request, reply);
+    } catch (error) {
+      done(error as Error);
+      return;
     }
-    for (const scope of requiredScopes(request, path)) requireScope(tenant, scope);
-    request.tenant = tenant;
-    const now = Date.now();
-    if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) >= TOUCH_INTERVAL_MS) {
-      lastTouched.set(tenant.apiKeyId, now);
-      store.apiKeys.touch(tenant.workspace.id, tenant.apiKeyId).catch((err) => request.log.warn({ err }, 'could not record key use'));
-    }
+    if (isPending(pending)) pending.then(() => done(), done);
+    else done();
   });
 }
 

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { andThen } from '../../../core/awaitable.ts';
 import type { Store } from '../../../core/ports.ts';
 import { listProducts } from '../../../core/products/products-service.ts';
 import { scoped } from '../../route-scopes.ts';
@@ -30,7 +31,9 @@ export async function productsRoutes(app: FastifyInstance, options: { store: Sto
         ...problemResponses(...EXTERNAL_API_ERRORS),
       },
     },
-    handler: async () => ({ products: (await listProducts(options.store)).map(toWireProduct) }),
+    // Not async: with the catalogue in memory the answer is sent without a promise (Fastify
+    // sends what a handler returns); else the handler returns a promise, which Fastify awaits.
+    handler: () => andThen(listProducts(options.store), (products) => ({ products: products.map(toWireProduct) })),
   });
   rejectOtherMethods(app, '/products', ['GET']);
 }

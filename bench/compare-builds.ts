@@ -1,0 +1,74 @@
+/*
+ * `node --import tsx bench/compare-builds.ts NAME=SERVER_JS … [--rounds N] [--seconds S]
+ * [--warmup S]`: `GET /products` against several compiled servers, taken in turn round after
+ * round against one seeded PostgreSQL, so that a before/after comparison shares the
+ * machine's moments (on a shared machine the rate moves more between minutes than between
+ * builds). `NAME=bare` is the bare Fastify server of bench/framework-ceiling.ts. Build each
+ * variant at its commit with `npx tsc -p tsconfig.build.json --outDir bench-profiles/dist-NAME`
+ * (the compiled code finds the migrations from the package root, so any folder inside the
+ * checkout works). Prints each round's rate and server CPU per request, then the medians.
+ * See docs/performance.md, "The fixed cost of a request".
+ */
+import { parseArgs } from 'node:util';
+import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
+import { runHttpLoad } from './http-load.ts';
+import { sampleUsage, startServer } from './processes.ts';
+import { productsRequest } from './requests.ts';
+import { seedSmallAndAdds } from './seed.ts';
+
+const { values: options, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '4' },
+    warmup: { type: 'string', default: '6' },
+  },
+});
+
+/** One server to measure: its label and the script `node` starts. */
+interface Variant {
+  readonly name: string;
+  readonly script: string;
+}
+
+const variants: Variant[] = positionals.map((argument) => {
+  const [name, script] = argument.split('=', 2);
+  if (!name || !script) throw new Error(`expected NAME=SERVER_JS or NAME=bare, got ${argument}`);
+  return { name, script: script === 'bare' ? CEILING_SCRIPT : script };
+});
+if (variants.length === 0) throw new Error('name at least one NAME=SERVER_JS');
+if (variants.some((v) => v.script === CEILING_SCRIPT)) buildFrameworkCeiling();
+
+/** The median of `values` (the upper one of an even count). */
+const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+
+const cluster = await startPostgresCluster();
+if (!cluster) throw new Error('bench/compare-builds.ts needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
+const measured = new Map<string, { rates: number[]; cpuUs: number[] }>(variants.map((v) => [v.name, { rates: [], cpuUs: [] }]));
+try {
+  const { small } = await seedSmallAndAdds(cluster.url);
+  const next = () => productsRequest(small);
+  for (let round = 1; round <= Number(options.rounds); round += 1) {
+    for (const variant of variants) {
+      const env = { DATABASE_URL: cluster.url, DATABASE_POOL_SIZE: '10', RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'info' };
+      const server = await startServer(variant.script, env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+      try {
+        await runHttpLoad({ port: server.port, connections: 10, seconds: Number(options.warmup), next });
+        const cpu = sampleUsage(server.pid, 250);
+        const { perSecond, errors } = await runHttpLoad({ port: server.port, connections: 10, seconds: Number(options.seconds), next });
+        const cpuUs = (cpu.stop().cpuPercent / 100 / perSecond) * 1e6;
+        measured.get(variant.name)!.rates.push(perSecond);
+        measured.get(variant.name)!.cpuUs.push(cpuUs);
+        process.stdout.write(`round ${round} ${variant.name}: ${perSecond.toFixed(0)} req/s, server ${cpuUs.toFixed(1)} µs/req, errors ${errors}\n`);
+      } finally {
+        await server.stop();
+      }
+    }
+  }
+} finally {
+  cluster.stop();
+}
+for (const [name, { rates, cpuUs }] of measured) {
+  process.stdout.write(`${name}: median ${median(rates).toFixed(0)} req/s, server ${median(cpuUs).toFixed(1)} µs/req\n`);
+}
