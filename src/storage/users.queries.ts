@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { PageRequest } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { Slice, UserChangeRecord, UserRepository } from '../core/ports.ts';
@@ -8,7 +8,8 @@ import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { eventInsert } from './events.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
-import { conditionSql, orderSql } from './user-conditions.ts';
+import { conditionSql, indexRanges, orderSql } from './user-conditions.ts';
+import type { RowWindow, UserCondition, UserSort } from '../core/users/user-query.ts';
 import { isUuid } from './uuid.ts';
 import { WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
@@ -290,6 +291,19 @@ const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
 const DIRECT_WALK_ROWS = 2_048;
 
 /**
+ * The user rows, with their apps, of the ids in column `id` of the FROM item `source` (aliased
+ * `k`): each fetched by its key in a lateral subquery with `limit 1`, which the planner cannot
+ * flatten into a join, so that its only plan is one primary-key look-up per id.
+ */
+function usersByKey(source: SQL, workspace: SQL | Placeholder): SQL {
+  return sql`select r.* from ${source} cross join lateral (
+      select ${userColumnsOf('users')}, ${appsOf('users', sql`${workspace}`)} as apps
+      from users where users.workspace_id = ${workspace} and users.id = k.id
+      limit 1
+    ) r`;
+}
+
+/**
  * The total and the rows of one page, in one statement (one snapshot): `user_page_ids`
  * (migration 0007) reads the total from the top level of the counts and finds the page's ids
  * from the nearer end of the listing, going down the levels for a deep page (each level read
@@ -310,13 +324,7 @@ const pageStatement = new NamedStatement(
     )
     select (select total from page limit 1) as total, p.*
     from (select 1) as one
-    left join lateral (
-      select u.* from page cross join lateral (
-        select ${userColumnsOf('users')}, ${appsOf('users')} as apps
-        from users where users.workspace_id = ${workspaceParam} and users.id = page.id
-        limit 1
-      ) u
-    ) p on true
+    left join lateral (${usersByKey(sql`page k`, workspaceParam)}) p on true
     order by p.id`,
 );
 
@@ -335,6 +343,35 @@ function matchingSql(workspaceId: number, where: SQL, total: SQL, order: SQL, ou
       order by ${order} limit ${limit} offset ${offset}
     ) p on true
     order by ${outerOrder}`;
+}
+
+/**
+ * The filtered listing through index ranges: the users in any of `ranges` (conditions each of
+ * which is one range of a prefix index, see {@link indexRanges}) are the candidates, a UNION of
+ * one range read per condition; those that satisfy `where` (the whole filter, the ranges
+ * included) are the matches, counted for the exact total; the window of them in `sort` order
+ * is then fetched by key, with apps. The ranges are written as separate statements because
+ * as one `or` the planner, on tables not analyzed yet (a prefix of a folded name estimated as
+ * selective as a status), read the workspace's users through `(workspace_id, status)` and
+ * filtered them instead of a BitmapOr of the three prefix indexes (docs/performance.md, "Fast
+ * on data as it arrives"); alone, a range of its own index names more of it than any other
+ * index, whatever the statistics say.
+ */
+function searchSql(workspaceId: number, ranges: readonly UserCondition[], where: SQL, sort: UserSort, window: RowWindow): SQL {
+  const branches = ranges.map((range) => sql`select u.id from users u where u.workspace_id = ${workspaceId} and ${conditionSql(range)}`);
+  const workspace = sql`${workspaceId}`;
+  return sql`with candidates as materialized (${sql.join(branches, sql` union `)}),
+    matched as materialized (
+      select m.id, m.email from candidates c cross join lateral (
+        select u.id, u.email from users u where u.workspace_id = ${workspaceId} and u.id = c.id and ${where} limit 1
+      ) m
+    )
+    select (select count(*) from matched)::int8 as total, p.*
+    from (select 1) as one
+    left join lateral (
+      ${usersByKey(sql`(select m.id from matched m order by ${orderSql(sort, 'm')} limit ${window.limit} offset ${window.offset}) k`, workspace)}
+    ) p on true
+    order by ${orderSql(sort, 'p')}`;
 }
 
 /**
@@ -406,8 +443,11 @@ export function createUserRepository(db: Database): UserRepository {
           : sql`(select coalesce(sum(c.user_count), 0) from user_counts c
               where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`}
                 and c.level = ${sql.raw(String(TOP_LEVEL))})`;
+      const ranges = query.where && indexRanges(query.where);
       const found = (await list(
-        matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
+        ranges
+          ? searchSql(workspaceId, ranges, where, sort, window)
+          : matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
       )) as Array<UserRow & { total: number | string }>;
       const total = Number(found[0]?.total ?? 0);
       return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };

@@ -64,36 +64,55 @@ export interface StatementPlan {
   readonly read: ReadonlyMap<string, { readonly seqScans: number; readonly rows: number }>;
 }
 
+/** Rows of each growing table read by `work`, counted by `pg_stat_xact_user_tables`, in a transaction that is rolled back. */
+async function countedReads<T>(db: Database, work: (client: RawClient) => Promise<T>): Promise<{ result: T; read: StatementPlan['read'] }> {
+  const counted = `select relname, seq_scan::int8::text as scans, (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int8::text as n
+    from pg_stat_xact_user_tables`;
+  const read = new Map<string, { seqScans: number; rows: number }>();
+  let result: T | undefined;
+  await db
+    .transaction(async (tx) => {
+      const client = rawClient(tx as unknown as Database);
+      const before = new Map((await client.query(counted)).rows.map((r) => [String(r.relname), r]));
+      result = await work(client);
+      for (const row of (await client.query(counted)).rows) {
+        const was = before.get(String(row.relname));
+        const seqScans = Number(row.scans) - Number(was?.scans ?? 0);
+        const rows = Number(row.n) - Number(was?.n ?? 0);
+        if (seqScans > 0 || rows > 0) read.set(String(row.relname), { seqScans, rows });
+      }
+      throw new RolledBack();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
+  return { result: result as T, read };
+}
+
+/** `EXPLAIN`'s lines as one text. */
+const planText = (rows: ReadonlyArray<Record<string, unknown>>) => rows.map((row) => String(Object.values(row)[0])).join('\n');
+
 /**
  * {@link StatementPlan} of `statement`: `EXPLAIN` with its values bound; a statement that only
  * reads is also run once in a transaction that is rolled back, counted by
  * `pg_stat_xact_user_tables` (this transaction's own counters).
  */
 export async function explainStatement(db: Database, statement: CapturedStatement): Promise<StatementPlan> {
-  const explained = await rawClient(db).query(`explain ${statement.text}`, statement.params);
-  const plan = explained.rows.map((row) => String(Object.values(row)[0])).join('\n');
-  const read = new Map<string, { seqScans: number; rows: number }>();
-  if (READ_ONLY(statement.text)) {
-    const counted = `select relname, seq_scan::int8::text as scans, (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int8::text as n
-      from pg_stat_xact_user_tables`;
-    await db
-      .transaction(async (tx) => {
-        const client = rawClient(tx as unknown as Database);
-        const before = new Map((await client.query(counted)).rows.map((r) => [String(r.relname), r]));
-        await client.query(statement.text, statement.params);
-        for (const row of (await client.query(counted)).rows) {
-          const was = before.get(String(row.relname));
-          const seqScans = Number(row.scans) - Number(was?.scans ?? 0);
-          const rows = Number(row.n) - Number(was?.n ?? 0);
-          if (seqScans > 0 || rows > 0) read.set(String(row.relname), { seqScans, rows });
-        }
-        throw new RolledBack();
-      })
-      .catch((error: unknown) => {
-        if (!(error instanceof RolledBack)) throw error;
-      });
-  }
+  const plan = planText((await rawClient(db).query(`explain ${statement.text}`, statement.params)).rows);
+  if (!READ_ONLY(statement.text)) return { plan, read: new Map() };
+  const { read } = await countedReads(db, (client) => client.query(statement.text, statement.params));
   return { plan, read };
+}
+
+/**
+ * {@link StatementPlan} of a statement that only reads, its plan from `EXPLAIN (ANALYZE,
+ * BUFFERS)`: run once, with the rows it read, in a transaction that is rolled back.
+ * @throws Error when `statement` writes.
+ */
+export async function explainAnalyze(db: Database, statement: CapturedStatement): Promise<StatementPlan> {
+  if (!READ_ONLY(statement.text)) throw new Error(`not a read: ${statement.text}`);
+  const { result, read } = await countedReads(db, (client) => client.query(`explain (analyze, buffers) ${statement.text}`, statement.params));
+  return { plan: planText(result.rows), read };
 }
 
 class RolledBack extends Error {}
