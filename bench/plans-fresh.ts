@@ -1,14 +1,20 @@
 /*
  * `npm run bench:plans-fresh [-- --users 3000 --runs 100 --backend pglite|postgres|both --plans]`:
  * the reads whose speed could hang on statistics, in process, on a new database whose users
- * were added one by one through the service (as `POST /users` adds them), timed at once
- * ("fresh": tables never analyzed; on PostgreSQL autovacuum is off for them so that it cannot
- * analyze them meanwhile) and after one `ANALYZE` ("analyzed"), by turns, on embedded PGlite
- * and on a throw-away PostgreSQL. With `--plans`, each statement's `EXPLAIN (ANALYZE, BUFFERS)`
- * fresh and analyzed, and the rows it read of each table (`pg_stat_xact_user_tables`, which
- * also sees the statements inside `user_page_ids`). The goal: fresh at least 0.8× as fast as
- * analyzed (docs/performance.md, "Fast on data as it arrives").
+ * were added one by one through the service (as `POST /users` adds them), then copied: the
+ * original is never analyzed ("fresh"; on PostgreSQL autovacuum is off for its tables so that
+ * it cannot analyze them meanwhile), the copy is analyzed once ("analyzed"), and each read is
+ * timed on both by turns (so that a shared machine's load falls on both alike), on embedded
+ * PGlite (a data directory on disk, as the server keeps it) and on a throw-away PostgreSQL
+ * (the copy by `CREATE DATABASE … TEMPLATE`). With `--plans`, each statement's `EXPLAIN
+ * (ANALYZE, BUFFERS)` fresh and analyzed, and the rows it read of each table
+ * (`pg_stat_xact_user_tables`, which also sees the statements inside `user_page_ids`). The
+ * goal: fresh at least 0.8× as fast as analyzed (docs/performance.md, "Fast on data as it
+ * arrives").
  */
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { SYSTEM_ACTOR } from '../src/core/actor.ts';
@@ -21,7 +27,7 @@ import { createWorkspace } from '../src/core/workspaces/workspaces-service.ts';
 import { openDatabase, type OpenDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
 import type { Store } from '../src/core/ports.ts';
-import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { captureStatements, explainAnalyze } from '../test/helpers/statements.ts';
 import { LatencyRecorder } from './measurement.ts';
 
@@ -80,19 +86,20 @@ function reads(store: Store, workspaceId: number): Read[] {
   ];
 }
 
-/** p50 (ms) of each read over `RUNS` rounds, the reads by turns so that load falls on all alike. */
-async function timeByTurns(all: readonly Read[]): Promise<number[]> {
-  for (let i = 0; i < WARM_UP; i += 1) for (const read of all) await read.run();
-  const latencies = all.map(() => new LatencyRecorder(RUNS));
+/** p50 (ms) of each read over `RUNS` rounds, every read on both databases by turns, so that load falls on all alike. */
+async function timeByTurns(all: ReadonlyArray<readonly [Read, Read]>): Promise<Array<[number, number]>> {
+  const runs = all.flatMap(([fresh, analyzed]) => [fresh.run, analyzed.run]);
+  for (let i = 0; i < WARM_UP; i += 1) for (const run of runs) await run();
+  const latencies = runs.map(() => new LatencyRecorder(RUNS));
   for (let round = 0; round < RUNS; round += 1) {
-    for (let turn = 0; turn < all.length; turn += 1) {
-      const which = (turn + round) % all.length;
+    for (let turn = 0; turn < runs.length; turn += 1) {
+      const which = (turn + round) % runs.length;
       const started = performance.now();
-      await all[which]!.run();
+      await runs[which]!();
       latencies[which]!.record(performance.now() - started);
     }
   }
-  return latencies.map((l) => l.quantile(0.5));
+  return all.map((_, i) => [latencies[2 * i]!.quantile(0.5), latencies[2 * i + 1]!.quantile(0.5)]);
 }
 
 /** Prints each statement of each read with its `EXPLAIN (ANALYZE, BUFFERS)` and the rows it read. */
@@ -107,43 +114,80 @@ async function printPlans(database: OpenDatabase, all: readonly Read[], when: st
   }
 }
 
-/** Seeds a new database of `backend`, then times (and with `--plans` explains) each read fresh and analyzed. */
-async function measure(backend: string, database: OpenDatabase): Promise<void> {
-  process.stdout.write(`\n## ${backend}: ${USERS} users added through the service\n\n`);
-  for (const table of GROWING) await database.db.execute(sql.raw(`alter table ${table} set (autovacuum_enabled = false)`));
-  const store = createStore(database.db, { cacheTtlMs: 0 });
-  const workspaceId = await seed(store);
-  const all = reads(store, workspaceId);
-  if (options.plans) await printPlans(database, all, 'fresh');
-  const fresh = await timeByTurns(all);
-  await database.db.execute(sql`analyze`);
-  if (options.plans) await printPlans(database, all, 'analyzed');
-  const analyzed = await timeByTurns(all);
-  process.stdout.write(`\n| ${backend}, ${USERS} users | fresh p50 ms | analyzed p50 ms | fresh speed ÷ analyzed | goal ≥ 0.8× |\n| --- | ---: | ---: | ---: | --- |\n`);
-  all.forEach((read, i) => {
-    const speed = analyzed[i]! / fresh[i]!;
-    process.stdout.write(`| ${read.label} | ${fresh[i]!.toFixed(2)} | ${analyzed[i]!.toFixed(2)} | ${speed.toFixed(2)}× | ${speed >= 0.8 ? 'met' : 'NOT met'} |\n`);
-  });
+/** Where a backend's databases come from: a new one to seed, and a copy of it once seeded. */
+interface Backend {
+  readonly name: string;
+  /** Opens the database to seed (new, migrated). */
+  readonly open: () => Promise<OpenDatabase>;
+  /** Once the seeded database is closed: opens it again, and a copy of it. */
+  readonly reopenWithCopy: () => Promise<[OpenDatabase, OpenDatabase]>;
+}
+
+/** Seeds a new database of `backend`, copies it, analyzes the copy, then explains (with `--plans`) and times each read on both. */
+async function measure(backend: Backend): Promise<void> {
+  process.stdout.write(`\n## ${backend.name}: ${USERS} users added through the service\n\n`);
+  const seeding = await backend.open();
+  let workspaceId: number;
+  try {
+    for (const table of GROWING) await seeding.db.execute(sql.raw(`alter table ${table} set (autovacuum_enabled = false)`));
+    workspaceId = await seed(createStore(seeding.db, { cacheTtlMs: 0 }));
+  } finally {
+    await seeding.close();
+  }
+  const [fresh, analyzed] = await backend.reopenWithCopy();
+  try {
+    await analyzed.db.execute(sql`analyze`);
+    const never = await fresh.db.execute(sql`select count(*)::int as n from pg_stat_user_tables where last_analyze is not null or last_autoanalyze is not null`);
+    process.stdout.write(`tables analyzed in the fresh database: ${JSON.stringify((never as unknown as { rows: unknown[] }).rows[0])}\n`);
+    const freshReads = reads(createStore(fresh.db, { cacheTtlMs: 0 }), workspaceId);
+    const analyzedReads = reads(createStore(analyzed.db, { cacheTtlMs: 0 }), workspaceId);
+    if (options.plans) {
+      await printPlans(fresh, freshReads, 'fresh');
+      await printPlans(analyzed, analyzedReads, 'analyzed');
+    }
+    const timings = await timeByTurns(freshReads.map((read, i) => [read, analyzedReads[i]!] as const));
+    process.stdout.write(`\n| ${backend.name}, ${USERS} users | fresh p50 ms | analyzed p50 ms | fresh speed ÷ analyzed | goal ≥ 0.8× |\n| --- | ---: | ---: | ---: | --- |\n`);
+    timings.forEach(([freshMs, analyzedMs], i) => {
+      const speed = analyzedMs / freshMs;
+      process.stdout.write(`| ${freshReads[i]!.label} | ${freshMs.toFixed(2)} | ${analyzedMs.toFixed(2)} | ${speed.toFixed(2)}× | ${speed >= 0.8 ? 'met' : 'NOT met'} |\n`);
+    });
+  } finally {
+    await fresh.close();
+    await analyzed.close();
+  }
 }
 
 if (options.backend === 'both' || options.backend === 'pglite') {
-  const database = await openDatabase({ kind: 'memory' });
+  const dir = mkdtempSync(join(tmpdir(), 'wum-plans-fresh-'));
+  const [seeded, copy] = [join(dir, 'fresh'), join(dir, 'analyzed')];
   try {
-    await measure('PGlite', database);
+    await measure({
+      name: 'PGlite',
+      open: () => openDatabase({ kind: 'pglite', dataDir: seeded }),
+      reopenWithCopy: async () => {
+        cpSync(seeded, copy, { recursive: true });
+        return [await openDatabase({ kind: 'pglite', dataDir: seeded }), await openDatabase({ kind: 'pglite', dataDir: copy })];
+      },
+    });
   } finally {
-    await database.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 if (options.backend === 'both' || options.backend === 'postgres') {
   const cluster = await startPostgresCluster();
   if (!cluster) throw new Error('the PostgreSQL rows need the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
+  const urlOf = (name: string) => cluster.url.replace(/\/postgres$/, `/${name}`);
   try {
-    const database = await openDatabase({ kind: 'postgres', url: cluster.url, poolSize: 1 });
-    try {
-      await measure('PostgreSQL', database);
-    } finally {
-      await database.close();
-    }
+    await withClient(cluster.url, (client) => client.query('create database wum_plans_fresh'));
+    await measure({
+      name: 'PostgreSQL',
+      open: () => openDatabase({ kind: 'postgres', url: urlOf('wum_plans_fresh'), poolSize: 1 }),
+      reopenWithCopy: async () => {
+        await withClient(cluster.url, (client) => client.query('create database wum_plans_analyzed template wum_plans_fresh'));
+        const open = (name: string) => openDatabase({ kind: 'postgres', url: urlOf(name), poolSize: 1 });
+        return [await open('wum_plans_fresh'), await open('wum_plans_analyzed')];
+      },
+    });
   } finally {
     cluster.stop();
   }
