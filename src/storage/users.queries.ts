@@ -349,25 +349,27 @@ function matchingSql(workspaceId: number, where: SQL, total: SQL, order: SQL, ou
  * The filtered listing through index ranges: the users in any of `ranges` (conditions each of
  * which is one range of a prefix index, see {@link indexRanges}) that satisfy `where` (the
  * whole filter, the ranges included) are the matches, a UNION of one range read per condition,
- * counted for the exact total; the window of them in `sort` order is then fetched by key, with
- * apps. The ranges are written as separate statements because as one `or` the planner, on
- * tables not analyzed yet (a prefix of a folded name estimated as selective as a status), read
- * the workspace's users through `(workspace_id, status)` and filtered them, instead of a
- * BitmapOr of the three prefix indexes (docs/performance.md, "Fast on data as it arrives"). In
- * each, `where` is wrapped in `coalesce(…, false)` (the same rows: WHERE drops null as it drops
- * false), which no index can serve: the range is then the only index condition of its
- * statement, and its own index the one that names most of it, whatever the statistics say.
+ * counted for the exact total; the window of them in `sort` order gets its apps. The ranges
+ * are written as separate statements because as one `or` the planner, on tables not analyzed
+ * yet (a prefix of a folded name estimated as selective as a status), read the workspace's
+ * users through `(workspace_id, status)` and filtered them, instead of a BitmapOr of the three
+ * prefix indexes (docs/performance.md, "Fast on data as it arrives"). In each, `where` is
+ * wrapped in `coalesce(…, false)` (the same rows: WHERE drops null as it drops false), which
+ * no index can serve: the range is then the only index condition of its statement, and its
+ * own index the one that names most of it, whatever the statistics say.
  */
 function searchSql(workspaceId: number, ranges: readonly UserCondition[], where: SQL, sort: UserSort, window: RowWindow): SQL {
   const branches = ranges.map(
-    (range) => sql`select u.id, u.email from users u
+    (range) => sql`select ${userColumnsOf('u')} from users u
       where u.workspace_id = ${workspaceId} and ${conditionSql(range)} and coalesce((${where}), false)`,
   );
-  const page = sql`(select m.id from matched m order by ${orderSql(sort, 'm')} limit ${window.limit} offset ${window.offset}) k`;
   return sql`with matched as materialized (${sql.join(branches, sql` union `)})
     select (select count(*) from matched)::int8 as total, p.*
     from (select 1) as one
-    left join lateral (${usersByKey(page, sql`${workspaceId}`)}) p on true
+    left join lateral (
+      select m.*, ${appsOf('m', sql`${workspaceId}`)} as apps from matched m
+      order by ${orderSql(sort, 'm')} limit ${window.limit} offset ${window.offset}
+    ) p on true
     order by ${orderSql(sort, 'p')}`;
 }
 

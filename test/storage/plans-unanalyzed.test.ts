@@ -20,7 +20,7 @@ const GROWING = ['users', 'user_apps', 'user_counts', 'events', 'webhook_deliver
 const USERS = 2_000;
 /** Most rows of one table a hot read may touch: a page of 100 users with their apps, and its walk. */
 const ROWS_NEEDED = 400;
-/** `q=first123` matches 11 users (First123, First1230–First1239): each read in its range, then again for its page row. */
+/** `q=first123` matches 11 users (First123, First1230–First1239), each read once, in its range. */
 const SEARCH_ROWS_NEEDED = 50;
 /** `GET /events?limit=50`: the 50 events, not the 800 after the cursor. */
 const EVENTS_ROWS_NEEDED = 60;
