@@ -28,7 +28,7 @@ import { openDatabase, type OpenDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
 import type { Store } from '../src/core/ports.ts';
 import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
-import { captureStatements, explainAnalyze } from '../test/helpers/statements.ts';
+import { captureStatements, explainAnalyze } from '../harness/statements.ts';
 import { LatencyRecorder } from './measurement.ts';
 
 const { values: options } = parseArgs({

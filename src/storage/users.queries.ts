@@ -1,4 +1,4 @@
-import { sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { PageRequest } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { Slice, UserChangeRecord, UserRepository } from '../core/ports.ts';
@@ -291,19 +291,6 @@ const TOP_LEVEL = USER_COUNT_LEVEL_BITS.length - 1;
 const DIRECT_WALK_ROWS = 2_048;
 
 /**
- * The user rows, with their apps, of the ids in column `id` of the FROM item `source` (aliased
- * `k`): each fetched by its key in a lateral subquery with `limit 1`, which the planner cannot
- * flatten into a join, so that its only plan is one primary-key look-up per id.
- */
-function usersByKey(source: SQL, workspace: SQL | Placeholder): SQL {
-  return sql`select r.* from ${source} cross join lateral (
-      select ${userColumnsOf('users')}, ${appsOf('users', sql`${workspace}`)} as apps
-      from users where users.workspace_id = ${workspace} and users.id = k.id
-      limit 1
-    ) r`;
-}
-
-/**
  * The total and the rows of one page, in one statement (one snapshot): `user_page_ids`
  * (migration 0007) reads the total from the top level of the counts and finds the page's ids
  * from the nearer end of the listing, going down the levels for a deep page (each level read
@@ -324,7 +311,13 @@ const pageStatement = new NamedStatement(
     )
     select (select total from page limit 1) as total, p.*
     from (select 1) as one
-    left join lateral (${usersByKey(sql`page k`, workspaceParam)}) p on true
+    left join lateral (
+      select u.* from page cross join lateral (
+        select ${userColumnsOf('users')}, ${appsOf('users')} as apps
+        from users where users.workspace_id = ${workspaceParam} and users.id = page.id
+        limit 1
+      ) u
+    ) p on true
     order by p.id`,
 );
 
