@@ -76,12 +76,14 @@ function reads(store: Store, workspaceId: number): Read[] {
     listUsers(store, workspaceId, { status }, { pageNumber, pageSize: 100 });
   const search = (q: string) => () => listUsers(store, workspaceId, { status: 'active', where: searchCondition({ q })! }, { pageNumber: 1, pageSize: 100 });
   const events = Math.round(USERS * 1.1);
+  // Users First<i> with i starting with `prefix`, less every seventh (deactivated by `seed`).
+  const matching = (prefix: string) => Array.from({ length: USERS }, (_, i) => i).filter((i) => String(i).startsWith(prefix) && i % 7 !== 0).length;
   return [
     { label: 'page 1 (reference)', run: page('active', 1) },
     { label: 'page 5 of 100, status=active (reference)', run: page('active', 5) },
     { label: 'page 5 of 100, status=all', run: page('all', 5) },
-    { label: 'q=first123 (11 users)', run: search('first123') },
-    { label: 'q=first12 (111 users)', run: search('first12') },
+    { label: `q=first123 (${matching('123')} active users)`, run: search('first123') },
+    { label: `q=first12 (${matching('12')} active users)`, run: search('first12') },
     { label: `GET /events after ${Math.round(events / 2)}, limit 50`, run: () => listEvents(store, workspaceId, Math.round(events / 2), 50) },
   ];
 }
