@@ -1,11 +1,11 @@
-import { and, asc, eq, gt, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { WorkspaceEvent } from '../core/events/event.ts';
 import type { EventRepository } from '../core/ports.ts';
 import type { UserChangeType } from '../core/users/user.ts';
 import type { Database } from './database.ts';
-import { events, workspaces } from './schema.ts';
 import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
+import { NamedStatement, ph } from './named-statement.ts';
 import { rowCount } from './rows.ts';
 
 /** The actor of events written before actors were recorded (migration 0008). */
@@ -32,25 +32,29 @@ export function toWorkspaceEvent(row: {
   };
 }
 
-/** The events repository over Drizzle: reads of the outbox, by workspace and sequence. */
+/**
+ * The workspace's events after a sequence, in sequence order, with the workspace's subdomain:
+ * the first `limit` entries of the `events__pk` range after the cursor. The limit is a scalar
+ * subquery, which the planner cannot evaluate and so takes for a tenth of the rows: reading the
+ * range in index order and stopping at the limit is then its cheapest plan whatever the
+ * statistics say. With the limit as a value, on tables not analyzed yet (an estimate of a dozen
+ * events per workspace, fewer than the limit), it read every event after the cursor from a
+ * bitmap and sorted them (docs/performance.md, "Fast on data as it arrives").
+ */
+const eventsAfter = new NamedStatement(
+  'wum_events_after',
+  () => sql`select e.id, e.type, e.sequence, e.created_at as "createdAt", w.subdomain, e.data, e.actor
+    from events e join workspaces w on w.id = e.workspace_id
+    where e.workspace_id = ${ph('workspaceId')} and e.sequence > ${ph('after')}
+    order by e.sequence
+    limit (select ${ph('limit')}::int)`,
+);
+
+/** The events repository: reads of the outbox, by workspace and sequence. */
 export function createEventRepository(db: Database): EventRepository {
   return {
     async findAfter(workspaceId, after, limit) {
-      const rows = await db
-        .select({
-          id: events.id,
-          type: events.type,
-          sequence: events.sequence,
-          createdAt: events.createdAt,
-          subdomain: workspaces.subdomain,
-          data: events.data,
-          actor: events.actor,
-        })
-        .from(events)
-        .innerJoin(workspaces, eq(workspaces.id, events.workspaceId))
-        .where(and(eq(events.workspaceId, workspaceId), gt(events.sequence, after)))
-        .orderBy(asc(events.sequence))
-        .limit(limit);
+      const rows = await eventsAfter.run<Parameters<typeof toWorkspaceEvent>[0]>(db, { workspaceId, after, limit });
       return rows.map(toWorkspaceEvent);
     },
   };

@@ -245,6 +245,36 @@ function conditionIn(condition: UserCondition, scope: JsonScope): SQL {
   }
 }
 
+/** Fields whose case-insensitive form has a `(workspace_id, (lower(column) collate "C"))` index (schema.ts). */
+const PREFIX_INDEXED: ReadonlySet<UserField> = new Set(['email', 'firstName', 'lastName']);
+
+/** True when the SQL of `condition` is one range of a prefix index: a case-insensitive `eq` or `sw` with a text value on one of {@link PREFIX_INDEXED}. */
+function isIndexRange(condition: UserCondition): boolean {
+  if (condition.op !== 'eq' && condition.op !== 'sw') return false;
+  const { field, value, caseExact } = condition;
+  return typeof field === 'string' && PREFIX_INDEXED.has(field) && !(caseExact ?? false) && typeof value === 'string';
+}
+
+/** `condition` as the list of conditions its top-level `op` (`and` or `or`, nested alike) combines. */
+function flatten(condition: UserCondition, op: 'and' | 'or'): UserCondition[] {
+  return condition.op === op ? condition.conditions.flatMap((c) => flatten(c, op)) : [condition];
+}
+
+/**
+ * Index ranges every user matching `condition` lies in: the first of its top-level AND-ed
+ * conditions that is one index range, or an OR of them (e.g. the `q` search: a prefix of the
+ * email, the first or the last name), as its ranges; undefined when there is none. The users
+ * in the union of these ranges are a superset of the matches, which `condition` then narrows
+ * (storage/users.queries.ts, findMatching).
+ */
+export function indexRanges(condition: UserCondition): UserCondition[] | undefined {
+  for (const conjunct of flatten(condition, 'and')) {
+    const ranges = flatten(conjunct, 'or');
+    if (ranges.length > 0 && ranges.every(isIndexRange)) return ranges;
+  }
+  return undefined;
+}
+
 /** The ORDER BY of a listing over the users row `alias` (creation order breaks ties). */
 export function orderSql(sort: UserSort, alias: string): SQL {
   const row = sql.identifier(alias);

@@ -8,7 +8,8 @@ import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { eventInsert } from './events.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
-import { conditionSql, orderSql } from './user-conditions.ts';
+import { conditionSql, indexRanges, orderSql } from './user-conditions.ts';
+import type { RowWindow, UserCondition, UserSort } from '../core/users/user-query.ts';
 import { isUuid } from './uuid.ts';
 import { WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
@@ -344,6 +345,34 @@ function matchingSql(workspaceId: number, where: SQL, total: SQL, order: SQL, ou
 }
 
 /**
+ * The filtered listing through index ranges: the users in any of `ranges` (conditions each of
+ * which is one range of a prefix index, see {@link indexRanges}) that satisfy `where` (the
+ * whole filter, the ranges included) are the matches, a UNION of one range read per condition,
+ * counted for the exact total; the window of them in `sort` order gets its apps. The ranges
+ * are written as separate statements because as one `or` the planner, on tables not analyzed
+ * yet (a prefix of a folded name estimated as selective as a status), read the workspace's
+ * users through `(workspace_id, status)` and filtered them, instead of a BitmapOr of the three
+ * prefix indexes (docs/performance.md, "Fast on data as it arrives"). In each, `where` is
+ * wrapped in `coalesce(…, false)` (the same rows: WHERE drops null as it drops false), which
+ * no index can serve: the range is then the only index condition of its statement, and its
+ * own index the one that names most of it, whatever the statistics say.
+ */
+function searchSql(workspaceId: number, ranges: readonly UserCondition[], where: SQL, sort: UserSort, window: RowWindow): SQL {
+  const branches = ranges.map(
+    (range) => sql`select ${userColumnsOf('u')} from users u
+      where u.workspace_id = ${workspaceId} and ${conditionSql(range)} and coalesce((${where}), false)`,
+  );
+  return sql`with matched as materialized (${sql.join(branches, sql` union `)})
+    select (select count(*) from matched)::int8 as total, p.*
+    from (select 1) as one
+    left join lateral (
+      select m.*, ${appsOf('m', sql`${workspaceId}`)} as apps from matched m
+      order by ${orderSql(sort, 'm')} limit ${window.limit} offset ${window.offset}
+    ) p on true
+    order by ${orderSql(sort, 'p')}`;
+}
+
+/**
  * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
  * `(workspace_id, lower(email))` unique index, by id the `(workspace_id, public_id)` one; every
  * change of a user's existence or status changes `user_counts` in the same statement.
@@ -423,8 +452,11 @@ export function createUserRepository(db: Database): UserRepository {
           : sql`(select coalesce(sum(c.user_count), 0) from user_counts c
               where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`}
                 and c.level = ${sql.raw(String(TOP_LEVEL))})`;
+      const ranges = query.where && indexRanges(query.where);
       const found = (await list(
-        matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
+        ranges
+          ? searchSql(workspaceId, ranges, where, sort, window)
+          : matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
       )) as Array<UserRow & { total: number | string }>;
       const total = Number(found[0]?.total ?? 0);
       return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };
