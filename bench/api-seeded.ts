@@ -43,12 +43,16 @@ export interface ApiSeededOptions {
   readonly log: (message: string) => void;
 }
 
-/** Runs `count` requests built by `next`, `SEED_CONCURRENCY` in flight; throws on the first failure. */
-async function sendAll(port: number, count: number, next: (i: number) => HttpRequestSpec): Promise<number> {
+/**
+ * Runs `count` requests built by `next`, `SEED_CONCURRENCY` in flight; throws on the first
+ * failure. Returns requests per second; `progress` hears every 10,000th request (a long seed).
+ */
+async function sendAll(port: number, count: number, next: (i: number) => HttpRequestSpec, progress?: (sent: number, perSecond: number) => void): Promise<number> {
   const started = performance.now();
   let issued = 0;
   const worker = async () => {
     while (issued < count) {
+      if (progress && issued > 0 && issued % 10_000 === 0) progress(issued, issued / ((performance.now() - started) / 1000));
       const spec = next(issued++);
       const res = await sendRequest(port, spec.method, spec.path, {
         host: spec.headers.host!,
@@ -98,7 +102,7 @@ export async function measureApiSeeded(options: ApiSeededOptions): Promise<Repor
     for (const size of options.sizes) {
       const ws = await createWorkspace(server.port, `api${size}`);
       const waitSettled = await options.settling(server);
-      const addRate = await sendAll(server.port, size, () => addRequest(ws));
+      const addRate = await sendAll(server.port, size, () => addRequest(ws), (sent, rate) => log(`${backend}: ${sent} of ${size} added (${rate.toFixed(0)}/s)`));
       const seededAt = Date.now();
       log(`${backend}: ${size} users added through the API at ${addRate.toFixed(0)}/s`);
       const seed = `${size} users added through the API`;
