@@ -4,9 +4,10 @@
  * baselines measured in the same run (a bare Fastify route; the service's own SQL replayed
  * through pg), then 2 workers, three replicas behind HAProxy, writes on a pg_auto_failover
  * formation (synchronous standbys) against a single server, and embedded PGlite, then users
- * added through the API measured fresh and settled on both (bench/api-seeded.ts; every other
- * row is seeded set-based, bench/seed.ts, and its section says so), and prints one table. Everything runs on
- * 127.0.0.1; every load is bounded in time. See docs/performance.md.
+ * added through the API and through `wum users import`, measured fresh and settled on both
+ * (bench/api-seeded.ts; every other row is seeded set-based, bench/seed.ts, and its section
+ * says so), and prints one table. Everything runs on 127.0.0.1; every load is bounded in
+ * time. See docs/performance.md.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -509,7 +510,7 @@ async function main(): Promise<void> {
       ],
     });
 
-    // Users added through the API, measured fresh and settled, on both backends (bench/api-seeded.ts).
+    // Users added through the API and by `wum users import`, measured fresh and settled, on both backends (bench/api-seeded.ts).
     const apiSeeded = { sizes: PLAN.apiSeeded, connections: CONNECTIONS, warmupSeconds: PLAN.warmup, seconds: PLAN.seconds, log };
     const pgQuery = (text: string) => withClient(url, async (client) => (await client.query(text)).rows as Array<Record<string, unknown>>);
     const apiEnv = { ADMIN_TOKEN: BENCH_ADMIN_TOKEN, SEED_DEMO: 'false' };
