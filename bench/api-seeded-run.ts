@@ -2,7 +2,8 @@
  * `npm run bench:api-seeded [-- --quick] [-- --sizes 1000,10000] [-- --changes N]
  * [-- --seeds api,import] [-- --backend pglite|postgres]`: the rows of bench/api-seeded.ts
  * alone, on a throw-away PostgreSQL cluster and on a new embedded PGlite DATA_DIR, each server
- * started from the compiled service as `npm run bench` starts it. `--changes 0`: no growth rows.
+ * started from the compiled service as `npm run bench` starts it. `--changes 0`: no growth rows;
+ * `--skip-build`: use dist/ as built.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ const { values: args } = parseArgs({
     changes: { type: 'string' },
     backend: { type: 'string' },
     seeds: { type: 'string' },
+    'skip-build': { type: 'boolean', default: false },
   },
 });
 const sizes = (args.sizes ?? (args.quick ? '300,3000' : '1000,10000')).split(',').map(Number);
@@ -31,7 +33,8 @@ const started = performance.now();
 const log = (message: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${message}\n`);
 const env = (extra: Record<string, string>) => ({ RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, SEED_DEMO: 'false', ...extra });
 
-buildService();
+// --skip-build: dist/ as it is, e.g. while another benchmark of this checkout starts servers from it.
+if (!args['skip-build']) buildService();
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-api-'));
 const servers: ServerHandle[] = [];
 const start = async (extra: Record<string, string>) => {
