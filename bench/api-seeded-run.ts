@@ -1,14 +1,16 @@
 /*
- * `npm run bench:api-seeded [-- --quick] [-- --sizes 1000,10000] [-- --changes N]`: the rows
- * of bench/api-seeded.ts alone, on a throw-away PostgreSQL cluster and on a new embedded PGlite
- * DATA_DIR, each server started from the compiled service as `npm run bench` starts it.
+ * `npm run bench:api-seeded [-- --quick] [-- --sizes 1000,10000] [-- --changes N]
+ * [-- --seeds api,import] [-- --backend pglite|postgres]`: the rows of bench/api-seeded.ts
+ * alone, on a throw-away PostgreSQL cluster and on a new embedded PGlite DATA_DIR, each server
+ * started from the compiled service as `npm run bench` starts it. `--changes 0`: no growth rows;
+ * `--skip-build`: use dist/ as built.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
-import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteSettling, postgresSettling } from './api-seeded.ts';
+import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceSeconds, pgliteSettling, postgresSettling, SEED_WORDS, SEEDS, type Seed } from './api-seeded.ts';
 import { buildService, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, type ReportSection } from './report.ts';
 
@@ -18,16 +20,21 @@ const { values: args } = parseArgs({
     sizes: { type: 'string' },
     changes: { type: 'string' },
     backend: { type: 'string' },
+    seeds: { type: 'string' },
+    'skip-build': { type: 'boolean', default: false },
   },
 });
 const sizes = (args.sizes ?? (args.quick ? '300,3000' : '1000,10000')).split(',').map(Number);
 const changes = Number(args.changes ?? (args.quick ? 3_000 : 30_000));
+const seeds = (args.seeds ?? SEEDS.join(',')).split(',') as Seed[];
+if (seeds.some((seed) => !SEEDS.includes(seed))) throw new Error(`--seeds takes ${SEEDS.join(',')} or one of them, not ${args.seeds}`);
 const seconds = args.quick ? 3 : 10;
 const started = performance.now();
 const log = (message: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${message}\n`);
 const env = (extra: Record<string, string>) => ({ RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, SEED_DEMO: 'false', ...extra });
 
-buildService();
+// --skip-build: dist/ as it is, e.g. while another benchmark of this checkout starts servers from it.
+if (!args['skip-build']) buildService();
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-api-'));
 const servers: ServerHandle[] = [];
 const start = async (extra: Record<string, string>) => {
@@ -35,7 +42,7 @@ const start = async (extra: Record<string, string>) => {
   servers.push(server);
   return server;
 };
-const common = { sizes, connections: 10, warmupSeconds: 1, seconds, log };
+const common = { sizes, seeds, connections: 10, warmupSeconds: 1, seconds, log };
 const sections: ReportSection[] = [];
 const cluster = args.backend === 'pglite' ? undefined : await startPostgresCluster();
 try {
@@ -53,11 +60,12 @@ try {
         backend: 'PGlite',
         start: () => start({ DATA_DIR: dataDir }),
         settling: pgliteSettling,
-        growth: { dataDir, changesPerBlock: Math.round(changes / 3), blocks: 3 },
+        maintenanceSeconds: pgliteMaintenanceSeconds,
+        ...(changes > 0 ? { growth: { dataDir, changesPerBlock: Math.round(changes / 3), blocks: 3 } } : {}),
       }),
     );
   }
-  const header = `users added through the API${args.quick ? ' (--quick)' : ''}: ${cpus().length} cores; load average at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}; 10 connections, 1 s warm-up, ${seconds} s measured; run took ${((performance.now() - started) / 60_000).toFixed(1)} min`;
+  const header = `users ${seeds.map((seed) => SEED_WORDS[seed]).join(' and ')}${args.quick ? ' (--quick)' : ''}: ${cpus().length} cores; load average at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}; 10 connections, 1 s warm-up, ${seconds} s measured; run took ${((performance.now() - started) / 60_000).toFixed(1)} min`;
   process.stdout.write(`\n${header}\n\n${renderReport(sections)}\n`);
 } finally {
   for (const server of servers) await server.stop().catch(() => {});

@@ -1,14 +1,17 @@
 /*
- * Users seeded as users arrive: through `POST /users` (10 in flight, as `wum users import`
- * sends them: one request per row), then page 1 and an add measured at once ("fresh": tables
- * never analyzed) and again once the store has settled ("settled": after autovacuum on
- * PostgreSQL, after the embedded store's own maintenance on PGlite, has analyzed `users`).
- * On PGlite also the data directory's growth under a steady add/deactivate/reactivate load.
+ * Users seeded as users arrive: through `POST /users` (10 in flight, one request per row, as
+ * `wum users import` sends them) and through `wum users import` itself (bench/import-seed.ts),
+ * each into its own workspace, then page 1 and an add measured at once ("fresh": tables never
+ * analyzed) and again once the store has settled ("settled": after autovacuum on PostgreSQL,
+ * after the embedded store's own maintenance on PGlite, has analyzed `users`). On PGlite also
+ * the data directory's growth under a steady add/deactivate/reactivate load, table by table.
  * Every other row of the benchmark keeps its set-based seed (bench/seed.ts) for large sizes.
  * `npm run bench:api-seeded [-- --quick]` runs this alone; `npm run bench` runs it too.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { bytesByTable, relationFileBytes, relationOwners, type RelationFileBytes, type RelationOwners } from './data-dir-shares.ts';
+import { importUsers } from './import-seed.ts';
 import { sendRequest } from '../harness/server-process.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import type { ServerHandle } from './processes.ts';
@@ -33,8 +36,12 @@ export interface ApiSeededOptions {
    * true once `users` was analyzed after the seed ended at `since` (epoch ms), false on time-out.
    */
   readonly settling: (server: ServerHandle) => Promise<(since: number) => Promise<boolean>>;
-  /** Workspace sizes, each added through the API into its own workspace. */
+  /** PGlite: seconds the store's own maintenance has spent so far (read around the fresh rows, which it may delay; noted on the seed's row). */
+  readonly maintenanceSeconds?: (server: ServerHandle) => Promise<number>;
+  /** Workspace sizes, each seeded into its own workspace. */
   readonly sizes: readonly number[];
+  /** How each size is seeded, each into its own workspace (default {@link SEEDS}: both). */
+  readonly seeds?: readonly Seed[];
   /** PGlite: its DATA_DIR, whose size is measured under a steady change load of this many changes per block. */
   readonly growth?: { readonly dataDir: string; readonly changesPerBlock: number; readonly blocks: number };
   readonly connections: number;
@@ -43,12 +50,16 @@ export interface ApiSeededOptions {
   readonly log: (message: string) => void;
 }
 
-/** Runs `count` requests built by `next`, `SEED_CONCURRENCY` in flight; throws on the first failure. */
-async function sendAll(port: number, count: number, next: (i: number) => HttpRequestSpec): Promise<number> {
+/**
+ * Runs `count` requests built by `next`, `SEED_CONCURRENCY` in flight; throws on the first
+ * failure. Returns requests per second; `progress` hears every 10,000th request (a long seed).
+ */
+async function sendAll(port: number, count: number, next: (i: number) => HttpRequestSpec, progress?: (sent: number, perSecond: number) => void): Promise<number> {
   const started = performance.now();
   let issued = 0;
   const worker = async () => {
     while (issued < count) {
+      if (progress && issued > 0 && issued % 10_000 === 0) progress(issued, issued / ((performance.now() - started) / 1000));
       const spec = next(issued++);
       const res = await sendRequest(port, spec.method, spec.path, {
         host: spec.headers.host!,
@@ -79,70 +90,120 @@ function directoryMb(dir: string): number {
   return Number(execFileSync('du', ['-sk', dir], { encoding: 'utf8' }).split('\t')[0]) / 1024;
 }
 
+/** How a workspace's users arrive: `POST /users` from this process, or `wum users import` of a CSV file. */
+export type Seed = 'api' | 'import';
+
+/** The seeds of a run, in order. */
+export const SEEDS: readonly Seed[] = ['api', 'import'];
+
+/** How each seed is named in a row. */
+export const SEED_WORDS: Record<Seed, string> = { api: 'added through the API', import: 'seeded with wum users import' };
+
+/** Adds `size` users to `ws` the way `seed` says; returns users per second. */
+function seedUsers(seed: Seed, port: number, ws: SeededWorkspace, size: number, progress: (sent: number, perSecond: number) => void): Promise<number> {
+  return seed === 'api' ? sendAll(port, size, () => addRequest(ws), progress) : importUsers(port, ws, size, SEED_CONCURRENCY);
+}
+
 /**
- * For each size: a new workspace, that many users added through the API, then page 1 and
- * `POST /users` measured fresh, the wait until `users` was analyzed, and both measured again
- * (settled). The fresh rows are compared to the settled ones (goal ≥ 0.8×); each settled page
- * 1 to the smallest size's (goal ≥ 0.8×: a page's cost does not grow with the workspace).
+ * For each size and seed: a new workspace, that many users added (through the API, or by
+ * `wum users import`), then page 1 and `POST /users` measured fresh, the wait until `users`
+ * was analyzed, and both measured again (settled). The fresh rows are compared to the
+ * settled ones (goal ≥ 0.8×); each settled page 1 to the smallest size's of the same seed
+ * (goal ≥ 0.8×: a page's cost does not grow with the workspace).
  */
 export async function measureApiSeeded(options: ApiSeededOptions): Promise<ReportSection> {
   const { backend, log } = options;
+  const seeds = options.seeds ?? SEEDS;
   const server = await options.start();
   const rows: ReportRow[] = [];
   const load = async (next: () => HttpRequestSpec) => {
     await runHttpLoad({ port: server.port, connections: options.connections, seconds: options.warmupSeconds, next });
     return runHttpLoad({ port: server.port, connections: options.connections, seconds: options.seconds, next });
   };
+  let stopped = false;
   try {
-    let smallestSettled: { size: number; perSecond: number } | undefined;
+    const smallestSettled = new Map<Seed, { size: number; perSecond: number }>();
     for (const size of options.sizes) {
-      const ws = await createWorkspace(server.port, `api${size}`);
-      const waitSettled = await options.settling(server);
-      const addRate = await sendAll(server.port, size, () => addRequest(ws));
-      const seededAt = Date.now();
-      log(`${backend}: ${size} users added through the API at ${addRate.toFixed(0)}/s`);
-      const seed = `${size} users added through the API`;
-      const freshPage = await load(() => listRequest(ws, 1));
-      const freshAdd = await load(() => addRequest(ws));
-      const settled = await waitSettled(seededAt);
-      log(`${backend}: users ${settled ? 'analyzed' : 'NOT analyzed'} ${((Date.now() - seededAt) / 1000).toFixed(0)} s after the seed ended`);
-      const settledPage = await load(() => listRequest(ws, 1));
-      const settledAdd = await load(() => addRequest(ws));
-      const against = (label: string, perSecond: number, text: string, minimum: number) => (row: ReportRow): ReportRow => {
-        const withBase = { ...row, baseline: { label, perSecond } };
-        return { ...withBase, target: { text, met: (ratio(withBase) ?? 0) >= minimum && row.measured!.errors === 0 } };
-      };
-      const settledNote = settled ? undefined : `users not analyzed within ${SETTLE_TIMEOUT_MS / 1000} s`;
-      rows.push(
-        { scenario: `${backend} seed: POST /users × ${size}, ${SEED_CONCURRENCY} in flight`, note: `${addRate.toFixed(0)} users/s` },
-        against('settled', settledPage.perSecond, '≥ 0.8×', 0.8)({ scenario: `${backend} GET /users page 1, ${seed}, fresh`, measured: freshPage }),
-        ((row: ReportRow) =>
-          smallestSettled ? against(`settled page 1 at ${smallestSettled.size}`, smallestSettled.perSecond, '≥ 0.8×', 0.8)(row) : row)({
-          scenario: `${backend} GET /users page 1, ${seed}, settled`,
-          measured: settledPage,
-          ...(settledNote ? { note: settledNote } : {}),
-        }),
-        against('settled', settledAdd.perSecond, '≥ 0.8×', 0.8)({ scenario: `${backend} POST /users, ${seed}, fresh`, measured: freshAdd }),
-        { scenario: `${backend} POST /users, ${seed}, settled`, measured: settledAdd },
-      );
-      smallestSettled ??= { size, perSecond: settledPage.perSecond };
+      for (const seed of seeds) {
+        const ws = await createWorkspace(server.port, `${seed}${size}`);
+        const waitSettled = await options.settling(server);
+        const words = `${size} users ${SEED_WORDS[seed]}`;
+        const addRate = await seedUsers(seed, server.port, ws, size, (sent, rate) => log(`${backend}: ${sent} of ${size} added (${rate.toFixed(0)}/s)`));
+        const seededAt = Date.now();
+        log(`${backend}: ${words} at ${addRate.toFixed(0)}/s`);
+        const busyBefore = await options.maintenanceSeconds?.(server);
+        const freshStarted = performance.now();
+        const freshPage = await load(() => listRequest(ws, 1));
+        const freshAdd = await load(() => addRequest(ws));
+        const freshSeconds = (performance.now() - freshStarted) / 1000;
+        const busy = busyBefore === undefined ? undefined : (await options.maintenanceSeconds!(server)) - busyBefore;
+        const busyNote = busy === undefined ? '' : `; the store's maintenance passes took ${busy.toFixed(1)} s of the ${freshSeconds.toFixed(0)} s of the fresh rows`;
+        if (busyNote) log(`${backend}: ${busyNote.slice(2)}`);
+        const settled = await waitSettled(seededAt);
+        log(`${backend}: users ${settled ? 'analyzed' : 'NOT analyzed'} ${((Date.now() - seededAt) / 1000).toFixed(0)} s after the seed ended`);
+        const settledPage = await load(() => listRequest(ws, 1));
+        const settledAdd = await load(() => addRequest(ws));
+        const against = (label: string, perSecond: number, text: string, minimum: number) => (row: ReportRow): ReportRow => {
+          const withBase = { ...row, baseline: { label, perSecond } };
+          return { ...withBase, target: { text, met: (ratio(withBase) ?? 0) >= minimum && row.measured!.errors === 0 } };
+        };
+        const settledNote = settled ? undefined : `users not analyzed within ${SETTLE_TIMEOUT_MS / 1000} s`;
+        const smallest = smallestSettled.get(seed);
+        const seedRow =
+          seed === 'api'
+            ? `${backend} seed: POST /users × ${size}, ${SEED_CONCURRENCY} in flight`
+            : `${backend} seed: wum users import of ${size} rows, --concurrency ${SEED_CONCURRENCY}`;
+        rows.push(
+          { scenario: seedRow, note: `${addRate.toFixed(0)} users/s${busyNote}` },
+          against('settled', settledPage.perSecond, '≥ 0.8×', 0.8)({ scenario: `${backend} GET /users page 1, ${words}, fresh`, measured: freshPage }),
+          ((row: ReportRow) => (smallest ? against(`settled page 1 at ${smallest.size}`, smallest.perSecond, '≥ 0.8×', 0.8)(row) : row))({
+            scenario: `${backend} GET /users page 1, ${words}, settled`,
+            measured: settledPage,
+            ...(settledNote ? { note: settledNote } : {}),
+          }),
+          against('settled', settledAdd.perSecond, '≥ 0.8×', 0.8)({ scenario: `${backend} POST /users, ${words}, fresh`, measured: freshAdd }),
+          { scenario: `${backend} POST /users, ${words}, settled`, measured: settledAdd },
+        );
+        if (!smallest) smallestSettled.set(seed, { size, perSecond: settledPage.perSecond });
+      }
     }
-    if (options.growth) rows.push(...(await measureGrowth(server.port, options.growth, log)));
+    if (options.growth) {
+      const stop = async () => {
+        stopped = true;
+        await server.stop();
+      };
+      rows.push(...(await measureGrowth(server.port, options.growth, stop, log)));
+    }
   } finally {
-    await server.stop();
+    if (!stopped) await server.stop();
   }
-  return { title: `${backend}, users added through the API (fresh, then settled)`, rows };
+  const seedTitle = seeds.map((seed) => SEED_WORDS[seed]).join(', and ');
+  return { title: `${backend}, users ${seedTitle} (fresh, then settled)`, rows };
+}
+
+/** The data directory after one block of changes. */
+interface GrowthSnapshot {
+  readonly changes: number;
+  readonly perSecond: number;
+  readonly totalMb: number;
+  readonly walMb: number;
+  readonly files: RelationFileBytes;
 }
 
 /**
  * The data directory's size under a steady load of changes (one add, one deactivation, one
- * reactivation, in turn), measured after each block: MB per 100,000 changes per block, which
- * stays flat when dead rows are reclaimed.
+ * reactivation, in turn), measured after each block: MB per 100,000 changes per block, the
+ * WAL's size, and how much each table grew. `stop` stops the server after the last block, so
+ * the directory can be opened to learn which table owns which file (bench/data-dir-shares.ts).
  */
-async function measureGrowth(port: number, growth: NonNullable<ApiSeededOptions['growth']>, log: (message: string) => void): Promise<ReportRow[]> {
+async function measureGrowth(
+  port: number,
+  growth: NonNullable<ApiSeededOptions['growth']>,
+  stop: () => Promise<void>,
+  log: (message: string) => void,
+): Promise<ReportRow[]> {
   const ws = await createWorkspace(port, 'churn');
   const added: string[] = [];
-  const rows: ReportRow[] = [];
   // Change k deactivates the user added LAG changes earlier and reactivates the one added
   // 2 × LAG earlier: each user once each, long after its add was answered (LAG ≫ in flight).
   const LAG = 40;
@@ -158,30 +219,74 @@ async function measureGrowth(port: number, growth: NonNullable<ApiSeededOptions[
     if (turn === 1) return removeRequest(ws, email);
     return { method: 'PATCH', path: `${API}/users/${encodeURIComponent(email)}`, headers: headersOf(ws, true), body: JSON.stringify({ user: { status: 'active' } }) };
   };
-  let offset = 0;
-  let before = directoryMb(growth.dataDir);
+  const snapshot = (changes: number, perSecond: number): GrowthSnapshot => ({
+    changes,
+    perSecond,
+    totalMb: directoryMb(growth.dataDir),
+    walMb: directoryMb(join(growth.dataDir, 'pg_wal')),
+    files: relationFileBytes(growth.dataDir),
+  });
+  const snapshots = [snapshot(0, 0)];
   for (let block = 1; block <= growth.blocks; block += 1) {
+    const offset = (block - 1) * growth.changesPerBlock;
     const rate = await sendAll(port, growth.changesPerBlock, (i) => change(offset + i));
-    offset += growth.changesPerBlock;
-    const size = directoryMb(growth.dataDir);
-    const wal = directoryMb(join(growth.dataDir, 'pg_wal'));
-    const perHundredThousand = ((size - before) * 100_000) / growth.changesPerBlock;
-    log(`PGlite data dir after block ${block}: ${size.toFixed(1)} MB`);
-    rows.push({
-      scenario: `PGlite DATA_DIR growth, block ${block} of ${growth.changesPerBlock} changes (add, deactivate, reactivate)`,
-      note: `${size.toFixed(1)} MB (WAL ${wal.toFixed(0)} MB); ${perHundredThousand.toFixed(1)} MB per 100,000 changes; ${rate.toFixed(0)} changes/s`,
-    });
-    before = size;
+    snapshots.push(snapshot(block * growth.changesPerBlock, rate));
+    log(`PGlite data dir after block ${block}: ${snapshots.at(-1)!.totalMb.toFixed(1)} MB`);
   }
+  await stop();
+  const owners = await relationOwners(growth.dataDir);
+  return growthRows(snapshots, owners, growth.changesPerBlock);
+}
+
+/** MB with one decimal. */
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+/**
+ * One row per block: the directory's size, its WAL, MB per 100,000 changes, and each table
+ * that grew by at least 0.1 MB with its share of the block's growth; then a row of each
+ * table's `pg_total_relation_size` after the last block (which the files' sum must match).
+ */
+function growthRows(snapshots: readonly GrowthSnapshot[], owners: RelationOwners, changesPerBlock: number): ReportRow[] {
+  const rows: ReportRow[] = [];
+  for (let block = 1; block < snapshots.length; block += 1) {
+    const [before, after] = [snapshots[block - 1]!, snapshots[block]!];
+    const perHundredThousand = ((after.totalMb - before.totalMb) * 100_000) / changesPerBlock;
+    const [was, is] = [bytesByTable(before.files, owners), bytesByTable(after.files, owners)];
+    const deltas = [...is].map(([table, bytes]) => [table, bytes - (was.get(table) ?? 0)] as const);
+    const tablesGrowth = deltas.reduce((sum, [, delta]) => sum + delta, 0);
+    const grown = deltas.filter(([, delta]) => delta >= 100 * 1024);
+    const walGrowth = (after.walMb - before.walMb) * 1024 * 1024;
+    const parts = [...grown, ['WAL', walGrowth] as const]
+      .sort((a, b) => b[1] - a[1])
+      .map(([table, delta]) => `${table} ${delta >= 0 ? '+' : ''}${mb(delta)}`);
+    rows.push({
+      scenario: `PGlite DATA_DIR growth, block ${block} of ${changesPerBlock} changes (add, deactivate, reactivate)`,
+      note:
+        `${after.totalMb.toFixed(1)} MB (WAL ${after.walMb.toFixed(0)} MB); ${perHundredThousand.toFixed(1)} MB per 100,000 changes; ` +
+        `${after.perSecond.toFixed(0)} changes/s; tables +${mb(tablesGrowth)} MB: ${parts.join(', ')} MB`,
+    });
+  }
+  const sizes = [...owners.totalRelationSize].sort((a, b) => b[1] - a[1]).filter(([, bytes]) => bytes >= 1024 * 1024);
+  const last = bytesByTable(snapshots.at(-1)!.files, owners);
+  const filesMatch = [...owners.totalRelationSize].every(([table, bytes]) => Math.abs((last.get(table) ?? 0) - bytes) < 64 * 1024);
+  rows.push({
+    scenario: 'PGlite pg_total_relation_size per table after the last block',
+    note: `${sizes.map(([table, bytes]) => `${table} ${mb(bytes)}`).join(', ')} MB (tables under 1 MB left out)${filesMatch ? '' : '; differs from the files read before the server stopped'}`,
+  });
   return rows;
 }
 
-/** Sum of a counter's samples in `/metrics` whose labels match `labels`. */
+/** Sum of a metric's samples in `/metrics` whose labels match `labels`. */
 async function counted(server: ServerHandle, name: string, labels: RegExp): Promise<number> {
   const text = (await sendRequest(server.port, 'GET', '/metrics', { host: '127.0.0.1' })).body;
-  return [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\d+)$`, 'gm'))]
+  return [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} ([0-9.e+-]+)$`, 'gm'))]
     .filter((m) => labels.test(m[1]!))
     .reduce((n, m) => n + Number(m[2]), 0);
+}
+
+/** PGlite: seconds spent in the embedded store's maintenance passes since the server started (`/metrics`). */
+export function pgliteMaintenanceSeconds(server: ServerHandle): Promise<number> {
+  return counted(server, 'wum_embedded_maintenance_duration_seconds_sum', /./);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
 import createOpenApiClient, { type Client } from 'openapi-fetch';
 import { Agent, fetch as undiciFetch, Request as UndiciRequest, type Dispatcher } from 'undici';
 import { retryPolicy, type RetryOptions, type RetryPolicy } from './retry.ts';
@@ -24,6 +25,13 @@ export interface TransportOptions {
    * resolves `localhost` and `*.localhost` to the loopback addresses.
    */
   readonly dispatcher?: Dispatcher;
+  /**
+   * An IP address (v4 or v6) to send every request to, at the URL's port, instead of
+   * resolving the URL's host name; the `Host` header and the TLS server name stay the URL's
+   * (as curl's `--connect-to`). For a workspace whose name does not resolve yet, or a service
+   * reached by address. Not combinable with `dispatcher`.
+   */
+  readonly connectTo?: string;
 }
 
 /** True for `localhost` and names under `.localhost`, which are always loopback (RFC 6761 §6.3). */
@@ -55,10 +63,27 @@ export function loopbackAwareLookup(hostname: string, options: LookupOptions, ca
   else callback(null, addresses[0]!.address, addresses[0]!.family);
 }
 
-/** The default dispatcher: keep-alive connections, `*.localhost` resolved to loopback. */
-export function createLoopbackAwareAgent(): Agent {
+/**
+ * A `dns.lookup` that answers every name with `address` (an IP literal), asking no resolver.
+ * @throws TypeError when `address` is not an IPv4 or IPv6 address.
+ */
+export function fixedAddressLookup(address: string): (hostname: string, options: LookupOptions, callback: LookupCallback) => void {
+  const family = isIP(address);
+  if (family === 0) throw new TypeError(`connectTo must be an IP address such as 127.0.0.1, not "${address}"`);
+  return (_hostname, options, callback) => {
+    if (options.all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
+}
+
+/**
+ * The default dispatcher: keep-alive connections, `*.localhost` resolved to loopback, or every
+ * name to `connectTo` when given (see {@link TransportOptions.connectTo}).
+ * @throws TypeError when `connectTo` is not an IP address.
+ */
+export function createLoopbackAwareAgent(connectTo?: string): Agent {
   return new Agent({
-    connect: { lookup: loopbackAwareLookup },
+    connect: { lookup: connectTo === undefined ? loopbackAwareLookup : fixedAddressLookup(connectTo) },
     // Node gives each address of a name 250 ms to connect before trying the next (happy
     // eyeballs); on a loaded machine 127.0.0.1 can take longer, and the next address (::1,
     // where a server bound to IPv4 refuses) then fails the call. A refused address still
@@ -111,7 +136,8 @@ export interface Transport {
  */
 export function createTransport(options: TransportOptions, headers: Record<string, string>, apiPrefix: string): Transport {
   const baseUrl = normalizeBaseUrl(options.baseUrl, apiPrefix);
-  const ownDispatcher = options.dispatcher ? undefined : createLoopbackAwareAgent();
+  if (options.dispatcher && options.connectTo !== undefined) throw new TypeError('pass connectTo or dispatcher, not both');
+  const ownDispatcher = options.dispatcher ? undefined : createLoopbackAwareAgent(options.connectTo);
   const dispatcher = options.dispatcher ?? ownDispatcher!;
   const policy: RetryPolicy = retryPolicy(options.retry);
   const timeoutMs = options.timeoutMs ?? 30_000;

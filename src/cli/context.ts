@@ -15,6 +15,7 @@ interface GlobalOptions {
   apiKey?: string;
   adminUrl?: string;
   adminToken?: string;
+  connectTo?: string;
 }
 
 /** Registers the connection options on the program; subcommands accept them too. */
@@ -25,7 +26,12 @@ export function addGlobalOptions(program: Command): void {
     .addOption(
       new Option('--admin-url <url>', 'operator API base URL, e.g. http://localhost:3000 (default: --url)').env('WUM_ADMIN_URL'),
     )
-    .addOption(new Option('--admin-token <token>', "the service's ADMIN_TOKEN").env('WUM_ADMIN_TOKEN'));
+    .addOption(new Option('--admin-token <token>', "the service's ADMIN_TOKEN").env('WUM_ADMIN_TOKEN'))
+    .addOption(
+      new Option('--connect-to <address>', "send every request to this IP address instead of resolving the URL's host name (the Host header stays the URL's)").env(
+        'WUM_CONNECT_TO',
+      ),
+    );
 }
 
 /** Adds `--json` (machine-readable output on stdout) to a command. */
@@ -44,7 +50,7 @@ export function workspaceClient(command: Command): WumClient {
   const options = command.optsWithGlobals<GlobalOptions>();
   if (!options.url) throw new UsageError('no workspace URL: pass --url or set WUM_URL (e.g. http://acme.localhost:3000)');
   if (!options.apiKey) throw new UsageError('no API key: pass --api-key or set WUM_API_KEY');
-  const client = guard(() => createClient({ baseUrl: options.url!, apiKey: options.apiKey!, retry: CLI_RETRY, userAgent: 'wum-cli' }));
+  const client = guard(() => createClient({ baseUrl: options.url!, apiKey: options.apiKey!, retry: CLI_RETRY, userAgent: 'wum-cli', ...connection(options) }));
   open.push(client);
   return client;
 }
@@ -55,9 +61,14 @@ export function adminClient(command: Command): WumAdminClient {
   const baseUrl = options.adminUrl ?? options.url;
   if (!baseUrl) throw new UsageError('no operator API URL: pass --admin-url or set WUM_ADMIN_URL (e.g. http://localhost:3000)');
   if (!options.adminToken) throw new UsageError('no admin token: pass --admin-token or set WUM_ADMIN_TOKEN');
-  const client = guard(() => createAdminClient({ baseUrl, adminToken: options.adminToken!, retry: CLI_RETRY, userAgent: 'wum-cli' }));
+  const client = guard(() => createAdminClient({ baseUrl, adminToken: options.adminToken!, retry: CLI_RETRY, userAgent: 'wum-cli', ...connection(options) }));
   open.push(client);
   return client;
+}
+
+/** `connectTo` of the clients, when `--connect-to`/`WUM_CONNECT_TO` gives one. */
+function connection(options: GlobalOptions): { connectTo?: string } {
+  return options.connectTo ? { connectTo: options.connectTo } : {};
 }
 
 /** A client constructor's TypeError (a malformed URL) is a usage error. */

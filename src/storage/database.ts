@@ -106,10 +106,10 @@ async function openPostgres(config: StorageConfig & { kind: 'postgres' }): Promi
  * read; 16 MB (2,048 pages) holds the catalogue and a small installation's tables, and a page
  * that does not fit is read again from the operating system's file cache
  * (docs/performance.md, "The embedded store").
- * `max_wal_size`: PGlite runs no checkpointer; a checkpoint happens only when the WAL
- * passes `max_wal_size` (1 GB by default), so under steady writes the data directory grew by
- * its WAL up to a gigabyte; at 64 MB the segments are recycled after every 64 MB written
- * (docs/performance.md, "Fast on data as it arrives").
+ * `max_wal_size`: PGlite runs no checkpointer and a single-user backend requests no
+ * checkpoint for the WAL it writes, so the embedded maintenance task checkpoints when the
+ * checkpointer would, from this setting (storage/embedded-maintenance.ts): 64 MB keeps the
+ * WAL directory near 64 MB (docs/operations.md, "The embedded store maintains itself").
  */
 export const PGLITE_SETTINGS: Readonly<Record<string, string>> = { shared_buffers: '16MB', max_wal_size: '64MB', min_wal_size: '32MB' };
 

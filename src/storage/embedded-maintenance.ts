@@ -13,6 +13,13 @@ import type { Database } from './database.ts';
  * Source: PostgreSQL "The Autovacuum Daemon" (routine-vacuuming.html#AUTOVACUUM):
  * vacuum threshold = autovacuum_vacuum_threshold + autovacuum_vacuum_scale_factor × reltuples,
  * analyze threshold = autovacuum_analyze_threshold + autovacuum_analyze_scale_factor × reltuples.
+ * PGlite runs no checkpointer either, and a single-user backend never requests a checkpoint
+ * for the WAL it wrote (PostgreSQL's XLogWrite asks for one only under a postmaster), so
+ * `max_wal_size` alone bounds nothing: the WAL grew by every change until the process closed
+ * the database. The task checkpoints when the checkpointer would: once the WAL written since
+ * the last checkpoint's redo point passes max_wal_size / (1 + checkpoint_completion_target)
+ * (PostgreSQL "WAL Configuration", CheckPointSegments in xlog.c), or checkpoint_timeout after
+ * the last checkpoint when anything was written since.
  */
 
 /** Autovacuum's `autovacuum_vacuum_threshold` and `autovacuum_analyze_threshold` (rows). */
@@ -33,13 +40,19 @@ export interface MaintenanceOptions {
   readonly registry?: Registry;
 }
 
-/** One pass over one table. `action` `vacuum` is `VACUUM (ANALYZE)`. */
+/** Table of a `checkpoint` pass, which covers every table. */
+export const ALL_TABLES = '*';
+
+/** One pass over one table (`vacuum` is `VACUUM (ANALYZE)`), or a checkpoint of the whole store. */
 export interface MaintenancePass {
+  /** The table, or {@link ALL_TABLES} for a checkpoint. */
   readonly table: string;
-  readonly action: 'analyze' | 'vacuum';
+  readonly action: 'analyze' | 'vacuum' | 'checkpoint';
   /** Rows changed since the table's last analyze, and dead rows, when the pass was decided. */
   readonly modifiedRows: number;
   readonly deadRows: number;
+  /** Checkpoint: bytes of WAL written since the previous checkpoint's redo point. */
+  readonly walBytes?: number;
   readonly durationMs: number;
 }
 
@@ -71,6 +84,22 @@ export function duePass(table: TableStats, settings: MaintenanceSettings): { act
   return undefined;
 }
 
+interface WalState {
+  /** Bytes of WAL since the last checkpoint's redo point. */
+  wal_bytes: number | string;
+  /** The checkpointer's threshold: max_wal_size / (1 + checkpoint_completion_target), in bytes. */
+  due_bytes: number | string;
+  /** Seconds since the last checkpoint, and checkpoint_timeout in seconds. */
+  age_seconds: number | string;
+  timeout_seconds: number | string;
+}
+
+/** True when the checkpointer would checkpoint now (see the comment at the top of this file). */
+export function checkpointDue(wal: WalState): boolean {
+  const written = Number(wal.wal_bytes);
+  return written >= Number(wal.due_bytes) || (written > 0 && Number(wal.age_seconds) >= Number(wal.timeout_seconds));
+}
+
 /** Pause before the next step when a table was just handled: yields to the requests waiting. */
 const STEP_PAUSE_MS = 20;
 
@@ -79,13 +108,13 @@ function metrics(registry: Registry | undefined) {
   return {
     passes: new Counter({
       name: 'wum_embedded_maintenance_passes_total',
-      help: 'ANALYZE and VACUUM passes the embedded store ran on itself, by table and action.',
+      help: 'ANALYZE, VACUUM and CHECKPOINT passes the embedded store ran on itself, by table (* for a checkpoint) and action.',
       labelNames: ['table', 'action'] as const,
       registers,
     }),
     duration: new Histogram({
       name: 'wum_embedded_maintenance_duration_seconds',
-      help: 'Duration of one ANALYZE or VACUUM pass of the embedded store, in seconds.',
+      help: 'Duration of one ANALYZE, VACUUM or CHECKPOINT pass of the embedded store, in seconds.',
       labelNames: ['action'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
@@ -104,7 +133,8 @@ function metrics(registry: Registry | undefined) {
  * pending counts) and, when one is past autovacuum's thresholds ({@link duePass}), runs
  * `ANALYZE` or `VACUUM (ANALYZE)` of that one table, the most overdue, then looks again after
  * a short pause: one table per step, so requests queued on PGlite's single connection wait
- * for one table's pass at most. Each pass is logged (one info line), counted and timed
+ * for one table's pass at most. A step first checkpoints instead when the checkpointer would
+ * ({@link checkpointDue}), which lets PostgreSQL recycle the WAL segments before it. Each pass is logged (one info line), counted and timed
  * (`wum_embedded_maintenance_passes_total`, `wum_embedded_maintenance_duration_seconds`).
  * A failing step is logged as a warning and tried again at the next interval; it never throws.
  * For PGlite only: on PostgreSQL, autovacuum does this.
@@ -116,7 +146,31 @@ export function startEmbeddedMaintenance(options: MaintenanceOptions): EmbeddedM
   let running: Promise<MaintenancePass | undefined> | undefined;
   let timer: NodeJS.Timeout | undefined;
 
+  /** What was done, logged, counted and timed. */
+  function record(pass: MaintenancePass): MaintenancePass {
+    counted.passes.inc({ table: pass.table, action: pass.action });
+    counted.duration.observe({ action: pass.action }, pass.durationMs / 1000);
+    log.info({ ...pass }, `embedded store: ${pass.action}${pass.table === ALL_TABLES ? '' : ` ${pass.table}`}`);
+    return pass;
+  }
+
+  async function checkpointIfDue(): Promise<MaintenancePass | undefined> {
+    const result = (await db.execute(sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), c.redo_lsn)::float8 as wal_bytes,
+        pg_size_bytes(current_setting('max_wal_size'))::float8 / (1 + current_setting('checkpoint_completion_target')::float8) as due_bytes,
+        extract(epoch from now() - c.checkpoint_time)::float8 as age_seconds,
+        extract(epoch from current_setting('checkpoint_timeout')::interval)::float8 as timeout_seconds
+      from pg_control_checkpoint() c`)) as unknown as { rows: WalState[] };
+    const wal = result.rows[0]!;
+    if (!checkpointDue(wal)) return undefined;
+    const started = performance.now();
+    await db.execute(sql`checkpoint`);
+    const durationMs = Math.round((performance.now() - started) * 100) / 100;
+    return record({ table: ALL_TABLES, action: 'checkpoint', modifiedRows: 0, deadRows: 0, walBytes: Number(wal.wal_bytes), durationMs });
+  }
+
   async function runStep(): Promise<MaintenancePass | undefined> {
+    const checkpointed = await checkpointIfDue();
+    if (checkpointed) return checkpointed;
     // This session's counts reach pg_stat_* when it reports them (at most once a second); the
     // embedded database has one session, ours, so flush them before looking.
     await db.execute(sql`select pg_stat_force_next_flush()`);
@@ -132,17 +186,13 @@ export function startEmbeddedMaintenance(options: MaintenanceOptions): EmbeddedM
     const name = chosen.table.relname;
     const started = performance.now();
     await db.execute(chosen.action === 'vacuum' ? sql`vacuum (analyze) ${sql.identifier(name)}` : sql`analyze ${sql.identifier(name)}`);
-    const pass: MaintenancePass = {
+    return record({
       table: name,
       action: chosen.action,
       modifiedRows: Number(chosen.table.n_mod_since_analyze),
       deadRows: Number(chosen.table.n_dead_tup),
       durationMs: Math.round((performance.now() - started) * 100) / 100,
-    };
-    counted.passes.inc({ table: name, action: pass.action });
-    counted.duration.observe({ action: pass.action }, pass.durationMs / 1000);
-    log.info({ ...pass }, `embedded store: ${pass.action} ${name}`);
-    return pass;
+    });
   }
 
   const step = () => {

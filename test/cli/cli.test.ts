@@ -88,6 +88,12 @@ if (BACKEND === 'pglite') {
       }
     });
 
+    test('--connect-to takes an IP address only', async () => {
+      const run = await runWum(['users', 'list', '--connect-to', 'not-an-address'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
+      assert.equal(run.code, 2);
+      assert.match(run.stderr, /connectTo must be an IP address such as 127\.0\.0\.1, not "not-an-address"/);
+    });
+
     test('an unreachable server is an API error (1) naming the cause', async () => {
       const run = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
       assert.equal(run.code, 1);
@@ -346,6 +352,18 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /141 rows: 0 added, 0 reactivated, 141 skipped \(already active\), 0 rejected\./);
   });
+  test('--connect-to sends every request to the address given, the URL naming the workspace', TIMEOUT, async () => {
+    const byAddress = await runWum(['users', 'list', '--page-size', '1', '--json', '--connect-to', '127.0.0.1'], env('target'));
+    assert.equal(byAddress.code, 0, byAddress.stderr);
+    assert.equal(byAddress.json().pagination.total_records, 141, "the Host header still names the URL's workspace");
+    const admin = await runWum(['admin', 'workspaces', 'list', '--json'], { ...adminEnv, WUM_CONNECT_TO: '127.0.0.1' });
+    assert.equal(admin.code, 0, admin.stderr);
+    // The server listens on 127.0.0.1 only: sent to ::1, the same URL reaches nobody.
+    const elsewhere = await runWum(['users', 'list', '--connect-to', '::1'], env('target'));
+    assert.equal(elsewhere.code, 1);
+    assert.match(elsewhere.stderr, /network_error: GET http:\/\/target\.localhost:\d+\/api\/external\/v2\/users: could not reach/);
+  });
+
   test('admin webhooks create/list/get/update/deliveries/redeliver/rotate-secret/delete; events tail', TIMEOUT, async () => {
     const receiver = await startWebhookReceiver();
     try {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { Registry } from 'prom-client';
 import type { MaintenanceSettings } from '../../src/config/load-config.ts';
-import { maintainEmbeddedStore, startEmbeddedMaintenance, type MaintenancePass } from '../../src/storage/embedded-maintenance.ts';
+import { ALL_TABLES, maintainEmbeddedStore, startEmbeddedMaintenance, type MaintenancePass } from '../../src/storage/embedded-maintenance.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
@@ -122,6 +122,41 @@ if (BACKEND === 'pglite') {
         const after = await state('users');
         assert.notEqual(after.last_vacuum, null);
         assert.ok(after.n_dead_tup < 50, `dead rows left: ${after.n_dead_tup}`);
+      } finally {
+        await maintenance.stop();
+      }
+    });
+
+    test('checkpoints once the WAL since the last checkpoint passes the checkpointer\'s threshold, which bounds the WAL', async () => {
+      const wal = async () => {
+        const result = (await ctx.database.db.execute(sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn)::float8 as since,
+            (select sum(size) from pg_ls_waldir())::float8 as bytes from pg_control_checkpoint()`)) as unknown as { rows: Array<{ since: number; bytes: number }> };
+        return result.rows[0]!;
+      };
+      // Each switch ends a 16 MB segment after one row: the WAL a burst of changes writes.
+      const writeSegments = async (count: number) => {
+        for (let i = 0; i < count; i += 1) {
+          assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody(`w${Date.now()}-${i}@example.com`) })).statusCode, 201);
+          await ctx.database.db.execute(sql`select pg_switch_wal()`);
+        }
+      };
+      const maintenance = startEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log: captureLog() });
+      try {
+        await writeSegments(6);
+        const before = await wal();
+        // max_wal_size 64 MB / (1 + checkpoint_completion_target 0.9): 33.7 MB.
+        assert.ok(before.since > 64 * 2 ** 20 && before.bytes >= 96 * 2 ** 20, JSON.stringify(before));
+        const pass = await maintenance.step();
+        assert.equal(pass?.action, 'checkpoint', JSON.stringify(pass));
+        assert.equal(pass.table, ALL_TABLES);
+        assert.ok(pass.walBytes! >= before.since, `${pass.walBytes} ≥ ${before.since}`);
+        const after = await wal();
+        assert.ok(after.since < 2 ** 20, `WAL since the checkpoint: ${after.since}`);
+        assert.ok(after.bytes <= 80 * 2 ** 20, `segments kept: ${after.bytes / 2 ** 20} MB`);
+        // One more segment is below the threshold: no checkpoint.
+        await writeSegments(1);
+        const passes = await settle(() => maintenance.step());
+        assert.deepEqual(passes.filter((p) => p.action === 'checkpoint'), []);
       } finally {
         await maintenance.stop();
       }
