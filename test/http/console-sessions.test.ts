@@ -159,22 +159,28 @@ describe(`console sessions [${BACKEND}]`, () => {
 
   test('idle and absolute expiry (SESSION_IDLE_MINUTES, SESSION_MAX_HOURS)', async () => {
     const ws = await ctx.createWorkspace('sess-expiry');
-    const idle = await ctx.buildApp({ SESSION_IDLE_MINUTES: '0.01' }); // 600 ms
+    // Windows of seconds, not hundreds of milliseconds: a loaded test machine may take that long per request.
+    const idle = await ctx.buildApp({ SESSION_IDLE_MINUTES: '0.03' }); // 1.8 s
     const idleCookie = cookieOf(await signIn(ws, idle));
     assert.equal((await withCookie(ws, idleCookie, 'GET', '/users', {}, undefined, idle)).statusCode, 200);
-    await sleep(800);
+    await sleep(2300);
     assertProblem(await withCookie(ws, idleCookie, 'GET', '/users', {}, undefined, idle), 401, 'invalid_session');
 
-    const short = await ctx.buildApp({ SESSION_MAX_HOURS: '0.0002' }); // 720 ms
+    const short = await ctx.buildApp({ SESSION_MAX_HOURS: '0.001' }); // 3.6 s
+    const signedInAt = Date.now();
     const res = await signIn(ws, short);
     const expires = /Expires=([^;]+)/.exec(res.headers['set-cookie'] as string)![1]!;
-    assert.ok(Math.abs(Date.parse(expires) - Date.now()) < 3000, `the cookie expires with the session: ${expires}`);
+    assert.ok(Math.abs(Date.parse(expires) - (signedInAt + 3600)) < 3000, `the cookie expires with the session: ${expires}`);
     const shortCookie = cookieOf(res);
-    for (let i = 0; i < 4; i += 1) {
+    // In use all along (the idle expiry is 8 h), it still ends at its absolute expiry.
+    let used = 0;
+    while (Date.now() - signedInAt < 2500) {
       assert.equal((await withCookie(ws, shortCookie, 'GET', '/users', {}, undefined, short)).statusCode, 200);
-      await sleep(100);
+      used += 1;
+      await sleep(400);
     }
-    await sleep(500);
+    assert.ok(used >= 1, 'the session was used before its end');
+    await sleep(Math.max(0, signedInAt + 4200 - Date.now()));
     assertProblem(await withCookie(ws, shortCookie, 'GET', '/users', {}, undefined, short), 401, 'invalid_session');
   });
 
