@@ -9,6 +9,7 @@
  * `npm run bench:api-seeded [-- --quick]` runs this alone; `npm run bench` runs it too.
  */
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { bytesByTable, relationFileBytes, relationOwners, type RelationFileBytes, type RelationOwners } from './data-dir-shares.ts';
@@ -132,26 +133,26 @@ export async function measureApiSeeded(options: ApiSeededOptions): Promise<Repor
         const addRate = await seedUsers(seed, server.port, ws, size, (sent, rate) => log(`${backend}: ${sent} of ${size} added (${rate.toFixed(0)}/s)`));
         const seededAt = Date.now();
         log(`${backend}: ${words} at ${addRate.toFixed(0)}/s`);
-        const tallies = [await options.maintenance?.(server)];
+        const before = await options.maintenance?.(server);
         const freshStarted = performance.now();
         const freshPage = await load(() => listRequest(ws, 1));
         const pageSeconds = (performance.now() - freshStarted) / 1000;
-        tallies.push(await options.maintenance?.(server));
-        if (options.maintenance) {
+        const afterPage = await options.maintenance?.(server);
+        let beforeAdd = afterPage;
+        if (options.maintenance && afterPage) {
           // PGlite: page 1 once more before the adds (which bring the next ANALYZE of users):
           // whether the fresh window's speed is the tables' or the moment's, right after the seed.
           const again = await load(() => listRequest(ws, 1));
-          const tally = await options.maintenance(server);
-          log(`${backend}: page 1 fresh, a second window: ${again.perSecond.toFixed(0)} req/s (p50 ${again.p50Ms.toFixed(1)} ms) against ${freshPage.perSecond.toFixed(0)} in the first; meanwhile ${describeTally(tallies.at(-1)!, tally)}`);
-          tallies[tallies.length - 1] = tally;
+          beforeAdd = await options.maintenance(server);
+          log(`${backend}: page 1 fresh, a second window: ${again.perSecond.toFixed(0)} req/s (p50 ${again.p50Ms.toFixed(1)} ms) against ${freshPage.perSecond.toFixed(0)} in the first; meanwhile ${describeTally(afterPage, beforeAdd)}`);
         }
+        const addStarted = performance.now();
         const freshAdd = await load(() => addRequest(ws));
-        const freshSeconds = (performance.now() - freshStarted) / 1000;
-        tallies.push(await options.maintenance?.(server));
-        const [before, afterPage, afterAdd] = tallies;
+        const addSeconds = (performance.now() - addStarted) / 1000;
+        const afterAdd = await options.maintenance?.(server);
         const busyNote =
-          before && afterPage && afterAdd
-            ? `; the store's maintenance during fresh page 1 (${pageSeconds.toFixed(0)} s): ${describeTally(before, afterPage)}; during the fresh adds (${(freshSeconds - pageSeconds).toFixed(0)} s): ${describeTally(afterPage, afterAdd)}`
+          before && afterPage && beforeAdd && afterAdd
+            ? `; the store's maintenance during fresh page 1 (${pageSeconds.toFixed(0)} s): ${describeTally(before, afterPage)}; during the fresh adds (${addSeconds.toFixed(0)} s): ${describeTally(beforeAdd, afterAdd)}`
             : '';
         if (busyNote) log(`${backend}: ${busyNote.slice(2)}`);
         const settled = await waitSettled(seededAt);
@@ -321,6 +322,30 @@ export interface MaintenanceTally {
   readonly process: { readonly cpuSeconds: number; readonly gcSeconds: ReadonlyMap<string, number>; readonly heapUsedBytes: number };
   /** The machine's load average over the last minute when read. */
   readonly load: number;
+  /** CPU seconds (user + system) of the server's threads so far, by thread name (`/proc`; empty elsewhere). */
+  readonly threads: ReadonlyMap<string, number>;
+}
+
+/** CPU seconds of each thread of process `pid` so far, summed by thread name (Linux `/proc/<pid>/task`). */
+function threadSeconds(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const task of tasks) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return byName;
 }
 
 /** PGlite: the embedded store's maintenance so far, from `/metrics`. */
@@ -336,14 +361,19 @@ export async function pgliteMaintenanceTally(server: ServerHandle): Promise<Main
     gcSeconds: new Map(samples('nodejs_gc_duration_seconds_sum').map(({ labels, value }) => [labels.kind!, value] as const)),
     heapUsedBytes: samples('nodejs_heap_size_used_bytes')[0]?.value ?? 0,
   };
-  return { byAction, byTable, process, load: loadavg()[0]! };
+  return { byAction, byTable, process, load: loadavg()[0]!, threads: threadSeconds(server.pid) };
 }
 
 /** What the maintenance did between two tallies (seconds and passes by action, then by table), and the server process's CPU, GC and heap. */
 export function describeTally(before: MaintenanceTally, after: MaintenanceTally): string {
   const gc = [...after.process.gcSeconds].map(([kind, seconds]) => `${kind} ${(seconds - (before.process.gcSeconds.get(kind) ?? 0)).toFixed(2)}`).join(', ');
   const server = `server CPU ${(after.process.cpuSeconds - before.process.cpuSeconds).toFixed(1)} s, GC s ${gc}, heap ${(before.process.heapUsedBytes / 2 ** 20).toFixed(0)}→${(after.process.heapUsedBytes / 2 ** 20).toFixed(0)} MB, load ${before.load.toFixed(1)}→${after.load.toFixed(1)}`;
-  return `${maintenanceDone(before, after)}; ${server}`;
+  const threads = [...after.threads]
+    .map(([name, seconds]) => [name, seconds - (before.threads.get(name) ?? 0)] as const)
+    .filter(([, seconds]) => seconds >= 0.05)
+    .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
+    .join(', ');
+  return `${maintenanceDone(before, after)}; ${server}${threads ? `; CPU s by thread: ${threads}` : ''}`;
 }
 
 /** The maintenance passes between two tallies. */
