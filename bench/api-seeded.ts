@@ -157,7 +157,10 @@ export async function measureApiSeeded(options: ApiSeededOptions): Promise<Repor
         if (busyNote) log(`${backend}: ${busyNote.slice(2)}`);
         const settled = await waitSettled(seededAt);
         log(`${backend}: users ${settled ? 'analyzed' : 'NOT analyzed'} ${((Date.now() - seededAt) / 1000).toFixed(0)} s after the seed ended`);
+        const beforeSettled = await options.maintenance?.(server);
         const settledPage = await load(() => listRequest(ws, 1));
+        const afterSettled = await options.maintenance?.(server);
+        if (beforeSettled && afterSettled) log(`${backend}: page 1 settled: ${settledPage.perSecond.toFixed(0)} req/s; meanwhile ${describeTally(beforeSettled, afterSettled)}`);
         const settledAdd = await load(() => addRequest(ws));
         const against = (label: string, perSecond: number, text: string, minimum: number) => (row: ReportRow): ReportRow => {
           const withBase = { ...row, baseline: { label, perSecond } };
