@@ -10,7 +10,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
-import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceSeconds, pgliteSettling, postgresSettling, SEED_WORDS, SEEDS, type Seed } from './api-seeded.ts';
+import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceTally, pgliteSettling, postgresSettling, SEED_WORDS, SEEDS, type Seed } from './api-seeded.ts';
 import { buildService, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, type ReportSection } from './report.ts';
 
@@ -60,7 +60,7 @@ try {
         backend: 'PGlite',
         start: () => start({ DATA_DIR: dataDir }),
         settling: pgliteSettling,
-        maintenanceSeconds: pgliteMaintenanceSeconds,
+        maintenance: pgliteMaintenanceTally,
         ...(changes > 0 ? { growth: { dataDir, changesPerBlock: Math.round(changes / 3), blocks: 3 } } : {}),
       }),
     );

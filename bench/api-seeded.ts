@@ -9,6 +9,8 @@
  * `npm run bench:api-seeded [-- --quick]` runs this alone; `npm run bench` runs it too.
  */
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { bytesByTable, relationFileBytes, relationOwners, type RelationFileBytes, type RelationOwners } from './data-dir-shares.ts';
 import { importUsers } from './import-seed.ts';
@@ -36,8 +38,8 @@ export interface ApiSeededOptions {
    * true once `users` was analyzed after the seed ended at `since` (epoch ms), false on time-out.
    */
   readonly settling: (server: ServerHandle) => Promise<(since: number) => Promise<boolean>>;
-  /** PGlite: seconds the store's own maintenance has spent so far (read around the fresh rows, which it may delay; noted on the seed's row). */
-  readonly maintenanceSeconds?: (server: ServerHandle) => Promise<number>;
+  /** PGlite: what the store's own maintenance has done so far (read around each fresh row, which it may delay; noted on the seed's row). */
+  readonly maintenance?: (server: ServerHandle) => Promise<MaintenanceTally>;
   /** Workspace sizes, each seeded into its own workspace. */
   readonly sizes: readonly number[];
   /** How each size is seeded, each into its own workspace (default {@link SEEDS}: both). */
@@ -131,17 +133,34 @@ export async function measureApiSeeded(options: ApiSeededOptions): Promise<Repor
         const addRate = await seedUsers(seed, server.port, ws, size, (sent, rate) => log(`${backend}: ${sent} of ${size} added (${rate.toFixed(0)}/s)`));
         const seededAt = Date.now();
         log(`${backend}: ${words} at ${addRate.toFixed(0)}/s`);
-        const busyBefore = await options.maintenanceSeconds?.(server);
+        const before = await options.maintenance?.(server);
         const freshStarted = performance.now();
         const freshPage = await load(() => listRequest(ws, 1));
+        const pageSeconds = (performance.now() - freshStarted) / 1000;
+        const afterPage = await options.maintenance?.(server);
+        let beforeAdd = afterPage;
+        if (options.maintenance && afterPage) {
+          // PGlite: page 1 once more before the adds (which bring the next ANALYZE of users):
+          // whether the fresh window's speed is the tables' or the moment's, right after the seed.
+          const again = await load(() => listRequest(ws, 1));
+          beforeAdd = await options.maintenance(server);
+          log(`${backend}: page 1 fresh, a second window: ${again.perSecond.toFixed(0)} req/s (p50 ${again.p50Ms.toFixed(1)} ms) against ${freshPage.perSecond.toFixed(0)} in the first; meanwhile ${describeTally(afterPage, beforeAdd)}`);
+        }
+        const addStarted = performance.now();
         const freshAdd = await load(() => addRequest(ws));
-        const freshSeconds = (performance.now() - freshStarted) / 1000;
-        const busy = busyBefore === undefined ? undefined : (await options.maintenanceSeconds!(server)) - busyBefore;
-        const busyNote = busy === undefined ? '' : `; the store's maintenance passes took ${busy.toFixed(1)} s of the ${freshSeconds.toFixed(0)} s of the fresh rows`;
+        const addSeconds = (performance.now() - addStarted) / 1000;
+        const afterAdd = await options.maintenance?.(server);
+        const busyNote =
+          before && afterPage && beforeAdd && afterAdd
+            ? `; the store's maintenance during fresh page 1 (${pageSeconds.toFixed(0)} s): ${describeTally(before, afterPage)}; during the fresh adds (${addSeconds.toFixed(0)} s): ${describeTally(beforeAdd, afterAdd)}`
+            : '';
         if (busyNote) log(`${backend}: ${busyNote.slice(2)}`);
         const settled = await waitSettled(seededAt);
         log(`${backend}: users ${settled ? 'analyzed' : 'NOT analyzed'} ${((Date.now() - seededAt) / 1000).toFixed(0)} s after the seed ended`);
+        const beforeSettled = await options.maintenance?.(server);
         const settledPage = await load(() => listRequest(ws, 1));
+        const afterSettled = await options.maintenance?.(server);
+        if (beforeSettled && afterSettled) log(`${backend}: page 1 settled: ${settledPage.perSecond.toFixed(0)} req/s; meanwhile ${describeTally(beforeSettled, afterSettled)}`);
         const settledAdd = await load(() => addRequest(ws));
         const against = (label: string, perSecond: number, text: string, minimum: number) => (row: ReportRow): ReportRow => {
           const withBase = { ...row, baseline: { label, perSecond } };
@@ -276,17 +295,97 @@ function growthRows(snapshots: readonly GrowthSnapshot[], owners: RelationOwners
   return rows;
 }
 
-/** Sum of a metric's samples in `/metrics` whose labels match `labels`. */
-async function counted(server: ServerHandle, name: string, labels: RegExp): Promise<number> {
-  const text = (await sendRequest(server.port, 'GET', '/metrics', { host: '127.0.0.1' })).body;
-  return [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} ([0-9.e+-]+)$`, 'gm'))]
-    .filter((m) => labels.test(m[1]!))
-    .reduce((n, m) => n + Number(m[2]), 0);
+/** The samples of metric `name` in a `/metrics` text, each with its labels. */
+function metricSamples(text: string, name: string): Array<{ labels: Record<string, string>; value: number }> {
+  return [...text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? ([0-9.e+-]+)$`, 'gm'))].map((m) => ({
+    labels: Object.fromEntries([...(m[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!])),
+    value: Number(m[2]),
+  }));
 }
 
-/** PGlite: seconds spent in the embedded store's maintenance passes since the server started (`/metrics`). */
-export function pgliteMaintenanceSeconds(server: ServerHandle): Promise<number> {
-  return counted(server, 'wum_embedded_maintenance_duration_seconds_sum', /./);
+/** The server's `/metrics` text. */
+async function metricsText(server: ServerHandle): Promise<string> {
+  return (await sendRequest(server.port, 'GET', '/metrics', { host: '127.0.0.1' })).body;
+}
+
+/** Sum of a metric's samples in `/metrics` whose table label matches `table` (any when omitted). */
+async function counted(server: ServerHandle, name: string, table?: string): Promise<number> {
+  return metricSamples(await metricsText(server), name)
+    .filter((sample) => table === undefined || sample.labels.table === table)
+    .reduce((n, sample) => n + sample.value, 0);
+}
+
+/** What the embedded store's maintenance has done since the server started, by action, and its passes by table and action. */
+export interface MaintenanceTally {
+  /** Seconds spent and passes run, by action (`analyze`, `vacuum`, `checkpoint`). */
+  readonly byAction: ReadonlyMap<string, { readonly seconds: number; readonly passes: number }>;
+  /** Passes by `table action` (`* checkpoint` for a checkpoint). */
+  readonly byTable: ReadonlyMap<string, number>;
+  /** The server process: CPU seconds so far, seconds in garbage collection by kind, heap in use (bytes). */
+  readonly process: { readonly cpuSeconds: number; readonly gcSeconds: ReadonlyMap<string, number>; readonly heapUsedBytes: number };
+  /** The machine's load average over the last minute when read. */
+  readonly load: number;
+  /** CPU seconds (user + system) of the server's threads so far, by thread name (`/proc`; empty elsewhere). */
+  readonly threads: ReadonlyMap<string, number>;
+}
+
+/** CPU seconds of each thread of process `pid` so far, summed by thread name (Linux `/proc/<pid>/task`). */
+function threadSeconds(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const task of tasks) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return byName;
+}
+
+/** PGlite: the embedded store's maintenance so far, from `/metrics`. */
+export async function pgliteMaintenanceTally(server: ServerHandle): Promise<MaintenanceTally> {
+  const text = await metricsText(server);
+  const samples = (name: string) => metricSamples(text, name);
+  const byAction = new Map<string, { seconds: number; passes: number }>();
+  for (const { labels, value } of samples('wum_embedded_maintenance_duration_seconds_sum')) byAction.set(labels.action!, { seconds: value, passes: 0 });
+  for (const { labels, value } of samples('wum_embedded_maintenance_duration_seconds_count')) byAction.set(labels.action!, { seconds: byAction.get(labels.action!)?.seconds ?? 0, passes: value });
+  const byTable = new Map(samples('wum_embedded_maintenance_passes_total').map(({ labels, value }) => [`${labels.table} ${labels.action}`, value] as const));
+  const process = {
+    cpuSeconds: samples('process_cpu_seconds_total')[0]?.value ?? 0,
+    gcSeconds: new Map(samples('nodejs_gc_duration_seconds_sum').map(({ labels, value }) => [labels.kind!, value] as const)),
+    heapUsedBytes: samples('nodejs_heap_size_used_bytes')[0]?.value ?? 0,
+  };
+  return { byAction, byTable, process, load: loadavg()[0]!, threads: threadSeconds(server.pid) };
+}
+
+/** What the maintenance did between two tallies (seconds and passes by action, then by table), and the server process's CPU, GC and heap. */
+export function describeTally(before: MaintenanceTally, after: MaintenanceTally): string {
+  const gc = [...after.process.gcSeconds].map(([kind, seconds]) => `${kind} ${(seconds - (before.process.gcSeconds.get(kind) ?? 0)).toFixed(2)}`).join(', ');
+  const server = `server CPU ${(after.process.cpuSeconds - before.process.cpuSeconds).toFixed(1)} s, GC s ${gc}, heap ${(before.process.heapUsedBytes / 2 ** 20).toFixed(0)}→${(after.process.heapUsedBytes / 2 ** 20).toFixed(0)} MB, load ${before.load.toFixed(1)}→${after.load.toFixed(1)}`;
+  const threads = [...after.threads]
+    .map(([name, seconds]) => [name, seconds - (before.threads.get(name) ?? 0)] as const)
+    .filter(([, seconds]) => seconds >= 0.05)
+    .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
+    .join(', ');
+  return `${maintenanceDone(before, after)}; ${server}${threads ? `; CPU s by thread: ${threads}` : ''}`;
+}
+
+/** The maintenance passes between two tallies. */
+function maintenanceDone(before: MaintenanceTally, after: MaintenanceTally): string {
+  const actions = [...after.byAction].map(([action, { seconds, passes }]) => ({ action, seconds: seconds - (before.byAction.get(action)?.seconds ?? 0), passes: passes - (before.byAction.get(action)?.passes ?? 0) })).filter((a) => a.passes > 0);
+  if (actions.length === 0) return 'no pass';
+  const tables = [...after.byTable].map(([key, n]) => [key, n - (before.byTable.get(key) ?? 0)] as const).filter(([, n]) => n > 0);
+  const total = actions.reduce((sum, a) => sum + a.seconds, 0);
+  return `${total.toFixed(2)} s (${actions.map((a) => `${a.action} ${a.seconds.toFixed(2)} s in ${a.passes}`).join(', ')}; ${tables.map(([key, n]) => `${key} ×${n}`).join(', ')})`;
 }
 
 /**
@@ -296,14 +395,14 @@ export function pgliteMaintenanceSeconds(server: ServerHandle): Promise<number> 
  */
 export async function pgliteSettling(server: ServerHandle): Promise<(since: number) => Promise<boolean>> {
   const passes = 'wum_embedded_maintenance_passes_total';
-  const before = await counted(server, passes, /table="users"/);
+  const before = await counted(server, passes, 'users');
   return async (since) => {
-    let last = await counted(server, passes, /./);
+    let last = await counted(server, passes);
     let quietSince = Date.now();
     while (Date.now() - since < SETTLE_TIMEOUT_MS) {
-      const now = await counted(server, passes, /./);
+      const now = await counted(server, passes);
       if (now !== last) [last, quietSince] = [now, Date.now()];
-      if ((await counted(server, passes, /table="users"/)) > before && Date.now() - quietSince >= 12_000) return true;
+      if ((await counted(server, passes, 'users')) > before && Date.now() - quietSince >= 12_000) return true;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
     return false;

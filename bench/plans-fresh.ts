@@ -1,5 +1,6 @@
 /*
- * `npm run bench:plans-fresh [-- --users 3000 --runs 100 --backend pglite|postgres|both --plans]`:
+ * `npm run bench:plans-fresh [-- --users 3000 --runs 100 --backend pglite|postgres|both --plans
+ * --analyzed-at 0.01]`:
  * the reads whose speed could hang on statistics, in process, on a new database whose users
  * were added one by one through the service (as `POST /users` adds them), then copied: the
  * original is never analyzed ("fresh"; on PostgreSQL autovacuum is off for its tables so that
@@ -10,7 +11,11 @@
  * (ANALYZE, BUFFERS)` fresh and analyzed, and the rows it read of each table
  * (`pg_stat_xact_user_tables`, which also sees the statements inside `user_page_ids`). The
  * goal: fresh at least 0.8× as fast as analyzed (docs/performance.md, "Fast on data as it
- * arrives").
+ * arrives"). With `--analyzed-at F` (0 < F < 1) the other case of that goal: the seed runs
+ * `ANALYZE` once it has added F of the users, then adds the rest, so that the measured
+ * database holds statistics taken at F of its rows ("stale") instead of none. Nothing else
+ * analyzes it: autovacuum is off for its tables on PostgreSQL, and the embedded store's
+ * maintenance runs only in the server, never in this process.
  */
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +33,7 @@ import { openDatabase, type OpenDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
 import type { Store } from '../src/core/ports.ts';
 import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
-import { captureStatements, explainAnalyze } from '../harness/statements.ts';
+import { captureStatements, explainAnalyze, explainGeneric, planningMs } from '../harness/statements.ts';
 import { LatencyRecorder } from './measurement.ts';
 
 const { values: options } = parseArgs({
@@ -37,11 +42,17 @@ const { values: options } = parseArgs({
     runs: { type: 'string', default: '100' },
     backend: { type: 'string', default: 'both' },
     plans: { type: 'boolean', default: false },
+    'analyzed-at': { type: 'string' },
   },
 });
 const USERS = Number(options.users);
 const RUNS = Number(options.runs);
 const WARM_UP = 5;
+/** With `--analyzed-at`: the share of the users added when the seed runs `ANALYZE`. */
+const ANALYZED_AT = options['analyzed-at'] === undefined ? undefined : Number(options['analyzed-at']);
+if (ANALYZED_AT !== undefined && !(ANALYZED_AT > 0 && ANALYZED_AT < 1)) throw new Error(`--analyzed-at takes a share between 0 and 1, not ${options['analyzed-at']}`);
+/** What the measured database's statistics are: none, or taken at `ANALYZED_AT` of the rows. */
+const MEASURED = ANALYZED_AT === undefined ? 'fresh' : `analyzed at ${(ANALYZED_AT * 100).toFixed(0)} %`;
 /** Tables that grow with a workspace (kept from autovacuum on PostgreSQL while measured fresh). */
 const GROWING = ['users', 'user_apps', 'user_counts', 'events', 'webhook_deliveries', 'audit_events'];
 
@@ -54,13 +65,19 @@ interface Read {
 /**
  * Adds `USERS` users one by one through the service (two apps for two in three, a user of
  * another workspace every tenth), then deactivates every seventh; returns the workspace's id.
+ * `analyze` runs once `ANALYZED_AT` of the users were added (with `--analyzed-at`).
  */
-async function seed(store: Store): Promise<number> {
+async function seed(store: Store, analyze: () => Promise<void>): Promise<number> {
   for (const product of DEMO_PRODUCTS) await putProduct(store, product.name, product.roles, SYSTEM_ACTOR);
   const id = (await createWorkspace(store, 'plans', undefined, SYSTEM_ACTOR)).workspace.id;
   const other = (await createWorkspace(store, 'plans-other', undefined, SYSTEM_ACTOR)).workspace.id;
   const started = performance.now();
+  const analyzeAt = ANALYZED_AT === undefined ? -1 : Math.round(USERS * ANALYZED_AT);
   for (let i = 0; i < USERS; i += 1) {
+    if (i === analyzeAt) {
+      await analyze();
+      process.stdout.write(`analyzed after ${i} of ${USERS} users\n`);
+    }
     const apps = i % 3 === 0 ? [] : [{ name: 'crm', role: 'member' }, { name: 'analytics', role: 'viewer' }];
     await addUser(store, id, { email: `u${i}@example.com`, role: 'non_owner', apps, firstName: `First${i}`, lastName: `Last${i}` }, SYSTEM_ACTOR);
     if (i % 10 === 0) await addUser(store, other, { email: `o${i}@example.com`, role: 'non_owner', apps: [] }, SYSTEM_ACTOR);
@@ -111,7 +128,9 @@ async function printPlans(database: OpenDatabase, all: readonly Read[], when: st
     for (const statement of statements) {
       const { plan, read: counted } = await explainAnalyze(database.db, statement);
       const rows = [...counted].map(([table, c]) => `${table} ${c.rows}`).join(', ');
-      process.stdout.write(`\n--- ${when}: ${read.label}; rows read: ${rows || 'none'}\n${plan}\n`);
+      const planning = await planningMs(database.db, statement, 21);
+      process.stdout.write(`\n--- ${when}: ${read.label}; rows read: ${rows || 'none'}; planning p50 of 21: ${planning.toFixed(3)} ms\n${plan}\n`);
+      if (statement.params.length > 0) process.stdout.write(`\n--- ${when}: ${read.label}, generic plan\n${await explainGeneric(database.db, statement)}\n`);
     }
   }
 }
@@ -127,12 +146,14 @@ interface Backend {
 
 /** Seeds a new database of `backend`, copies it, analyzes the copy, then explains (with `--plans`) and times each read on both. */
 async function measure(backend: Backend): Promise<void> {
-  process.stdout.write(`\n## ${backend.name}: ${USERS} users added through the service\n\n`);
+  process.stdout.write(`\n## ${backend.name}: ${USERS} users added through the service, measured ${MEASURED} and analyzed\n\n`);
   const seeding = await backend.open();
   let workspaceId: number;
   try {
     for (const table of GROWING) await seeding.db.execute(sql.raw(`alter table ${table} set (autovacuum_enabled = false)`));
-    workspaceId = await seed(createStore(seeding.db, { cacheTtlMs: 0 }));
+    workspaceId = await seed(createStore(seeding.db, { cacheTtlMs: 0 }), async () => {
+      await seeding.db.execute(sql`analyze`);
+    });
   } finally {
     await seeding.close();
   }
@@ -140,15 +161,29 @@ async function measure(backend: Backend): Promise<void> {
   try {
     await analyzed.db.execute(sql`analyze`);
     const never = await fresh.db.execute(sql`select count(*)::int as n from pg_stat_user_tables where last_analyze is not null or last_autoanalyze is not null`);
-    process.stdout.write(`tables analyzed in the fresh database: ${JSON.stringify((never as unknown as { rows: unknown[] }).rows[0])}\n`);
+    process.stdout.write(`tables analyzed in the ${MEASURED} database: ${JSON.stringify((never as unknown as { rows: unknown[] }).rows[0])}\n`);
+    // What the planner's statistics say of users: rows when analyzed (reltuples), and the
+    // workspaces the stale histogram knows (n_distinct of workspace_id), against the rows now.
+    const stats = sql`select c.reltuples::int as reltuples, (select count(*)::int from users) as rows, s.n_distinct
+      from pg_class c left join pg_stats s on s.tablename = c.relname and s.attname = 'workspace_id' where c.relname = 'users'`;
+    for (const [label, database] of [[MEASURED, fresh], ['analyzed', analyzed]] as const) {
+      process.stdout.write(`users statistics, ${label}: ${JSON.stringify((await database.db.execute(stats) as unknown as { rows: unknown[] }).rows[0])}\n`);
+    }
     const freshReads = reads(createStore(fresh.db, { cacheTtlMs: 0 }), workspaceId);
     const analyzedReads = reads(createStore(analyzed.db, { cacheTtlMs: 0 }), workspaceId);
     if (options.plans) {
-      await printPlans(fresh, freshReads, 'fresh');
+      await printPlans(fresh, freshReads, MEASURED);
       await printPlans(analyzed, analyzedReads, 'analyzed');
     }
     const timings = await timeByTurns(freshReads.map((read, i) => [read, analyzedReads[i]!] as const));
-    process.stdout.write(`\n| ${backend.name}, ${USERS} users | fresh p50 ms | analyzed p50 ms | fresh speed ÷ analyzed | goal ≥ 0.8× |\n| --- | ---: | ---: | ---: | --- |\n`);
+    process.stdout.write(`\n| ${backend.name}, ${USERS} users | ${MEASURED} p50 ms | analyzed p50 ms | ${MEASURED} speed ÷ analyzed | goal ≥ 0.8× |\n| --- | ---: | ---: | ---: | --- |\n`);
+    // A named prepared statement (PostgreSQL) is planned anew on every execution as long as
+    // its custom plans look cheaper than its generic one: say which way each went.
+    for (const [label, database] of [[MEASURED, fresh], ['analyzed', analyzed]] as const) {
+      const prepared = await database.db.execute(sql`select name, generic_plans::int, custom_plans::int from pg_prepared_statements where name like 'wum%' order by name`).catch(() => undefined);
+      const rows = (prepared as unknown as { rows: Array<{ name: string; generic_plans: number; custom_plans: number }> } | undefined)?.rows ?? [];
+      if (rows.length > 0) process.stdout.write(`prepared statements, ${label}: ${rows.map((r) => `${r.name} generic ${r.generic_plans} custom ${r.custom_plans}`).join('; ')}\n`);
+    }
     timings.forEach(([freshMs, analyzedMs], i) => {
       const speed = analyzedMs / freshMs;
       process.stdout.write(`| ${freshReads[i]!.label} | ${freshMs.toFixed(2)} | ${analyzedMs.toFixed(2)} | ${speed.toFixed(2)}× | ${speed >= 0.8 ? 'met' : 'NOT met'} |\n`);

@@ -24,7 +24,7 @@ import { measureFailover } from './failover.ts';
 import { measureReplicas } from './replicas.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
-import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceSeconds, pgliteSettling, postgresSettling } from './api-seeded.ts';
+import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceTally, pgliteSettling, postgresSettling } from './api-seeded.ts';
 import {
   addRequest,
   lastPage,
@@ -531,7 +531,7 @@ async function main(): Promise<void> {
         backend: 'PGlite',
         start: () => runServer(SERVER_SCRIPT, serverEnv(undefined, { ...apiEnv, DATA_DIR: apiDataDir })),
         settling: pgliteSettling,
-        maintenanceSeconds: pgliteMaintenanceSeconds,
+        maintenance: pgliteMaintenanceTally,
         growth: { dataDir: apiDataDir, changesPerBlock: PLAN.churn, blocks: 3 },
       }),
     );

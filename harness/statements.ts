@@ -116,3 +116,42 @@ export async function explainAnalyze(db: Database, statement: CapturedStatement)
 }
 
 class RolledBack extends Error {}
+
+/**
+ * Median planning time (ms) of `statement` over `times` plans: `EXPLAIN (SUMMARY)` with its
+ * values bound, which plans it without running it.
+ */
+export async function planningMs(db: Database, statement: CapturedStatement, times: number): Promise<number> {
+  const ms: number[] = [];
+  for (let i = 0; i < times; i += 1) {
+    const lines = planText((await rawClient(db).query(`explain (summary) ${statement.text}`, statement.params)).rows);
+    ms.push(Number(/Planning Time: ([0-9.]+) ms/.exec(lines)?.[1] ?? Number.NaN));
+  }
+  return ms.sort((a, b) => a - b)[Math.floor(times / 2)]!;
+}
+
+/** A bound value as an SQL literal of unknown type, which PostgreSQL coerces to its parameter's type. */
+const literal = (value: unknown) =>
+  value === null || value === undefined ? 'null' : `'${(typeof value === 'object' ? JSON.stringify(value) : String(value)).replaceAll("'", "''")}'`;
+
+/**
+ * `EXPLAIN (ANALYZE, BUFFERS)` of the generic plan of a statement that only reads: the plan a
+ * named prepared statement may settle on after five executions (PostgreSQL "PREPARE", plan
+ * caching), which an `EXPLAIN` with values bound never shows. Prepared under
+ * `plan_cache_mode = force_generic_plan` in a transaction that is rolled back.
+ * @throws Error when `statement` writes.
+ */
+export async function explainGeneric(db: Database, statement: CapturedStatement): Promise<string> {
+  if (!READ_ONLY(statement.text)) throw new Error(`not a read: ${statement.text}`);
+  const { result } = await countedReads(db, async (client) => {
+    await client.query('set local plan_cache_mode = force_generic_plan');
+    await client.query(`prepare wum_explain_generic as ${statement.text}`);
+    try {
+      const args = statement.params.length === 0 ? '' : `(${statement.params.map(literal).join(', ')})`;
+      return await client.query(`explain (analyze, buffers) execute wum_explain_generic${args}`);
+    } finally {
+      await client.query('deallocate wum_explain_generic');
+    }
+  });
+  return planText(result.rows);
+}
