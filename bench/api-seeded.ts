@@ -332,7 +332,7 @@ export interface MaintenanceTally {
 /** CPU seconds of each thread of process `pid` so far, summed by thread name (Linux `/proc/<pid>/task`). */
 function threadSeconds(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
-  let tasks: string[] = [];
+  let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
