@@ -5,13 +5,12 @@ import { openDatabase, type OpenDatabase } from '../storage/database.ts';
 import { maintainEmbeddedStore, type EmbeddedMaintenance } from '../storage/embedded-maintenance.ts';
 import { createDeliveryQueue } from '../storage/deliveries.queries.ts';
 import { createEventPruning } from '../storage/events.queries.ts';
-import { createIdempotencyStore } from '../storage/idempotency.queries.ts';
 import { createSessionPruning } from '../storage/sessions-pruning.queries.ts';
 import { announceDeliveriesDue, DELIVERIES_CHANNEL, startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { announceGathered } from './deliveries-due.ts';
+import { storageDependencies } from './app-dependencies.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
-import { webhookUrlCheck } from '../webhooks/url-guard.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
 
@@ -69,11 +68,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
   });
   const registry = new Registry();
   const app = await buildApp(config, {
-    store,
-    checkWebhookUrl: webhookUrlCheck(config.webhooks),
-    idempotency: createIdempotencyStore(database.db),
-    ping: database.ping,
-    ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
+    ...storageDependencies(config, database, store),
     registry,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.logStream ? { logStream: options.logStream } : {}),

@@ -3,9 +3,8 @@ import { loadConfig, type Config } from '../../src/config/load-config.ts';
 import type { Store } from '../../src/core/ports.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { buildApp } from '../../src/http/app.ts';
-import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
-import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
+import { storageDependencies } from '../../src/server/app-dependencies.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE } from '../../harness/backend.ts';
@@ -87,11 +86,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const build = async (extra: Record<string, string> = {}) => {
     const config = testConfig({ ...env, ...extra });
     const app = await buildApp(config, {
-      store,
-      checkWebhookUrl: webhookUrlCheck(config.webhooks),
-      idempotency: createIdempotencyStore(database.db),
-      ping: database.ping,
-      ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
+      ...storageDependencies(config, database, store),
       logger: false,
     });
     await app.ready();

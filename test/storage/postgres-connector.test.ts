@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/http/app.ts';
-import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
-import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
+import { storageDependencies } from '../../src/server/app-dependencies.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { assertProblem } from '../reliability/support.ts';
 import {
@@ -40,11 +39,7 @@ interface Served {
 async function serve(url: string, limits: { statementTimeoutMs: number; queryTimeoutMs: number; connectTimeoutMs: number }): Promise<Served> {
   const database = await openDatabase({ kind: 'postgres', url, poolSize: 3, ...limits });
   const app = await buildApp(testConfig(), {
-    checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
-    store: createStore(database.db, { cacheTtlMs: 0 }),
-    idempotency: createIdempotencyStore(database.db),
-    ping: database.ping,
-    ...(database.beginRequestTransaction ? { beginTransaction: database.beginRequestTransaction } : {}),
+    ...storageDependencies(testConfig(), database, createStore(database.db, { cacheTtlMs: 0 })),
     logger: false,
   });
   const admin = (method: 'POST' | 'PUT', url: string, payload: object) =>
