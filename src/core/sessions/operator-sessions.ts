@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Actor, ActorJson } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../ports.ts';
 import { verifiedEmail, type VerifiedIdentity } from './person-sign-in.ts';
-import { hashSessionId, type OpenedSession, type SessionLifetime } from './sessions-service.ts';
+import { hashSessionId, newSessionId, type OpenedSession, type SessionLifetime } from './sessions-service.ts';
 
 /** Who may sign in as operator: the configured provider's issuer and the listed emails (lower-cased). */
 export interface OperatorPolicy {
@@ -45,10 +44,9 @@ export async function openOperatorSession(
   lifetime: SessionLifetime,
   requestId: string | null = null,
 ): Promise<OpenedSession> {
-  const id = randomBytes(32).toString('base64url');
-  const expiresAt = new Date(Date.now() + lifetime.maxMs);
+  const { id, idHash, expiresAt } = newSessionId(lifetime);
   await store.transaction(async (tx) => {
-    await tx.operatorSessions.insert({ idHash: hashSessionId(id), email: actor.label ?? '', issuer: policy.issuer, actor, expiresAt });
+    await tx.operatorSessions.insert({ idHash, email: actor.label ?? '', issuer: policy.issuer, actor, expiresAt });
     await tx.audit.append(operatorSignInEvent(actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString(), method: 'oidc' }));
   });
   return { id, expiresAt, actor };

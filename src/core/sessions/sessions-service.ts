@@ -30,17 +30,26 @@ export interface SessionTenant extends Tenant {
 export const hashSessionId = hashApiKey;
 
 /**
+ * A new session's id (256 random bits, base64url: the cookie's value, never stored), the hash
+ * that is stored, and when it ends at the latest (`lifetime.maxMs` from now). Every kind of
+ * console session (key, person, operator) starts here.
+ */
+export function newSessionId(lifetime: SessionLifetime): { readonly id: string; readonly idHash: string; readonly expiresAt: Date } {
+  const id = randomBytes(32).toString('base64url');
+  return { id, idHash: hashSessionId(id), expiresAt: new Date(Date.now() + lifetime.maxMs) };
+}
+
+/**
  * Exchanges the workspace API key that authenticated `tenant` for a console session acting
  * with that key: the page's script then holds only an HttpOnly cookie, never the key. The
  * session ends with the key (revoked or expired), after `idleMs` unused, `maxMs` after
  * sign-in, or at sign-out.
  */
 export async function openKeySession(store: Store, tenant: Tenant, lifetime: SessionLifetime, requestId: string | null = null): Promise<OpenedSession> {
-  const id = randomBytes(32).toString('base64url');
-  const expiresAt = new Date(Date.now() + lifetime.maxMs);
+  const { id, idHash, expiresAt } = newSessionId(lifetime);
   const actor: ActorJson = { type: 'api_key', id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix) };
   await store.transaction(async (tx) => {
-    await tx.sessions.insert(tenant.workspace.id, { idHash: hashSessionId(id), apiKeyId: tenant.apiKey.id, actor, expiresAt });
+    await tx.sessions.insert(tenant.workspace.id, { idHash, apiKeyId: tenant.apiKey.id, actor, expiresAt });
     await tx.audit.append(signInEvent(tenant, actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString() }));
   });
   return { id, expiresAt, actor };
@@ -106,11 +115,10 @@ export async function openPersonSession(
   lifetime: SessionLifetime,
   requestId: string | null = null,
 ): Promise<OpenedSession> {
-  const id = randomBytes(32).toString('base64url');
-  const expiresAt = new Date(Date.now() + lifetime.maxMs);
+  const { id, idHash, expiresAt } = newSessionId(lifetime);
   const actor: ActorJson = { type: 'person', id: person.publicId, label: person.email };
   await store.transaction(async (tx) => {
-    await tx.sessions.insert(workspace.id, { idHash: hashSessionId(id), userId: person.userId, idpRevision, actor, expiresAt });
+    await tx.sessions.insert(workspace.id, { idHash, userId: person.userId, idpRevision, actor, expiresAt });
     await tx.audit.append({
       workspaceId: workspace.id,
       actor: { ...actor, requestId },
