@@ -263,6 +263,11 @@ export interface OperatorSessionRepository {
   saveSignIn(stateHash: string, pending: PendingOperatorSignIn): Promise<void>;
   /** Takes (deletes and returns) a sign-in, so a `state` serves once. */
   takeSignIn(stateHash: string): Promise<PendingOperatorSignIn | undefined>;
+  /**
+   * The `sub` bound to `email` (lower-cased) at the provider of `issuer`: `subject` when this is
+   * the email's first sign-in there (it is stored), else the one stored then.
+   */
+  bindSubject(issuer: string, email: string, subject: string): Promise<string>;
 }
 
 /** A workspace's OpenID Connect identity provider; `revision` changes with every change. */
@@ -289,7 +294,9 @@ export interface SignInCandidate {
   readonly id: number;
   readonly publicId: string;
   readonly email: string;
+  /** The provider's `sub` stored at the first sign-in, and the issuer it is of (null: never signed in). */
   readonly oidcSubject: string | null;
+  readonly oidcIssuer: string | null;
 }
 
 /** Identity providers of workspaces, the sign-ins under way and the people they let in. */
@@ -304,8 +311,8 @@ export interface IdentityProviderRepository {
   takeSignIn(workspaceId: number, stateHash: string): Promise<PendingSignIn | undefined>;
   /** The active owner with this email (case-insensitive), if any. */
   findActiveOwner(workspaceId: number, email: string): Promise<SignInCandidate | undefined>;
-  /** Stores the identity provider's `sub` of a user at its first sign-in. */
-  setSubject(workspaceId: number, userId: number, subject: string): Promise<void>;
+  /** Stores the `sub` of a user at the provider of `issuer`, at its first sign-in there. */
+  setSubject(workspaceId: number, userId: number, issuer: string, subject: string): Promise<void>;
 }
 
 /** The audit trail. */

@@ -56,7 +56,7 @@ export function createIdentityProviderRepository(db: Database): IdentityProvider
 
     async findActiveOwner(workspaceId, email) {
       const [row] = await db
-        .select({ id: users.id, publicId: users.publicId, email: users.email, oidcSubject: users.oidcSubject })
+        .select({ id: users.id, publicId: users.publicId, email: users.email, oidcSubject: users.oidcSubject, oidcIssuer: users.oidcIssuer })
         .from(users)
         .where(
           and(
@@ -70,8 +70,8 @@ export function createIdentityProviderRepository(db: Database): IdentityProvider
       return row ? { ...row, id: Number(row.id) } : undefined;
     },
 
-    async setSubject(workspaceId, userId, subject) {
-      await db.update(users).set({ oidcSubject: subject }).where(and(eq(users.workspaceId, workspaceId), eq(users.id, userId)));
+    async setSubject(workspaceId, userId, issuer, subject) {
+      await db.update(users).set({ oidcSubject: subject, oidcIssuer: issuer }).where(and(eq(users.workspaceId, workspaceId), eq(users.id, userId)));
     },
   };
 }

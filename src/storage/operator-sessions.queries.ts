@@ -2,7 +2,7 @@ import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { OperatorSessionRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
-import { operatorSessions, operatorSignIns } from './schema.ts';
+import { operatorIdentities, operatorSessions, operatorSignIns } from './schema.ts';
 
 /** Operators' console sessions and sign-ins under way over Drizzle: one look-up per request, by the hash of the id. */
 export function createOperatorSessionRepository(db: Database): OperatorSessionRepository {
@@ -38,6 +38,17 @@ export function createOperatorSessionRepository(db: Database): OperatorSessionRe
     async takeSignIn(stateHash) {
       const [row] = await db.delete(operatorSignIns).where(eq(operatorSignIns.stateHash, stateHash)).returning();
       return row ? { codeVerifier: row.codeVerifier, nonce: row.nonce, expiresAt: row.expiresAt } : undefined;
+    },
+
+    async bindSubject(issuer, email, subject) {
+      // One statement, so two first sign-ins at once bind one `sub`: the update changes nothing
+      // and only makes RETURNING give the row that was there.
+      const [row] = await db
+        .insert(operatorIdentities)
+        .values({ issuer, email, subject })
+        .onConflictDoUpdate({ target: [operatorIdentities.issuer, operatorIdentities.email], set: { email: sql`excluded.email` } })
+        .returning({ subject: operatorIdentities.subject });
+      return row!.subject;
     },
   };
 }

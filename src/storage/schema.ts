@@ -164,6 +164,23 @@ export const operatorSessions = pgTable(
   (t) => [index('operator_sessions__expires_at').on(t.expiresAt)],
 );
 
+/**
+ * Which account of the operator identity provider each listed operator email signed in with
+ * first (its `sub`, unique within the issuer): a later sign-in with the same email and another
+ * `sub` (an account recreated, or the address moved to someone else) is refused, as for a
+ * workspace's owners. Keyed by issuer and lower-cased email.
+ */
+export const operatorIdentities = pgTable(
+  'operator_identities',
+  {
+    issuer: text('issuer').notNull(),
+    email: text('email').notNull(),
+    subject: text('subject').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ name: 'operator_identities__pk', columns: [t.issuer, t.email] })],
+);
+
 /** Operator sign-ins under way (as `oidc_sign_ins`, for the operator identity provider). */
 export const operatorSignIns = pgTable(
   'operator_sign_ins',
@@ -202,8 +219,13 @@ export const users = pgTable(
     lastName: text('last_name').notNull(),
     status: text('status').notNull(),
     externalId: text('external_id'),
-    /** The `sub` of this person at the workspace's identity provider, stored at the first sign-in. */
+    /**
+     * The `sub` of this person at the workspace's identity provider, stored at the first sign-in,
+     * and that provider's issuer: a `sub` is unique only within its issuer (OpenID Connect Core
+     * 1.0 §2), so a workspace moved to another provider binds its people afresh.
+     */
     oidcSubject: text('oidc_subject'),
+    oidcIssuer: text('oidc_issuer'),
     scimAttributes: jsonb('scim_attributes'),
     scimDeleted: boolean('scim_deleted').notNull().default(false),
     version: integer('version').notNull().default(1),

@@ -177,4 +177,35 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     assert.equal((await external('GET', '/users', olivia, undefined, replica)).statusCode, 401, 'a new configuration ends the session');
     await again.page.context().close();
   });
+
+  test('the provider account is bound at the first sign-in: another account with the email is refused; another provider binds afresh', TEST_TIMEOUT, async () => {
+    // olivia signed in above as the provider account "olivia".
+    op.accounts.set('olivia-again', { email: 'olivia@example.com', email_verified: true });
+    await assertRefused(await signInAs('olivia-again'), /olivia@example\.com signed in before as another account/);
+
+    // The workspace moves to another provider, where olivia's account has another `sub`.
+    const first = op;
+    const second = await startOpenIdProvider([`${origin}/console/oidc/callback`]);
+    try {
+      second.accounts.set('olivia-at-the-new-provider', { email: 'olivia@example.com', email_verified: true });
+      const moved = await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, {
+        issuer: second.issuer,
+        client_id: second.clientId,
+        client_secret: second.clientSecret,
+      });
+      assert.equal(moved.statusCode, 200, moved.body);
+      op = second;
+      const { page } = await signInAs('olivia-at-the-new-provider');
+      const session = await external('GET', '/console/session', { cookie: `wum_session=${(await sessionCookie(page))!.value}` });
+      assert.equal(session.statusCode, 200, session.body);
+      assert.equal(session.json().actor.label, 'olivia@example.com');
+      await page.context().close();
+      // Bound at the new provider now: the same email there under another account is refused.
+      second.accounts.set('olivia-twin', { email: 'olivia@example.com', email_verified: true });
+      await assertRefused(await signInAs('olivia-twin'), /signed in before as another account/);
+    } finally {
+      op = first;
+      await second.close();
+    }
+  });
 });

@@ -138,6 +138,9 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
 
     const grace = await signInAs('grace');
     assert.equal(grace.status, 303, 'a listed email, compared case-insensitively, gets in');
+    // Another account at the provider with grace's email (recreated, or the address reassigned).
+    op.accounts.set('grace-again', { email: 'grace@example.com', email_verified: true });
+    await assertRefused(await signInAs('grace-again'), /grace@example\.com signed in before as another account/);
     const replay = await grace.page.goto(grace.callbackUrl);
     assert.equal(replay?.status(), 400);
     assert.match(await grace.page.locator('#reason').innerText(), /already used or has expired/);

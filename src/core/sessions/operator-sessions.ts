@@ -23,13 +23,16 @@ const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(em
 
 /**
  * Who may enter the console as operator through the operator identity provider
- * (docs/security.md, "Operators signing in"): a verified email listed in `OPERATOR_EMAILS`.
+ * (docs/security.md, "Operators signing in"): a verified email listed in `OPERATOR_EMAILS`, and,
+ * after that email's first sign-in, only with the provider account (`sub`) it used then.
  * Returns the operator's actor: id `oidc:<sub>` (stable at that provider), label the email.
  * @throws AppError `sign_in_refused` (403) saying why.
  */
-export function admitOperator(policy: OperatorPolicy, identity: VerifiedIdentity): ActorJson {
+export async function admitOperator(store: Store, policy: OperatorPolicy, identity: VerifiedIdentity): Promise<ActorJson> {
   const email = verifiedEmail(identity);
   if (!isListed(policy, email)) throw new AppError('sign_in_refused', `${email} is not one of this server's operators.`);
+  const bound = await store.operatorSessions.bindSubject(policy.issuer, email.trim().toLowerCase(), identity.sub);
+  if (bound !== identity.sub) throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
   return { type: 'operator', id: `oidc:${identity.sub}`, label: email };
 }
 

@@ -28,16 +28,18 @@ export function verifiedEmail(identity: VerifiedIdentity): string {
  * Who may enter a workspace's console through its identity provider (docs/security.md,
  * "Signing in with an identity provider"): a verified email (`email_verified: true`, else the
  * provider vouches for nothing) of an active owner of the workspace. The provider's `sub` is
- * stored at the first sign-in; afterwards a different `sub` with the same email (an account
- * recreated or the email moved to someone else at the provider) is refused.
+ * stored at the first sign-in with the provider of `issuer`; afterwards a different `sub` with
+ * the same email there (an account recreated or the email moved to someone else at the provider)
+ * is refused. A `sub` means something only at its issuer (OpenID Connect Core 1.0 §2), so the
+ * first sign-in with another provider binds the person afresh.
  * @throws AppError `sign_in_refused` (403) saying why.
  */
-export async function admitPerson(store: Store, workspace: Workspace, identity: VerifiedIdentity): Promise<SignedInPerson> {
+export async function admitPerson(store: Store, workspace: Workspace, issuer: string, identity: VerifiedIdentity): Promise<SignedInPerson> {
   const email = verifiedEmail(identity);
   const owner = await store.identityProviders.findActiveOwner(workspace.id, email);
   if (!owner) throw new AppError('sign_in_refused', `${email} is not an active owner of workspace "${workspace.subdomain}".`);
-  if (owner.oidcSubject === null) {
-    await store.identityProviders.setSubject(workspace.id, owner.id, identity.sub);
+  if (owner.oidcSubject === null || owner.oidcIssuer !== issuer) {
+    await store.identityProviders.setSubject(workspace.id, owner.id, issuer, identity.sub);
   } else if (owner.oidcSubject !== identity.sub) {
     throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
   }

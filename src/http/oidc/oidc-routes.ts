@@ -92,7 +92,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     if (!claims || !provider) return reply;
     let person;
     try {
-      person = await admitPerson(store, workspace, claims);
+      person = await admitPerson(store, workspace, provider.issuer, claims);
     } catch (error) {
       if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
       throw error;

@@ -87,7 +87,7 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     if (!claims) return reply;
     let actor;
     try {
-      actor = admitOperator(operators.policy, claims);
+      actor = await admitOperator(store, operators.policy, claims);
     } catch (error) {
       if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
       throw error;
