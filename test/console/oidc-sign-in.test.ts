@@ -195,7 +195,8 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
       });
       assert.equal(moved.statusCode, 200, moved.body);
       op = second;
-      const { page } = await signInAs('olivia-at-the-new-provider');
+      const { page, status } = await signInAs('olivia-at-the-new-provider');
+      assert.equal(status, 303, 'the owner gets in at the new provider');
       const session = await external('GET', '/console/session', { cookie: `wum_session=${(await sessionCookie(page))!.value}` });
       assert.equal(session.statusCode, 200, session.body);
       assert.equal(session.json().actor.label, 'olivia@example.com');
