@@ -223,8 +223,11 @@ const apiKeyWireFields = (k: ApiKeyRecord) => ({
   created_by: k.createdBy,
   created_at: k.createdAt,
 });
+/** An API key as the admin API lists it (docs/api.md, "Authentication"): never its secret. */
 export const toWireApiKey = (k: ApiKeyRecord) => ({ ...apiKeyWireFields(k), last_used_at: k.lastUsedAt, revoked_at: k.revokedAt });
+/** A key just made, with its plaintext `key`: the only answer that ever carries it. */
 export const toWireCreatedApiKey = (k: CreatedApiKey) => ({ ...apiKeyWireFields(k), key: k.key });
+/** An audit event as the admin API lists it (docs/api.md, "Audit trail"): its actor in full and flattened. */
 export const toWireAuditEvent = (e: AuditEvent) => ({
   id: e.id,
   occurred_at: e.occurredAt,

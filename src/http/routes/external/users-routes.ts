@@ -59,6 +59,11 @@ async function trimUserEmail(request: FastifyRequest): Promise<void> {
   if (typeof body?.user?.email === 'string') body.user.email = body.user.email.trim();
 }
 
+/**
+ * The path of a user's resource, for `Location` (`POST /users` answers `201` with it): `prefix`
+ * is the API's base path (`/api/external/v2`), the email percent-encoded as one path segment.
+ * Source: RFC 9110 §10.2.2; docs/api.md, "Users".
+ */
 export function userLocation(prefix: string, email: string): string {
   return `${prefix}/users/${encodeURIComponent(email)}`;
 }
