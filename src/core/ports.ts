@@ -294,9 +294,6 @@ export interface SignInCandidate {
   readonly id: number;
   readonly publicId: string;
   readonly email: string;
-  /** The provider's `sub` stored at the first sign-in, and the issuer it is of (null: never signed in). */
-  readonly oidcSubject: string | null;
-  readonly oidcIssuer: string | null;
 }
 
 /** Identity providers of workspaces, the sign-ins under way and the people they let in. */
@@ -311,8 +308,12 @@ export interface IdentityProviderRepository {
   takeSignIn(workspaceId: number, stateHash: string): Promise<PendingSignIn | undefined>;
   /** The active owner with this email (case-insensitive), if any. */
   findActiveOwner(workspaceId: number, email: string): Promise<SignInCandidate | undefined>;
-  /** Stores the `sub` of a user at the provider of `issuer`, at its first sign-in there. */
-  setSubject(workspaceId: number, userId: number, issuer: string, subject: string): Promise<void>;
+  /**
+   * The `sub` bound to a user at the provider of `issuer`: `subject` when none is bound there
+   * yet (it is stored, replacing one of another provider), else the one bound before; undefined
+   * when the user is gone. One statement, so two first sign-ins at once bind one `sub`.
+   */
+  bindSubject(workspaceId: number, userId: number, issuer: string, subject: string): Promise<string | undefined>;
 }
 
 /** The audit trail. */

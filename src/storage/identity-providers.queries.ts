@@ -56,7 +56,7 @@ export function createIdentityProviderRepository(db: Database): IdentityProvider
 
     async findActiveOwner(workspaceId, email) {
       const [row] = await db
-        .select({ id: users.id, publicId: users.publicId, email: users.email, oidcSubject: users.oidcSubject, oidcIssuer: users.oidcIssuer })
+        .select({ id: users.id, publicId: users.publicId, email: users.email })
         .from(users)
         .where(
           and(
@@ -70,8 +70,15 @@ export function createIdentityProviderRepository(db: Database): IdentityProvider
       return row ? { ...row, id: Number(row.id) } : undefined;
     },
 
-    async setSubject(workspaceId, userId, issuer, subject) {
-      await db.update(users).set({ oidcSubject: subject, oidcIssuer: issuer }).where(and(eq(users.workspaceId, workspaceId), eq(users.id, userId)));
+    async bindSubject(workspaceId, userId, issuer, subject) {
+      // SET reads the row as it was (after any concurrent binding, which the row lock waits for).
+      const unbound = sql`${users.oidcSubject} is null or ${users.oidcIssuer} is distinct from ${issuer}`;
+      const [row] = await db
+        .update(users)
+        .set({ oidcSubject: sql`case when ${unbound} then ${subject} else ${users.oidcSubject} end`, oidcIssuer: issuer })
+        .where(and(eq(users.workspaceId, workspaceId), eq(users.id, userId)))
+        .returning({ subject: users.oidcSubject });
+      return row?.subject ?? undefined;
     },
   };
 }

@@ -18,8 +18,11 @@ export interface OperatorSession {
   readonly expiresAt: Date;
 }
 
-/** True when `email` is listed (compared trimmed and case-insensitively, as `OPERATOR_EMAILS` is read). */
-const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(email.trim().toLowerCase());
+/** An email as `OPERATOR_EMAILS` lists it and operators' accounts are keyed: trimmed, lower-cased. */
+const operatorEmail = (email: string) => email.trim().toLowerCase();
+
+/** True when `email` is listed. */
+const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(operatorEmail(email));
 
 /**
  * Who may enter the console as operator through the operator identity provider
@@ -31,7 +34,7 @@ const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(em
 export async function admitOperator(store: Store, policy: OperatorPolicy, identity: VerifiedIdentity): Promise<ActorJson> {
   const email = verifiedEmail(identity);
   if (!isListed(policy, email)) throw new AppError('sign_in_refused', `${email} is not one of this server's operators.`);
-  const bound = await store.operatorSessions.bindSubject(policy.issuer, email.trim().toLowerCase(), identity.sub);
+  const bound = await store.operatorSessions.bindSubject(policy.issuer, operatorEmail(email), identity.sub);
   if (bound !== identity.sub) throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
   return { type: 'operator', id: `oidc:${identity.sub}`, label: email };
 }

@@ -37,11 +37,8 @@ export function verifiedEmail(identity: VerifiedIdentity): string {
 export async function admitPerson(store: Store, workspace: Workspace, issuer: string, identity: VerifiedIdentity): Promise<SignedInPerson> {
   const email = verifiedEmail(identity);
   const owner = await store.identityProviders.findActiveOwner(workspace.id, email);
-  if (!owner) throw new AppError('sign_in_refused', `${email} is not an active owner of workspace "${workspace.subdomain}".`);
-  if (owner.oidcSubject === null || owner.oidcIssuer !== issuer) {
-    await store.identityProviders.setSubject(workspace.id, owner.id, issuer, identity.sub);
-  } else if (owner.oidcSubject !== identity.sub) {
-    throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
-  }
+  const bound = owner ? await store.identityProviders.bindSubject(workspace.id, owner.id, issuer, identity.sub) : undefined;
+  if (!owner || bound === undefined) throw new AppError('sign_in_refused', `${email} is not an active owner of workspace "${workspace.subdomain}".`);
+  if (bound !== identity.sub) throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
   return { userId: owner.id, publicId: owner.publicId, email: owner.email };
 }
