@@ -3,11 +3,12 @@ import { LRUCache } from 'lru-cache';
 import { authenticate, requireScope, type Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
-import { andThen, isPending, orElse, type Awaitable } from '../../core/awaitable.ts';
+import { andThen, orElse, type Awaitable } from '../../core/awaitable.ts';
 import type { Store } from '../../core/ports.ts';
 import { isScimPath } from '../../scim/constants.ts';
 import { requiredScopes } from '../route-scopes.ts';
 import { sessionIdOf } from '../session-cookie.ts';
+import { awaitableHook } from '../hooks.ts';
 import { sessionTenant } from './session-auth.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
@@ -140,17 +141,7 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
     });
   };
 
-  app.addHook('onRequest', (request, reply, done) => {
-    let pending: Awaitable<void>;
-    try {
-      pending = authenticateRequest(request, reply);
-    } catch (error) {
-      done(error as Error);
-      return;
-    }
-    if (isPending(pending)) pending.then(() => done(), done);
-    else done();
-  });
+  app.addHook('onRequest', awaitableHook(authenticateRequest));
 }
 
 /** The tenant of an authenticated external-API request (set by the tenant hook). */
