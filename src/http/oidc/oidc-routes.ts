@@ -6,8 +6,7 @@ import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
-import { setSessionCookie } from '../session-cookie.ts';
-import { startSignIn, verifySignIn } from './sign-in-flow.ts';
+import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 
@@ -90,17 +89,13 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       },
     );
     if (!claims || !provider) return reply;
-    let person;
-    try {
-      person = await admitPerson(store, workspace, provider.issuer, claims);
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
-      throw error;
-    }
-    const opened = await openPersonSession(store, workspace, person, provider.revision, sessions, request.id);
-    setSessionCookie(request, reply, opened.id, opened.expiresAt);
-    // The console's sign-in page reads the session when it sees this parameter (console/src/pages/sign-in.tsx).
-    return reply.header('cache-control', 'no-store').redirect('/console/?signed_in=oidc', 303);
+    const { issuer, revision } = provider;
+    return finishSignIn(
+      request,
+      reply,
+      async () => openPersonSession(store, workspace, await admitPerson(store, workspace, issuer, claims), revision, sessions, request.id),
+      'oidc',
+    );
   });
 
   for (const path of [OIDC_OPTIONS_PATH, OIDC_START_PATH, OIDC_CALLBACK_PATH]) rejectOtherMethods(app, path, ['GET']);

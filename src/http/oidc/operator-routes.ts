@@ -6,10 +6,9 @@ import { admitOperator, endOperatorSession, openOperatorSession } from '../../co
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
 import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
-import { clearSessionCookie, requireSameOrigin, sessionIdOf, setSessionCookie } from '../session-cookie.ts';
+import { clearSessionCookie, requireSameOrigin, sessionIdOf } from '../session-cookie.ts';
 import type { ProviderSettings } from './relying-party.ts';
-import { startSignIn, verifySignIn } from './sign-in-flow.ts';
-import { sendRefusal } from './sign-in-page.ts';
+import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 
 /** What the console's sign-in page offers an operator on this host. */
@@ -85,17 +84,8 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     reply.header('set-cookie', clearedStateCookie(request));
     const claims = await verifySignIn(request, reply, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
     if (!claims) return reply;
-    let actor;
-    try {
-      actor = await admitOperator(store, operators.policy, claims);
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
-      throw error;
-    }
-    const opened = await openOperatorSession(store, operators.policy, actor, sessions, request.id);
-    setSessionCookie(request, reply, opened.id, opened.expiresAt);
-    // The console's sign-in page reads the session when it sees this parameter (console/src/pages/sign-in.tsx).
-    return reply.header('cache-control', 'no-store').redirect('/console/?signed_in=operator', 303);
+    const { policy } = operators;
+    return finishSignIn(request, reply, async () => openOperatorSession(store, policy, await admitOperator(store, policy, claims), sessions, request.id), 'operator');
   });
 
   app.get(OPERATOR_SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type * as oidc from 'openid-client';
+import { AppError } from '../../core/errors.ts';
+import type { OpenedSession } from '../../core/sessions/sessions-service.ts';
+import { setSessionCookie } from '../session-cookie.ts';
 import { authorizationUrl, newChecks, redeem, relyingParty, type ProviderSettings, type SignInChecks } from './relying-party.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { SIGN_IN_TTL_MS, setStateCookie, stateCookieOf } from './state-cookie.ts';
@@ -85,4 +88,27 @@ export async function verifySignIn<P extends StoredChecks>(
     sendRefusal(reply, 403, 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.');
     return undefined;
   }
+}
+
+/**
+ * Ends a verified sign-in: `open` decides who may enter and opens their session; a refusal it
+ * throws (`sign_in_refused`) becomes a page saying why (403), otherwise the session cookie is
+ * set and the browser sent back to the console, which reads the session when it sees
+ * `signed_in` (console/src/pages/sign-in.tsx).
+ */
+export async function finishSignIn(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  open: () => Promise<OpenedSession>,
+  signedIn: 'oidc' | 'operator',
+): Promise<FastifyReply> {
+  let opened: OpenedSession;
+  try {
+    opened = await open();
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
+    throw error;
+  }
+  setSessionCookie(request, reply, opened.id, opened.expiresAt);
+  return reply.header('cache-control', 'no-store').redirect(`/console/?signed_in=${signedIn}`, 303);
 }
