@@ -50,8 +50,9 @@ const EnvSchema = Type.Object({
     default: 'info',
   }),
   SEED_DEMO: Type.Boolean({ default: true }),
+  OUTBOUND_ALLOWED_NETWORKS: Type.Optional(Type.String()),
   WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false }),
-  WEBHOOK_ALLOWED_NETWORKS: Type.String({ default: '' }),
+  WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String()),
   WEBHOOK_LOOPBACK_ONLY: Type.Boolean({ default: false }),
   WEBHOOK_RETRY_SCHEDULE: Type.String({ default: '5s,5m,30m,2h,5h,10h,10h' }),
   WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 15_000 }),
@@ -142,22 +143,32 @@ export interface LoadShedding {
 }
 
 /**
- * Webhook delivery (docs/contract.md Part B, Events and webhooks; documented in docs/operations.md and
- * docs/security.md).
+ * What every outbound connection made on configuration's say (webhooks, identity providers)
+ * may reach: docs/security.md, "Outbound connections".
  */
-export interface WebhookConfig {
+export interface OutboundPolicy {
   /** `http://` URLs are accepted, to loopback addresses only (`WEBHOOK_ALLOW_HTTP`). */
   readonly allowHttp: boolean;
   /**
-   * CIDR ranges that may receive webhooks although they are not public unicast addresses
-   * (private, loopback, link-local, …), e.g. `10.20.0.0/16`; empty: public addresses only.
+   * CIDR ranges that may be reached although they are not public unicast addresses (private,
+   * loopback, link-local, …), e.g. `10.20.0.0/16`; empty: public addresses only
+   * (`OUTBOUND_ALLOWED_NETWORKS`, or its older name `WEBHOOK_ALLOWED_NETWORKS`).
    */
   readonly allowedNetworks: readonly string[];
   /**
-   * Every webhook connection outside 127.0.0.0/8 and ::1 is refused, whatever the other rules
+   * Every outbound connection outside 127.0.0.0/8 and ::1 is refused, whatever the other rules
    * allow (`WEBHOOK_LOOPBACK_ONLY`): set by the test harness and benchmarks so that no test
    * can send traffic off the machine (docs/security.md, "Tests stay on the machine").
    */
+  readonly loopbackOnly?: boolean;
+}
+
+/**
+ * Webhook delivery (docs/contract.md Part B, Events and webhooks; documented in docs/operations.md and
+ * docs/security.md). Its `allowHttp`, `allowedNetworks` and `loopbackOnly` are those of
+ * {@link Config.outbound}: one policy for every outbound connection.
+ */
+export interface WebhookConfig extends OutboundPolicy {
   readonly loopbackOnly: boolean;
   /** Delays before each retry, in ms; after the last one fails, the delivery fails. */
   readonly retryScheduleMs: readonly number[];
@@ -185,16 +196,36 @@ function parseSchedule(value: string): number[] {
   });
 }
 
-/** Parses a comma-separated list of CIDR ranges; throws ConfigError naming a bad one. */
-function parseNetworks(value: string): string[] {
+/** Parses a comma-separated list of CIDR ranges; throws ConfigError naming `name` and a bad one. */
+function parseNetworks(name: string, value: string): string[] {
   return value
     .split(',')
     .map((part) => part.trim())
     .filter((part) => part !== '')
     .map((part) => {
-      if (!ipaddr.isValidCIDR(part)) throw new ConfigError(`invalid configuration: WEBHOOK_ALLOWED_NETWORKS has "${part}", not a CIDR range`);
+      if (!ipaddr.isValidCIDR(part)) throw new ConfigError(`invalid configuration: ${name} has "${part}", not a CIDR range`);
       return part;
     });
+}
+
+/**
+ * The outbound policy of the parsed settings. `WEBHOOK_ALLOWED_NETWORKS` is the older name of
+ * `OUTBOUND_ALLOWED_NETWORKS`; both at once is refused rather than one silently winning.
+ * @throws ConfigError naming both settings, or a range that is not CIDR.
+ */
+function outboundPolicy(parsed: Env): Readonly<Required<OutboundPolicy>> {
+  if (parsed.OUTBOUND_ALLOWED_NETWORKS !== undefined && parsed.WEBHOOK_ALLOWED_NETWORKS !== undefined) {
+    throw new ConfigError('invalid configuration: set OUTBOUND_ALLOWED_NETWORKS or WEBHOOK_ALLOWED_NETWORKS (its older name), not both');
+  }
+  const [name, value] =
+    parsed.WEBHOOK_ALLOWED_NETWORKS === undefined
+      ? ['OUTBOUND_ALLOWED_NETWORKS', parsed.OUTBOUND_ALLOWED_NETWORKS ?? '']
+      : ['WEBHOOK_ALLOWED_NETWORKS', parsed.WEBHOOK_ALLOWED_NETWORKS];
+  return Object.freeze({
+    allowHttp: parsed.WEBHOOK_ALLOW_HTTP,
+    allowedNetworks: Object.freeze(parseNetworks(name, value)),
+    loopbackOnly: parsed.WEBHOOK_LOOPBACK_ONLY,
+  });
 }
 
 /**
@@ -250,6 +281,8 @@ export interface Config {
   readonly logLevel: string;
   /** Create the `demo` workspace when a new embedded database is created. */
   readonly seedDemo: boolean;
+  /** What outbound connections (webhooks, identity providers) may reach. */
+  readonly outbound: Readonly<Required<OutboundPolicy>>;
   /** Webhook delivery and event retention. */
   readonly webhooks: WebhookConfig;
   /**
@@ -283,7 +316,8 @@ const OPERATOR_OIDC_SETTINGS = ['OPERATOR_OIDC_ISSUER', 'OPERATOR_OIDC_CLIENT_ID
 /**
  * The operator sign-in of the parsed settings: all three OIDC settings or none, and with them a
  * non-empty `OPERATOR_EMAILS` (comma-separated; trimmed, lower-cased); http only for a loopback
- * issuer (as the relying party allows).
+ * issuer and only with `WEBHOOK_ALLOW_HTTP` (as the outbound guard allows; docs/security.md,
+ * "Outbound connections").
  * @throws ConfigError naming what is missing or wrong.
  */
 function operatorSignIn(parsed: Env): OperatorSignInConfig | undefined {
@@ -299,8 +333,8 @@ function operatorSignIn(parsed: Env): OperatorSignInConfig | undefined {
   if (emails.length === 0) throw new ConfigError('invalid configuration: OPERATOR_EMAILS must list the emails that may sign in as operator (comma-separated) when OPERATOR_OIDC_ISSUER is set');
   const issuer = URL.parse(parsed.OPERATOR_OIDC_ISSUER!);
   if (!issuer) throw new ConfigError('invalid configuration: OPERATOR_OIDC_ISSUER must be a URL, e.g. https://login.example.com');
-  if (issuer.protocol === 'http:' && !isLoopbackUrl(issuer)) {
-    throw new ConfigError('invalid configuration: OPERATOR_OIDC_ISSUER must be an https:// URL (http:// only for a loopback issuer)');
+  if (issuer.protocol === 'http:' && !(isLoopbackUrl(issuer) && parsed.WEBHOOK_ALLOW_HTTP)) {
+    throw new ConfigError('invalid configuration: OPERATOR_OIDC_ISSUER must be an https:// URL (http:// only for a loopback issuer, with WEBHOOK_ALLOW_HTTP=true)');
   }
   return Object.freeze({
     issuer: parsed.OPERATOR_OIDC_ISSUER!,
@@ -391,6 +425,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       }
     : { kind: 'pglite', dataDir: parsed.DATA_DIR };
   const mebibytes = (n: number) => n * 1024 * 1024;
+  const outbound = outboundPolicy(parsed);
   return Object.freeze({
     port: parsed.PORT,
     host: parsed.HOST,
@@ -425,10 +460,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     logLevel: parsed.LOG_LEVEL,
     seedDemo: parsed.SEED_DEMO,
+    outbound,
     webhooks: Object.freeze({
-      allowHttp: parsed.WEBHOOK_ALLOW_HTTP,
-      allowedNetworks: Object.freeze(parseNetworks(parsed.WEBHOOK_ALLOWED_NETWORKS)),
-      loopbackOnly: parsed.WEBHOOK_LOOPBACK_ONLY,
+      ...outbound,
       retryScheduleMs: Object.freeze(parseSchedule(parsed.WEBHOOK_RETRY_SCHEDULE)),
       timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
       concurrencyPerEndpoint: parsed.WEBHOOK_CONCURRENCY_PER_ENDPOINT,

@@ -1,6 +1,6 @@
-import ipaddr from 'ipaddr.js';
 import type { Agent, request as undiciRequest } from 'undici';
-import { parseWebhookUrl, addressRefusal, guardedLookup, UrlRefusedError, type UrlPolicy } from './url-guard.ts';
+import { assertLiteralAllowed, guardedLookup } from '../outbound/outbound-guard.ts';
+import { parseWebhookUrl, type UrlPolicy } from './url-guard.ts';
 
 /** What one POST to a receiver came to: its status, or why none came. */
 export type SendResult = { readonly status: number } | { readonly error: string };
@@ -48,10 +48,7 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
       try {
         const url = parseWebhookUrl(raw, policy);
         const protocol = url.protocol as 'http:' | 'https:';
-        const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-        // A literal address is connected to without a lookup: check it here.
-        const refusal = ipaddr.isValid(host) ? addressRefusal(host, protocol, policy) : undefined;
-        if (refusal) throw new UrlRefusedError(refusal);
+        assertLiteralAllowed(url, policy);
         const { request, agents } = await load();
         const response = await request(url, {
           method: 'POST',

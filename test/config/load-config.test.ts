@@ -220,6 +220,19 @@ describe(`loadConfig [${BACKEND}]`, () => {
     assertRejected({ WEBHOOK_TIMEOUT_MS: '99' }, ['WEBHOOK_TIMEOUT_MS']);
   });
 
+  test('outbound policy: OUTBOUND_ALLOWED_NETWORKS for every outbound connection, WEBHOOK_ALLOWED_NETWORKS its older name, never both', () => {
+    const defaults = loadConfig({}).outbound;
+    assert.deepEqual(defaults, { allowHttp: false, allowedNetworks: [], loopbackOnly: false });
+    const set = loadConfig({ OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32, 10.20.0.0/16', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_LOOPBACK_ONLY: 'true' });
+    assert.deepEqual(set.outbound, { allowHttp: true, allowedNetworks: ['127.0.0.1/32', '10.20.0.0/16'], loopbackOnly: true });
+    assert.deepEqual(set.webhooks.allowedNetworks, ['127.0.0.1/32', '10.20.0.0/16'], 'webhooks follow the one setting');
+    const alias = loadConfig({ WEBHOOK_ALLOWED_NETWORKS: 'fd12:3456::/48' });
+    assert.deepEqual(alias.outbound.allowedNetworks, ['fd12:3456::/48'], 'the older name sets the same policy');
+    assert.deepEqual(alias.webhooks.allowedNetworks, ['fd12:3456::/48']);
+    assertRejected({ OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32' }, ['OUTBOUND_ALLOWED_NETWORKS', 'WEBHOOK_ALLOWED_NETWORKS']);
+    assertRejected({ OUTBOUND_ALLOWED_NETWORKS: '10.0.0.0/33' }, ['OUTBOUND_ALLOWED_NETWORKS']);
+  });
+
   test('empty strings count as unset', () => {
     const config = loadConfig({ PORT: '', HOST: '', DATABASE_URL: '', ADMIN_TOKEN: '', LOG_LEVEL: '', DATA_DIR: '' });
     assert.equal(config.port, 3000);
@@ -303,7 +316,12 @@ describe(`loadConfig [${BACKEND}]`, () => {
     assert.equal(config?.issuer, 'https://login.example.com');
     assert.equal(config?.clientId, 'wum');
     assert.deepEqual([...config!.emails], ['ada@example.com', 'grace@example.com']);
-    assert.equal(loadConfig({ ...full, OPERATOR_OIDC_ISSUER: 'http://127.0.0.1:9000' }).operatorSignIn?.issuer, 'http://127.0.0.1:9000', 'http on loopback');
+    assert.equal(
+      loadConfig({ ...full, OPERATOR_OIDC_ISSUER: 'http://127.0.0.1:9000', WEBHOOK_ALLOW_HTTP: 'true' }).operatorSignIn?.issuer,
+      'http://127.0.0.1:9000',
+      'http on loopback, where plain http is allowed',
+    );
+    assertRejected({ ...full, OPERATOR_OIDC_ISSUER: 'http://127.0.0.1:9000' }, ['OPERATOR_OIDC_ISSUER', 'WEBHOOK_ALLOW_HTTP']);
 
     assertRejected({ OPERATOR_OIDC_ISSUER: 'https://login.example.com', OPERATOR_EMAILS: 'a@example.com' }, ['OPERATOR_OIDC_CLIENT_ID', 'OPERATOR_OIDC_CLIENT_SECRET']);
     assertRejected({ OPERATOR_OIDC_CLIENT_SECRET: 's' }, ['OPERATOR_OIDC_ISSUER', 'OPERATOR_OIDC_CLIENT_ID']);

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
-import { addressRefusal } from '../../src/webhooks/url-guard.ts';
+import { addressRefusal } from '../../src/outbound/outbound-guard.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -273,6 +273,10 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     // An allow-list admits a network that is not public (https), and a public address needs none.
     const allowed = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' });
     assert.equal((await post(allowed, 'https://127.0.0.1:9/hook')).statusCode, 201);
+    // The one setting of every outbound connection opens it too (WEBHOOK_ALLOWED_NETWORKS is its older name).
+    const outbound = await ctx.buildApp({ OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' });
+    assert.equal((await post(outbound, 'https://127.0.0.1:9/hook')).statusCode, 201);
+    assertProblem(await post(outbound, 'https://127.0.0.2:9/hook'), 400, 'validation_failed');
     // A public address passes the rules (checked without creating anything that could send to it).
     assert.equal(addressRefusal('93.184.215.14', 'https:', { allowHttp: false, allowedNetworks: [] }), undefined);
   });
