@@ -165,34 +165,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/v1/workspaces/{subdomain}/identity-provider": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Show the workspace's identity provider
-         * @description The configuration, without the client secret.
-         */
-        get: operations["getIdentityProvider"];
-        /**
-         * Set the workspace's identity provider
-         * @description Creates or replaces the OpenID Connect provider whose people (active owners of the workspace, by email) sign in to the console. Register `https://{subdomain}.<base domain>/console/oidc/callback` as the redirect URI. A change ends the sessions opened with the previous configuration. The secret is never returned.
-         */
-        put: operations["setIdentityProvider"];
-        post?: never;
-        /**
-         * Remove the workspace's identity provider
-         * @description Its people's console sessions end; the console offers the key sign-in again unless the server forbids it.
-         */
-        delete: operations["deleteIdentityProvider"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/admin/v1/workspaces/{subdomain}/api-keys": {
         parameters: {
             query?: never;
@@ -320,6 +292,34 @@ export interface paths {
          * @description Removes the product from the catalogue; refused with `409 product_in_use` while an active user holds one of its roles.
          */
         delete: operations["deleteCatalogueProduct"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/identity-provider": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show the workspace's identity provider
+         * @description The configuration, without the client secret.
+         */
+        get: operations["getIdentityProvider"];
+        /**
+         * Set the workspace's identity provider
+         * @description Creates or replaces the OpenID Connect provider whose people (active owners of the workspace, by email) sign in to the console. Register `https://{subdomain}.<base domain>/console/oidc/callback` as the redirect URI. The issuer's discovery document is fetched and checked first, through the server's outbound guard (https; no private, loopback, link-local or metadata address unless the operator allows that network; no redirects): when it cannot be used the answer is `422` with a code naming why, and nothing is stored. A change ends the sessions opened with the previous configuration. The secret is never returned.
+         */
+        put: operations["setIdentityProvider"];
+        post?: never;
+        /**
+         * Remove the workspace's identity provider
+         * @description Its people's console sessions end; the console offers the key sign-in again unless the server forbids it.
+         */
+        delete: operations["deleteIdentityProvider"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2308,311 +2308,6 @@ export interface operations {
             };
         };
     };
-    getIdentityProvider: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The configuration. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {
-                     *       "issuer": "https://login.acme.example",
-                     *       "client_id": "wum-console",
-                     *       "client_secret_set": true,
-                     *       "redirect_path": "/console/oidc/callback",
-                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
-                     *       "created_at": "2026-01-10T09:00:00.000Z",
-                     *       "updated_at": "2026-01-10T09:00:00.000Z"
-                     *     } */
-                    "application/json": {
-                        /** @description The OpenID Provider's issuer URL. */
-                        issuer: string;
-                        /** @description The client id at the provider. */
-                        client_id: string;
-                        /** @description Always true: a secret is stored; it is never returned. */
-                        client_secret_set: boolean;
-                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
-                        redirect_path: string;
-                        /**
-                         * Format: uuid
-                         * @description Changes with every change; console sessions opened under another revision are over.
-                         */
-                        revision: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                };
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    setIdentityProvider: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /** @example {
-                 *       "issuer": "https://login.acme.example",
-                 *       "client_id": "wum-console",
-                 *       "client_secret": "the-secret-from-the-provider"
-                 *     } */
-                "application/json": {
-                    /** @description The OpenID Provider's issuer URL; its discovery document is at `{issuer}/.well-known/openid-configuration`. */
-                    issuer: string;
-                    /** @description The client id registered at the provider for this workspace's console. */
-                    client_id: string;
-                    /** @description The client's secret. Stored, never returned. */
-                    client_secret: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The configuration replaced. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {
-                     *       "issuer": "https://login.acme.example",
-                     *       "client_id": "wum-console",
-                     *       "client_secret_set": true,
-                     *       "redirect_path": "/console/oidc/callback",
-                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
-                     *       "created_at": "2026-01-10T09:00:00.000Z",
-                     *       "updated_at": "2026-01-10T09:00:00.000Z"
-                     *     } */
-                    "application/json": {
-                        /** @description The OpenID Provider's issuer URL. */
-                        issuer: string;
-                        /** @description The client id at the provider. */
-                        client_id: string;
-                        /** @description Always true: a secret is stored; it is never returned. */
-                        client_secret_set: boolean;
-                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
-                        redirect_path: string;
-                        /**
-                         * Format: uuid
-                         * @description Changes with every change; console sessions opened under another revision are over.
-                         */
-                        revision: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                };
-            };
-            /** @description The configuration created. */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {
-                     *       "issuer": "https://login.acme.example",
-                     *       "client_id": "wum-console",
-                     *       "client_secret_set": true,
-                     *       "redirect_path": "/console/oidc/callback",
-                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
-                     *       "created_at": "2026-01-10T09:00:00.000Z",
-                     *       "updated_at": "2026-01-10T09:00:00.000Z"
-                     *     } */
-                    "application/json": {
-                        /** @description The OpenID Provider's issuer URL. */
-                        issuer: string;
-                        /** @description The client id at the provider. */
-                        client_id: string;
-                        /** @description Always true: a secret is stored; it is never returned. */
-                        client_secret_set: boolean;
-                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
-                        redirect_path: string;
-                        /**
-                         * Format: uuid
-                         * @description Changes with every change; console sessions opened under another revision are over.
-                         */
-                        revision: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                };
-            };
-            /** @description Problem details; `code` is `validation_failed`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteIdentityProvider: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Removed. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     listApiKeys: {
         parameters: {
             query?: never;
@@ -3672,6 +3367,320 @@ export interface operations {
             };
             /** @description Problem details; `code` is `product_in_use`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "issuer": "https://login.acme.example",
+                 *       "client_id": "wum-console",
+                 *       "client_secret": "the-secret-from-the-provider"
+                 *     } */
+                "application/json": {
+                    /** @description The OpenID Provider's issuer URL; its discovery document is at `{issuer}/.well-known/openid-configuration`. */
+                    issuer: string;
+                    /** @description The client id registered at the provider for this workspace's console. */
+                    client_id: string;
+                    /** @description The client's secret. Stored, never returned. */
+                    client_secret: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The configuration replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The configuration created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,7 @@
 /**
  * The stable error codes of the API with their HTTP status and title.
- * Source: docs/contract.md Part B (every `code` it names), docs/security.md (408, 414, 431 and 503 for the
+ * Source: docs/contract.md Part B (every `code` it names), docs/api.md "Identity provider" (the
+ * `identity_provider_*` refusals of a provider's configuration), docs/security.md (408, 414, 431 and 503 for the
  * server's own limits), RFC 9457 §3.1 (title is per type), RFC 7644 §3.12 (the SCIM kinds
  * of bad request, and SCIM groups, docs/contract.md Part B "SCIM 2.0 provisioning") and docs/contract.md Part B
  * "A highly available database" (503 `database_unavailable`). Both 503 codes mean "retry after
@@ -47,6 +48,7 @@ export const ERROR_CATALOGUE = {
   group_exists: { status: 409, title: 'Group exists' },
   webhook_endpoint_disabled: { status: 409, title: 'Webhook endpoint disabled' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  identity_provider_misconfigured: { status: 409, title: 'Identity provider misconfigured' },
   precondition_failed: { status: 412, title: 'Precondition failed' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   uri_too_long: { status: 414, title: 'URI too long' },
@@ -54,6 +56,11 @@ export const ERROR_CATALOGUE = {
   unknown_product: { status: 422, title: 'Unknown product' },
   unknown_product_role: { status: 422, title: 'Unknown product role' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  identity_provider_unreachable: { status: 422, title: 'Identity provider unreachable' },
+  identity_provider_address_refused: { status: 422, title: 'Identity provider address not allowed' },
+  identity_provider_http_refused: { status: 422, title: 'Identity provider over plain http not allowed' },
+  identity_provider_discovery_invalid: { status: 422, title: 'Identity provider discovery document invalid' },
+  identity_provider_issuer_mismatch: { status: 422, title: 'Identity provider issuer mismatch' },
   rate_limited: { status: 429, title: 'Too many requests' },
   request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   internal_error: { status: 500, title: 'Internal server error' },

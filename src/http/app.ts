@@ -24,6 +24,7 @@ import { refuseDuringShutdown, registerLoadShedding } from './plugins/load-shedd
 import { registerConsole } from './plugins/console.ts';
 import { oidcRoutes } from './oidc/oidc-routes.ts';
 import { operatorSignInRoutes } from './oidc/operator-routes.ts';
+import { identityProviderCheck } from './oidc/discovery-problem.ts';
 import { registerDocsPagePolicy, setSecurityHeaders } from './plugins/security-headers.ts';
 import { syncHook } from './hooks.ts';
 import { lazySerializerFactory } from './serialization.ts';
@@ -152,11 +153,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       baseDomain: config.baseDomain,
       authFailures: limits.authFailures,
       checkWebhookUrl: deps.checkWebhookUrl,
+      checkIdentityProvider: identityProviderCheck(config.outbound),
     });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics });
-  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions });
-  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators });
+  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions, outbound: config.outbound });
+  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, outbound: config.outbound });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
   await registerApiReference(app);
   return app;

@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { REPO_ROOT } from '../../harness/server-process.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { startOpenIdProvider } from '../helpers/oidc-provider.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 
@@ -181,11 +182,20 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(badToken.stderr, /invalid_admin_token/);
   });
 
-  test('admin idp set/show/remove: the secret from the environment, never printed', TIMEOUT, async () => {
+  test('admin idp set/show/remove: the secret from the environment, never printed', TIMEOUT, async (t) => {
     assert.equal((await runWum(['admin', 'workspaces', 'create', 'sso'], adminEnv)).code, 0);
     const secret = 'cli-test-client-secret-value';
+    // The issuer is discovered when it is set: a real provider on loopback.
+    const op = await startOpenIdProvider(['http://sso.localhost/console/oidc/callback']);
+    t.after(() => op.close());
+    const unreachable = await runWum(['admin', 'idp', 'set', 'sso', '--issuer', 'http://127.0.0.1:9/op', '--client-id', 'wum-console'], {
+      ...adminEnv,
+      WUM_IDP_CLIENT_SECRET: secret,
+    });
+    assert.equal(unreachable.code, 1, unreachable.stderr);
+    assert.match(unreachable.stderr, /^error: identity_provider_unreachable: /m);
     const set = await runWum(
-      ['admin', 'idp', 'set', 'sso', '--issuer', 'http://127.0.0.1:9/op', '--client-id', 'wum-console'],
+      ['admin', 'idp', 'set', 'sso', '--issuer', op.issuer, '--client-id', 'wum-console'],
       { ...adminEnv, WUM_IDP_CLIENT_SECRET: secret },
     );
     assert.equal(set.code, 0, set.stderr);

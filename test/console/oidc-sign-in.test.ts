@@ -58,7 +58,8 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
 
   before(async () => {
     await buildConsole({ ifStale: true });
-    ctx = await createTestContext();
+    // The test provider is plain http on loopback, which the outbound guard allows only with WEBHOOK_ALLOW_HTTP.
+    ctx = await createTestContext({ WEBHOOK_ALLOW_HTTP: 'true' });
     await ctx.seedProducts();
     await ctx.app.listen({ host: '127.0.0.1', port: 0 });
     port = (ctx.app.server.address() as AddressInfo).port;

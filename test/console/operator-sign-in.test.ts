@@ -79,6 +79,8 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
       OPERATOR_OIDC_CLIENT_ID: op.clientId,
       OPERATOR_OIDC_CLIENT_SECRET: op.clientSecret,
       OPERATOR_EMAILS: ' Ada@Example.com , grace@example.com',
+      // The test provider is plain http on loopback, which the outbound guard allows only with this.
+      WEBHOOK_ALLOW_HTTP: 'true',
     };
     app = await ctx.buildApp(env);
     await app.listen({ host: '127.0.0.1', port });

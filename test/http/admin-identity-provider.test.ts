@@ -1,16 +1,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
-
-const config = { issuer: 'http://127.0.0.1:9/issuer', client_id: 'wum-console', client_secret: 'very-secret-value' };
 
 /** `PUT/GET/DELETE /admin/v1/workspaces/{subdomain}/identity-provider` (docs/api.md, "Identity provider"). */
 describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
   let ctx: TestContext;
+  let op: TestOpenIdProvider;
+  /** A configuration the save's discovery accepts: the test provider on loopback. */
+  let config: { issuer: string; client_id: string; client_secret: string };
   before(async () => {
-    ctx = await createTestContext();
+    // The test provider is plain http on loopback, which the outbound guard allows only with WEBHOOK_ALLOW_HTTP.
+    ctx = await createTestContext({ WEBHOOK_ALLOW_HTTP: 'true' });
+    op = await startOpenIdProvider(['http://idp.localhost/console/oidc/callback']);
+    config = { issuer: op.issuer, client_id: 'wum-console', client_secret: 'very-secret-value' };
   });
-  after(() => ctx.close());
+  after(async () => {
+    await op?.close();
+    await ctx?.close();
+  });
 
   test('set, replace, show (never the secret), remove; each change audited without the secret', async () => {
     const ws = await ctx.createWorkspace('idp');
@@ -90,7 +98,7 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
     assert.match(none.body, /has no identity provider/);
 
     await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, config);
-    assert.deepEqual((await get('/console/oidc/options')).json(), { identity_provider: { host: '127.0.0.1:9' }, key_sign_in: false });
+    assert.deepEqual((await get('/console/oidc/options')).json(), { identity_provider: { host: new URL(op.issuer).host }, key_sign_in: false });
     const unknownState = await get('/console/oidc/callback?code=x&state=never-issued');
     assert.equal(unknownState.statusCode, 400);
     assert.match(unknownState.headers['content-type'] as string, /^text\/html/);

@@ -17,22 +17,34 @@ function view(provider: IdentityProvider): IdentityProviderView {
   return { issuer: provider.issuer, clientId: provider.clientId, revision: provider.revision, createdAt: provider.createdAt, updatedAt: provider.updatedAt };
 }
 
+/**
+ * Checks a configuration before it is stored (the HTTP side discovers the provider through the
+ * outbound guard: http/oidc/discovery-problem.ts); rejects with the AppError saying why it
+ * cannot be used.
+ */
+export type IdentityProviderCheck = (config: { issuer: string; clientId: string; clientSecret: string }) => Promise<void>;
+
 /** The audit snapshot: the issuer and client id, never the secret. */
 const snapshot = (provider: IdentityProvider) => ({ issuer: provider.issuer, client_id: provider.clientId });
 
 /**
  * Sets (creates or replaces) the OpenID Connect identity provider of a workspace's console
- * sign-in (docs/security.md, "Signing in with an identity provider"). Every change gives the
- * configuration a new revision, which ends the sessions opened under the old one. Audited as
+ * sign-in (docs/security.md, "Signing in with an identity provider"), once `check` accepts it
+ * (docs/security.md, "Outbound connections": nothing is stored otherwise). Every change gives
+ * the configuration a new revision, which ends the sessions opened under the old one. Audited as
  * `identity_provider.set`, without the secret.
- * @throws AppError `workspace_not_found` (404).
+ * @throws AppError `workspace_not_found` (404), and whatever `check` rejects with.
  */
 export async function setIdentityProvider(
   store: Store,
   subdomain: string,
   config: { issuer: string; clientId: string; clientSecret: string },
   actor: Actor,
+  check: IdentityProviderCheck,
 ): Promise<{ provider: IdentityProviderView; created: boolean }> {
+  // The workspace first: an unknown one is a 404 without any call to the provider.
+  await requireWorkspace(store, subdomain);
+  await check(config);
   return store.transaction(async (tx) => {
     const workspace = await requireWorkspace(tx, subdomain);
     const before = await tx.identityProviders.find(workspace.id);

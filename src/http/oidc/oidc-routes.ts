@@ -4,6 +4,7 @@ import { AppError } from '../../core/errors.ts';
 import type { IdentityProvider, Store, Workspace } from '../../core/ports.ts';
 import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
+import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
@@ -22,6 +23,8 @@ export interface OidcRoutesOptions {
   readonly store: Store;
   readonly baseDomain: string;
   readonly sessions: SessionConfig;
+  /** What the server may call: the provider's issuer and every endpoint it names. */
+  readonly outbound: OutboundPolicy;
 }
 
 /**
@@ -32,7 +35,7 @@ export interface OidcRoutesOptions {
  * who enters and a person's session is opened. Refusals are pages, not JSON.
  */
 export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
-  const { store, baseDomain, sessions } = options;
+  const { store, baseDomain, sessions, outbound } = options;
 
   /** The workspace of this host. @throws AppError `workspace_not_found` (404). */
   async function workspaceOf(request: FastifyRequest): Promise<Workspace> {
@@ -56,7 +59,11 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     const workspace = await workspaceOf(request);
     const provider = await store.identityProviders.find(workspace.id);
     const keySignIn = sessions.keySignIn === 'always' || (sessions.keySignIn === 'auto' && !provider);
-    return { identity_provider: provider ? { host: new URL(provider.issuer).host } : null, key_sign_in: keySignIn };
+    if (!provider) return { identity_provider: null, key_sign_in: keySignIn };
+    // A row stored before the issuer was checked at save may not parse.
+    const issuer = URL.parse(provider.issuer);
+    if (!issuer) throw new AppError('identity_provider_misconfigured', 'The workspace\'s identity provider has an issuer that is not a URL; ask the operator to set it again.');
+    return { identity_provider: { host: issuer.host }, key_sign_in: keySignIn };
   });
 
   app.get(OIDC_START_PATH, { schema: { hide: true } }, async (request, reply) => {
@@ -68,6 +75,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       request,
       reply,
       provider,
+      outbound,
       OIDC_CALLBACK_PATH,
       (stateHash, pending) => store.identityProviders.saveSignIn(workspace.id, stateHash, { ...pending, idpRevision: provider.revision }),
       'The workspace\'s identity provider cannot be reached or is not an OpenID Provider. Try again later or ask the operator.',
@@ -82,6 +90,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     const claims = await verifySignIn(
       request,
       reply,
+      outbound,
       (stateHash) => store.identityProviders.takeSignIn(workspace.id, stateHash),
       async (pending) => {
         provider = await store.identityProviders.find(workspace.id);

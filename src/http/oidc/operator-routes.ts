@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { OperatorSignInConfig, SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import { admitOperator, endOperatorSession, openOperatorSession } from '../../core/sessions/operator-sessions.ts';
+import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
 import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
@@ -28,6 +29,8 @@ export interface OperatorSignInOptions {
   readonly operatorSignIn: OperatorSignInConfig | undefined;
   /** How operators' sessions are checked (built from `operatorSignIn`). */
   readonly operators: OperatorSessions | undefined;
+  /** What the server may call: the provider's issuer and every endpoint it names. */
+  readonly outbound: OutboundPolicy;
 }
 
 /**
@@ -39,7 +42,7 @@ export interface OperatorSignInOptions {
  * configured, every route answers 404 as a path that does not exist (not the console's page).
  */
 export async function operatorSignInRoutes(app: FastifyInstance, options: OperatorSignInOptions): Promise<void> {
-  const { baseDomain, sessions, operatorSignIn, operators } = options;
+  const { baseDomain, sessions, operatorSignIn, operators, outbound } = options;
   app.addHook('onRequest', async (request) => {
     requireOperatorHost(request, baseDomain);
     if (!operatorSignIn || !operators) throw absent(request);
@@ -74,6 +77,7 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
       request,
       reply,
       provider,
+      outbound,
       OPERATOR_CALLBACK_PATH,
       (stateHash, pending) => store.operatorSessions.saveSignIn(stateHash, pending),
       'The operator identity provider cannot be reached or is not an OpenID Provider. Try again later, or use the operator token.',
@@ -82,7 +86,7 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
 
   app.get(OPERATOR_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
-    const claims = await verifySignIn(request, reply, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
+    const claims = await verifySignIn(request, reply, outbound, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
     if (!claims) return reply;
     const { policy } = operators;
     return finishSignIn(request, reply, async () => openOperatorSession(store, policy, await admitOperator(store, policy, claims), sessions, request.id), 'operator');

@@ -2,32 +2,106 @@ import { LRUCache } from 'lru-cache';
 import * as oidc from 'openid-client';
 import { isLoopbackUrl } from '../../config/loopback.ts';
 import type { IdentityProvider } from '../../core/ports.ts';
+import { guardedFetch } from '../../outbound/guarded-fetch.ts';
+import { assertOutboundUrlAllowed, OutboundRefusedError, parseOutboundUrl, type OutboundPolicy } from '../../outbound/outbound-guard.ts';
 
 /** What the relying party needs of a provider; `revision` names this exact configuration. */
 export type ProviderSettings = Pick<IdentityProvider, 'issuer' | 'clientId' | 'clientSecret' | 'revision'>;
 
-/** Discovered providers, by revision (a changed configuration is a new revision, so never stale). */
-const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_000, ttl: 10 * 60_000 });
-
+/** How long a discovered provider is used before it is discovered again, in ms. */
+const DISCOVERY_TTL_MS = 10 * 60_000;
+/**
+ * How long a failed discovery is remembered, in ms: anonymous sign-in starts cause at most one
+ * discovery per provider in this time (docs/security.md, "Outbound connections").
+ */
+export const FAILED_DISCOVERY_TTL_MS = 60_000;
 
 /**
- * The relying party's view of a provider (a workspace's, or the operators'): its discovery document fetched once per
- * revision, the client authenticated with `client_secret_basic`, ID token signatures verified. Plain http is allowed only for
- * a loopback issuer (tests, local development); anything else must be https.
- * @throws the openid-client error when discovery fails (unreachable, not an issuer).
+ * Discovered providers (or their failure), by policy and revision (a changed configuration is a
+ * new revision, so never stale), shared by every app of the process.
  */
-export function relyingParty(provider: ProviderSettings): Promise<oidc.Configuration> {
-  let pending = discovered.get(provider.revision);
+const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_000, ttl: DISCOVERY_TTL_MS });
+
+/** A number per policy object, so that apps of one process with different policies never share a discovery. */
+const policyIds = new WeakMap<OutboundPolicy, number>();
+let policiesSeen = 0;
+const policyId = (policy: OutboundPolicy) => {
+  let id = policyIds.get(policy);
+  if (id === undefined) policyIds.set(policy, (id = ++policiesSeen));
+  return id;
+};
+
+/**
+ * Refuses endpoints of a discovery document the server could not safely use: the token
+ * endpoint and key set must be present, and with the user info endpoint reachable under the
+ * outbound policy now (each request checks again); the authorization endpoint, where the
+ * browser goes, https (http only on loopback, where the policy allows http at all).
+ * @throws OutboundRefusedError for an endpoint the policy refuses; an Error with code
+ * `OAUTH_INVALID_SERVER_METADATA` for a missing one.
+ */
+async function assertEndpointsAllowed(config: oidc.Configuration, policy: OutboundPolicy): Promise<void> {
+  const metadata = config.serverMetadata();
+  const named = (name: string, value: unknown): string => {
+    if (typeof value !== 'string') throw Object.assign(new Error(`the discovery document has no ${name}`), { code: 'OAUTH_INVALID_SERVER_METADATA' });
+    return value;
+  };
+  for (const name of ['token_endpoint', 'jwks_uri', 'userinfo_endpoint'] as const) {
+    if (name === 'userinfo_endpoint' && metadata[name] === undefined) continue;
+    try {
+      await assertOutboundUrlAllowed(named(name, metadata[name]), policy, 'refuse');
+    } catch (error) {
+      if (error instanceof OutboundRefusedError) throw new OutboundRefusedError(error.kind, `${name}: ${error.message}`);
+      throw error;
+    }
+  }
+  const authorization = parseOutboundUrl(named('authorization_endpoint', metadata.authorization_endpoint), policy);
+  if (authorization.protocol === 'http:' && !isLoopbackUrl(authorization)) {
+    throw new OutboundRefusedError('http', `authorization_endpoint: http:// only on loopback, not ${authorization.host}`);
+  }
+}
+
+/**
+ * Discovers a provider now, without the cache: its issuer and every request openid-client
+ * makes for it pass the outbound guard (`customFetch`), the discovery document's issuer must be
+ * the configured one, and its endpoints are checked by the policy. The client authenticates
+ * with `client_secret_basic`; ID token signatures are verified.
+ * @throws OutboundRefusedError (possibly as the cause of an openid-client ClientError) when
+ * the guard refuses; the openid-client error when discovery fails (unreachable, not an issuer,
+ * issuer mismatch); TypeError when the issuer is not a URL.
+ */
+export async function discoverProvider(provider: Omit<ProviderSettings, 'revision'>, policy: OutboundPolicy): Promise<oidc.Configuration> {
+  const issuer = parseOutboundUrl(provider.issuer, policy);
+  // The ID token's signature is checked against the provider's keys too, not only trusted
+  // for arriving over TLS (OpenID Connect Core §3.1.3.7 allows either): a token altered on
+  // the way, or by a proxy in between, is refused. Plain http gets this far only where the
+  // policy allows it (loopback, WEBHOOK_ALLOW_HTTP); the guarded fetch checks every request.
+  const execute = issuer.protocol === 'http:' ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks];
+  const config = await oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret), {
+    execute,
+    timeout: 10,
+    [oidc.customFetch]: guardedFetch(policy),
+  });
+  await assertEndpointsAllowed(config, policy);
+  return config;
+}
+
+/**
+ * The relying party's view of a provider (a workspace's, or the operators'):
+ * {@link discoverProvider} once per revision and policy, kept 10 minutes, a failure kept
+ * {@link FAILED_DISCOVERY_TTL_MS}, so however many requests arrive, a provider is discovered
+ * at most once a minute by this process.
+ * @throws what {@link discoverProvider} throws.
+ */
+export function relyingParty(provider: ProviderSettings, policy: OutboundPolicy): Promise<oidc.Configuration> {
+  const key = `${policyId(policy)}:${provider.revision}`;
+  let pending = discovered.get(key);
   if (!pending) {
-    const issuer = new URL(provider.issuer);
-    const insecure = issuer.protocol === 'http:' && isLoopbackUrl(issuer);
-    // The ID token's signature is checked against the provider's keys too, not only trusted
-    // for arriving over TLS (OpenID Connect Core §3.1.3.7 allows either): a token altered on
-    // the way, or by a proxy in between, is refused.
-    const execute = insecure ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks];
-    pending = oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret), { execute, timeout: 10 });
-    pending.catch(() => discovered.delete(provider.revision));
-    discovered.set(provider.revision, pending);
+    pending = discoverProvider(provider, policy);
+    const kept = pending;
+    kept.catch(() => {
+      if (discovered.get(key) === kept) discovered.set(key, kept, { ttl: FAILED_DISCOVERY_TTL_MS });
+    });
+    discovered.set(key, pending);
   }
   return pending;
 }

@@ -4,6 +4,8 @@ import type * as oidc from 'openid-client';
 import { AppError } from '../../core/errors.ts';
 import type { OpenedSession } from '../../core/sessions/sessions-service.ts';
 import { setSessionCookie } from '../session-cookie.ts';
+import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
+import { discoveryProblem } from './discovery-problem.ts';
 import { authorizationUrl, newChecks, redeem, relyingParty, type ProviderSettings, type SignInChecks } from './relying-party.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { SIGN_IN_TTL_MS, setStateCookie, stateCookieOf } from './state-cookie.ts';
@@ -21,15 +23,22 @@ export interface StoredChecks {
   readonly expiresAt: Date;
 }
 
+/** The refusal page's reason when a stored provider's configuration can never work under the outbound policy. */
+const MISCONFIGURED =
+  'The identity provider\'s configuration cannot be used by this server (its issuer is not a valid https URL, or names an address the server may not call). Ask the operator to set it again.';
+
 /**
- * Starts a sign-in at `provider`: new `state`, `nonce` and PKCE verifier, kept by `save` (with
- * the state's hash) and the state also in this browser's cookie, then the browser is sent to
- * the provider. A provider that cannot be discovered gets a refusal page (502).
+ * Starts a sign-in at `provider`, discovered under the outbound `policy`: new `state`, `nonce`
+ * and PKCE verifier, kept by `save` (with the state's hash) and the state also in this
+ * browser's cookie, then the browser is sent to the provider. A provider whose configuration
+ * the outbound guard refuses (or whose issuer does not parse: a row stored before the check at
+ * save) gets a refusal page (409); one that cannot be discovered now, `unreachable` (502).
  */
 export async function startSignIn(
   request: FastifyRequest,
   reply: FastifyReply,
   provider: ProviderSettings,
+  policy: OutboundPolicy,
   callbackPath: string,
   save: (stateHash: string, pending: StoredChecks) => Promise<void>,
   unreachable: string,
@@ -37,10 +46,12 @@ export async function startSignIn(
   const checks = newChecks();
   let url: URL;
   try {
-    url = await authorizationUrl(await relyingParty(provider), redirectUri(request, callbackPath), checks);
+    url = await authorizationUrl(await relyingParty(provider, policy), redirectUri(request, callbackPath), checks);
   } catch (err) {
-    request.log.warn({ err }, 'identity provider discovery failed');
-    return sendRefusal(reply, 502, unreachable);
+    const { problem, message } = discoveryProblem(err);
+    request.log.warn({ err, problem, reason: message }, 'identity provider discovery failed');
+    const misconfigured = problem === 'invalid_url' || problem === 'http_refused' || problem === 'address_refused';
+    return sendRefusal(reply, misconfigured ? 409 : 502, misconfigured ? MISCONFIGURED : unreachable);
   }
   await save(hashState(checks.state), { codeVerifier: checks.codeVerifier, nonce: checks.nonce, expiresAt: new Date(Date.now() + SIGN_IN_TTL_MS) });
   setStateCookie(request, reply, checks.state);
@@ -52,11 +63,13 @@ export async function startSignIn(
  * server issued (taken at once by `take`: it serves one sign-in however the rest goes), not
  * expired, started in this very browser (its state cookie), then the code redeemed and the ID
  * token verified by openid-client against the provider `providerFor` names (or a refusal
- * reason it gives instead). Returns the ID token's claims, or undefined once a refusal page is sent.
+ * reason it gives instead), every request to the provider under the outbound `policy`. Returns
+ * the ID token's claims, or undefined once a refusal page is sent.
  */
 export async function verifySignIn<P extends StoredChecks>(
   request: FastifyRequest,
   reply: FastifyReply,
+  policy: OutboundPolicy,
   take: (stateHash: string) => Promise<P | undefined>,
   providerFor: (pending: P) => Promise<ProviderSettings | string>,
 ): Promise<oidc.IDToken | undefined> {
@@ -82,7 +95,7 @@ export async function verifySignIn<P extends StoredChecks>(
   }
   try {
     const callbackUrl = new URL(request.url, `${request.protocol}://${request.host}`);
-    return await redeem(await relyingParty(provider), callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier } satisfies SignInChecks);
+    return await redeem(await relyingParty(provider, policy), callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier } satisfies SignInChecks);
   } catch (err) {
     request.log.warn({ err }, 'OpenID Connect sign-in did not verify');
     sendRefusal(reply, 403, 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.');

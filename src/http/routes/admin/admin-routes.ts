@@ -8,6 +8,7 @@ import { workspacesRoutes } from './workspaces-routes.ts';
 import { identityProviderRoutes } from './identity-provider-routes.ts';
 import { webhookEndpointsRoutes } from './webhook-endpoints-routes.ts';
 import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-service.ts';
+import type { IdentityProviderCheck } from '../../../core/identity-providers/identity-providers-service.ts';
 
 /**
  * The operator API under `/admin/v1`, on the operator host only and behind the admin token: workspaces, their API keys,
@@ -16,11 +17,12 @@ import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-s
  */
 export async function adminRoutes(
   app: FastifyInstance,
-  options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck },
+  options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck; checkIdentityProvider: IdentityProviderCheck },
 ): Promise<void> {
   requireAdminToken(app, options);
-  for (const routes of [workspacesRoutes, identityProviderRoutes, apiKeysRoutes, auditRoutes, catalogueRoutes]) {
+  for (const routes of [workspacesRoutes, apiKeysRoutes, auditRoutes, catalogueRoutes]) {
     await app.register(routes, { store: options.store });
   }
+  await app.register(identityProviderRoutes, { store: options.store, check: options.checkIdentityProvider });
   await app.register(webhookEndpointsRoutes, { store: options.store, checkUrl: options.checkWebhookUrl });
 }

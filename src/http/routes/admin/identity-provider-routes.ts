@@ -5,6 +5,7 @@ import {
   getIdentityProvider,
   removeIdentityProvider,
   setIdentityProvider,
+  type IdentityProviderCheck,
   type IdentityProviderView,
 } from '../../../core/identity-providers/identity-providers-service.ts';
 import type { Store } from '../../../core/ports.ts';
@@ -72,8 +73,8 @@ const toWire = (p: IdentityProviderView) => ({
  * set (create or replace), show without the secret, remove. Every change is audited and ends
  * the sessions of the people who signed in with the previous configuration.
  */
-export async function identityProviderRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
-  const { store } = options;
+export async function identityProviderRoutes(app: FastifyInstance, options: { store: Store; check: IdentityProviderCheck }): Promise<void> {
+  const { store, check } = options;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
   api.put(PATH, {
@@ -83,6 +84,9 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
       description:
         'Creates or replaces the OpenID Connect provider whose people (active owners of the workspace, by email) sign in ' +
         'to the console. Register `https://{subdomain}.<base domain>' + OIDC_CALLBACK_PATH + '` as the redirect URI. ' +
+        'The issuer\'s discovery document is fetched and checked first, through the server\'s outbound guard (https; ' +
+        'no private, loopback, link-local or metadata address unless the operator allows that network; no redirects): ' +
+        'when it cannot be used the answer is `422` with a code naming why, and nothing is stored. ' +
         'A change ends the sessions opened with the previous configuration. The secret is never returned.',
       tags,
       security,
@@ -91,7 +95,16 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
       response: {
         200: jsonResponse('The configuration replaced.', IdentityProviderSchema, example),
         201: jsonResponse('The configuration created.', IdentityProviderSchema, example),
-        ...problemResponses(...AUTH, 'validation_failed', 'workspace_not_found'),
+        ...problemResponses(
+          ...AUTH,
+          'validation_failed',
+          'workspace_not_found',
+          'identity_provider_unreachable',
+          'identity_provider_address_refused',
+          'identity_provider_http_refused',
+          'identity_provider_discovery_invalid',
+          'identity_provider_issuer_mismatch',
+        ),
       },
     },
     handler: async (request, reply) => {
@@ -101,6 +114,7 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
         request.params.subdomain,
         { issuer, clientId: client_id, clientSecret: client_secret },
         adminActor(request),
+        check,
       );
       return reply.code(created ? 201 : 200).send(toWire(provider));
     },
