@@ -14,7 +14,7 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
  * How long a failed discovery is remembered, in ms: anonymous sign-in starts cause at most one
  * discovery per provider in this time (docs/security.md, "Outbound connections").
  */
-export const FAILED_DISCOVERY_TTL_MS = 60_000;
+const FAILED_DISCOVERY_TTL_MS = 60_000;
 
 /**
  * Discovered providers (or their failure), by policy and revision (a changed configuration is a
@@ -66,8 +66,8 @@ async function assertEndpointsAllowed(config: oidc.Configuration, policy: Outbou
  * the configured one, and its endpoints are checked by the policy. The client authenticates
  * with `client_secret_basic`; ID token signatures are verified.
  * @throws OutboundRefusedError (possibly as the cause of an openid-client ClientError) when
- * the guard refuses; the openid-client error when discovery fails (unreachable, not an issuer,
- * issuer mismatch); TypeError when the issuer is not a URL.
+ * the guard refuses, kind `url` when the issuer does not parse; the openid-client error when
+ * discovery fails (unreachable, not an issuer, issuer mismatch).
  */
 export async function discoverProvider(provider: Omit<ProviderSettings, 'revision'>, policy: OutboundPolicy): Promise<oidc.Configuration> {
   const issuer = parseOutboundUrl(provider.issuer, policy);
