@@ -8,6 +8,7 @@ import { assertAccessible, launchChromium, openPage, saveScreenshot, type Watche
 import { sendRequest, type HttpResponse } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { startOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 
 /*
@@ -540,6 +541,34 @@ describe(`web console [${BACKEND}]`, () => {
     await assertAccessible(page, 'audit log');
     if (SCREENSHOTS) await saveScreenshot(page, 'audit');
   });
+  test('operator pages: an identity provider the server could not use is refused with the reason and not saved; a working one is', TEST_TIMEOUT, async () => {
+    const op = await startOpenIdProvider([`${origin}/console/oidc/callback`]);
+    try {
+      const page = await signedInAsOperator();
+      await page.goto(`http://localhost:${server.port}/console/workspaces/${WORKSPACE}`);
+      const section = page.getByRole('region', { name: 'Identity provider' });
+      await section.getByRole('button', { name: 'Set an identity provider' }).click();
+      const form = section.getByRole('form', { name: 'Identity provider' });
+      // Plain http off loopback: sign-in could never use it, so the save refuses it (no connection is made).
+      await form.getByLabel('Issuer URL').fill('http://10.0.0.1/op');
+      await form.getByLabel('Client ID').fill(op.clientId);
+      await form.getByLabel('Client secret').fill(op.clientSecret);
+      await form.getByRole('button', { name: 'Save' }).click();
+      await form.getByRole('alert').getByText('identity_provider_http_refused').waitFor();
+      assert.match(await form.getByRole('alert').innerText(), /only go to loopback/);
+      assert.equal((await call('GET', `/admin/v1/workspaces/${WORKSPACE}/identity-provider`)).status, 404, 'nothing stored');
+
+      await form.getByLabel('Issuer URL').fill(op.issuer);
+      await form.getByRole('button', { name: 'Save' }).click();
+      await section.getByText(op.issuer).waitFor();
+      assert.equal((await call('GET', `/admin/v1/workspaces/${WORKSPACE}/identity-provider`)).json().issuer, op.issuer);
+      // Back to the key sign-in the other tests of this file use.
+      assert.equal((await call('DELETE', `/admin/v1/workspaces/${WORKSPACE}/identity-provider`)).status, 204);
+    } finally {
+      await op.close();
+    }
+  });
+
   test('operator pages: webhook endpoints (secret shown once, edit, rotate, delete) and their deliveries with redelivery', TEST_TIMEOUT, async () => {
     const page = await signedInAsOperator();
     await page.goto(`http://localhost:${server.port}/console/workspaces/${WORKSPACE}`);
