@@ -4,11 +4,9 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
 import { openPersonSession } from '../../src/core/sessions/sessions-service.ts';
+import { SCIM_PATCH_OP as PATCH_OP, SCIM_USER as USER, SCIM_WUM as WUM, scimRequest } from '../helpers/scim-request.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
-const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
-const WUM = 'urn:ietf:params:scim:schemas:extension:wum:2.0:User';
-const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const IDP = { issuer: 'http://127.0.0.1:9/issuer', clientId: 'wum-console', clientSecret: 'very-secret-value' };
 
 /*
@@ -65,14 +63,7 @@ describe(`ended console sessions stay ended [${BACKEND}]`, () => {
     assert.equal(res.json().code, 'invalid_session', why);
   }
 
-  function scim(ws: TestWorkspace, method: string, path: string, body?: unknown): Promise<LightMyRequestResponse> {
-    return ctx.app.inject({
-      method: method as 'POST',
-      url: `/scim/v2${path}`,
-      headers: { host: ws.host, authorization: `Bearer ${ws.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/scim+json' }) },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
-  }
+  const scim = (key: TestWorkspace, method: string, path: string, body?: unknown) => scimRequest(ctx.app, key, method, path, body);
 
   async function expectStatus(res: Promise<LightMyRequestResponse>, status: number): Promise<LightMyRequestResponse> {
     const answer = await res;
