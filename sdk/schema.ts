@@ -20,7 +20,7 @@ export interface paths {
         put?: never;
         /**
          * Add a user, or reactivate a deactivated one
-         * @description Adds a user with a workspace role and product roles. For the email of a deactivated user it reactivates that user instead: `role` and `apps` are replaced, `first_name`/`last_name` replaced when given and kept when omitted (a new user gets `-`). An active user with the email → `409 user_already_exists`. Send an `Idempotency-Key` to make retries safe.
+         * @description Adds a user with a workspace role and product roles. For the email of a deactivated user it reactivates that user instead: `role` and `apps` are replaced, `first_name`/`last_name` replaced when given and kept when omitted (a new user gets `-`). An active user with the email → `409 user_already_exists`. Adding or reactivating a user with `role: owner` also needs the scope `owners:write` (else `403 insufficient_scope`). Send an `Idempotency-Key` to make retries safe.
          */
         post: operations["addUser"];
         delete?: never;
@@ -52,7 +52,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user in place
-         * @description Changes the fields given and keeps the others: `role`, `first_name`/`last_name` (null resets to `-`), `apps` (replaces the whole set), `email` (a rename; `409 user_already_exists` when another user of the workspace holds it), `status` (`deactivated` deactivates, `active` reactivates keeping role and apps). `{"user": {}}` changes nothing. Demoting or deactivating the last active owner → `409 last_owner`. Send the `ETag` of the user in `If-Match` to be sure nobody changed it meanwhile (`412 precondition_failed`), and an `Idempotency-Key` to make retries safe. Accepts `application/json` and `application/merge-patch+json`.
+         * @description Changes the fields given and keeps the others: `role`, `first_name`/`last_name` (null resets to `-`), `apps` (replaces the whole set), `email` (a rename; `409 user_already_exists` when another user of the workspace holds it), `status` (`deactivated` deactivates, `active` reactivates keeping role and apps). `{"user": {}}` changes nothing. Demoting or deactivating the last active owner → `409 last_owner`. Promoting a user to owner, reactivating an owner or changing an owner's email also needs the scope `owners:write` (else `403 insufficient_scope`). Send the `ETag` of the user in `If-Match` to be sure nobody changed it meanwhile (`412 precondition_failed`), and an `Idempotency-Key` to make retries safe. Accepts `application/json` and `application/merge-patch+json`.
          */
         patch: operations["updateUser"];
         trace?: never;
@@ -2099,13 +2099,16 @@ export interface operations {
                              */
                             prefix: string;
                             /**
-                             * @description What the key may call: each operation of the API reference names the scope it needs.
+                             * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
                              * @example [
                              *       "users:read",
                              *       "users:write"
                              *     ]
+                             * @example [
+                             *       "*"
+                             *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -2370,13 +2373,16 @@ export interface operations {
                              */
                             prefix: string;
                             /**
-                             * @description What the key may call: each operation of the API reference names the scope it needs.
+                             * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
                              * @example [
                              *       "users:read",
                              *       "users:write"
                              *     ]
+                             * @example [
+                             *       "*"
+                             *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -2467,13 +2473,16 @@ export interface operations {
                      */
                     name?: string;
                     /**
-                     * @description What the key may call; every scope when omitted.
+                     * @description What the key may call; every scope, present and future (stored and shown as `["*"]`), when omitted, when `*` is given, or when every scope is listed.
                      * @example [
                      *       "users:read",
                      *       "users:write"
                      *     ]
+                     * @example [
+                     *       "*"
+                     *     ]
                      */
-                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
                     /**
                      * Format: date-time
                      * @description When the key stops working (in the future); never when omitted.
@@ -2523,13 +2532,16 @@ export interface operations {
                          */
                         prefix: string;
                         /**
-                         * @description What the key may call: each operation of the API reference names the scope it needs.
+                         * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
                          * @example [
                          *       "users:read",
                          *       "users:write"
                          *     ]
+                         * @example [
+                         *       "*"
+                         *     ]
                          */
-                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim")[];
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
                         /**
                          * Format: date-time
                          * @description When the key stops working (then `401 invalid_api_key`); null for never.

@@ -16,6 +16,13 @@ export interface Actor {
   readonly id: string | null;
   readonly label: string | null;
   readonly requestId: string | null;
+  /**
+   * The scopes it acts with: its key's (`['*']` for a person signed in, who holds what the
+   * workspace grants owners). A change that needs a scope of its own beside its route's (making
+   * an owner needs `owners:write`) checks it here. Absent for the operator and the server,
+   * whom no scope limits.
+   */
+  readonly scopes?: readonly string[];
 }
 
 /** An actor as the wire shows it: `{type, id, label}`. */

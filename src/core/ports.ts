@@ -1,6 +1,6 @@
 import type { Awaitable } from './awaitable.ts';
 import type { Actor, ActorJson } from './actor.ts';
-import type { ApiKeyScope } from './api-keys/scopes.ts';
+import type { StoredScope } from './api-keys/scopes.ts';
 import type { WorkspaceEvent } from './events/event.ts';
 import type { Group } from './groups/group.ts';
 import type { PageRequest } from './pagination.ts';
@@ -35,8 +35,8 @@ export interface ApiKeyRecord {
   readonly prefix: string;
   /** A name people give it (e.g. `okta-scim`); empty for keys made before names existed. */
   readonly name: string;
-  /** The scopes it carries, in canonical order. */
-  readonly scopes: readonly ApiKeyScope[];
+  /** The scopes it carries, in canonical order, or `['*']`: every scope, present and future. */
+  readonly scopes: readonly StoredScope[];
   /** When it stops working; null for never. */
   readonly expiresAt: Date | null;
   /** Who made it; null for keys made before actors were recorded. */
@@ -228,6 +228,11 @@ export interface SessionRepository {
   touch(workspaceId: number, idHash: string): Promise<void>;
   /** Ends the session (sign-out); ending an ended or unknown one changes nothing. */
   end(workspaceId: number, idHash: string): Promise<void>;
+  /**
+   * Ends for good the workspace's sessions opened with a key: those of `apiKeyId` (the key is
+   * revoked), or all of them (the workspace enrols an identity provider).
+   */
+  endKeySessions(workspaceId: number, apiKeyId?: string): Promise<void>;
 }
 
 /** An operator's console session as stored (signed in with the operator identity provider). */

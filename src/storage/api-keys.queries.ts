@@ -1,6 +1,6 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
-import type { ApiKeyScope } from '../core/api-keys/scopes.ts';
+import type { StoredScope } from '../core/api-keys/scopes.ts';
 import type { ApiKeyRecord, ApiKeyRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { isUuid } from './uuid.ts';
@@ -10,7 +10,7 @@ const publicColumns = {
   id: apiKeys.id,
   prefix: apiKeys.prefix,
   name: apiKeys.name,
-  scopes: sql<ApiKeyScope[]>`${apiKeys.scopes}`,
+  scopes: sql<StoredScope[]>`${apiKeys.scopes}`,
   expiresAt: apiKeys.expiresAt,
   createdBy: sql<ActorJson | null>`${apiKeys.createdBy}`,
   createdAt: apiKeys.createdAt,

@@ -45,8 +45,9 @@ export const workspaces = pgTable(
 
 /**
  * API keys: only a SHA-256 hash of the key is stored; `prefix` and `name` identify it to
- * people. `scopes` are the operations it may call (core/api-keys/scopes.ts; keys made before
- * scopes existed got all of them in migration 0008); past `expires_at` it is refused like a
+ * people. `scopes` are the operations it may call (core/api-keys/scopes.ts), or `{*}`: every
+ * scope, present and future (keys made before scopes existed, a workspace's first key, keys made
+ * with every scope); past `expires_at` it is refused like a
  * revoked key. `created_by` is the actor that made it (`{type, id, label}`).
  */
 export const apiKeys = pgTable(
@@ -62,7 +63,7 @@ export const apiKeys = pgTable(
     scopes: text('scopes')
       .array()
       .notNull()
-      .default(sql`'{users:read,users:write,products:read,events:read,scim}'::text[]`),
+      .default(sql`'{*}'::text[]`),
     expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }),
     createdBy: jsonb('created_by'),
     createdAt: createdAt(),
@@ -79,7 +80,9 @@ export const apiKeys = pgTable(
  * Console sessions (docs/security.md, "Console sessions"): only a SHA-256 hash of the session
  * id is stored, so a copy of the table opens no session. A session opened by exchanging an API
  * key acts with that key (`api_key_id`) and ends with it. `last_seen_at` (written at most once
- * a minute) bounds the idle time, `expires_at` the whole life; `ended_at` is sign-out.
+ * a minute) bounds the idle time, `expires_at` the whole life; `ended_at` is its end for good:
+ * sign-out, its key revoked, its person deactivated, demoted or renamed, or (a key's session) an
+ * identity provider enrolled.
  */
 export const consoleSessions = pgTable(
   'console_sessions',
@@ -102,6 +105,9 @@ export const consoleSessions = pgTable(
   (t) => [
     primaryKey({ name: 'console_sessions__pk', columns: [t.workspaceId, t.idHash] }),
     index('console_sessions__expires_at').on(t.expiresAt),
+    // A user's change and a key's revocation end their sessions: found by these, not by a scan of the workspace's.
+    index('console_sessions__user').on(t.workspaceId, t.userId).where(sql`${t.userId} is not null`),
+    index('console_sessions__api_key').on(t.workspaceId, t.apiKeyId).where(sql`${t.apiKeyId} is not null`),
   ],
 );
 

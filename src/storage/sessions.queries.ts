@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { SessionRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
@@ -69,6 +69,19 @@ export function createSessionRepository(db: Database): SessionRepository {
         .update(consoleSessions)
         .set({ endedAt: sql`now()` })
         .where(and(bySession(workspaceId, idHash), isNull(consoleSessions.endedAt)));
+    },
+
+    async endKeySessions(workspaceId, apiKeyId) {
+      await db
+        .update(consoleSessions)
+        .set({ endedAt: sql`now()` })
+        .where(
+          and(
+            eq(consoleSessions.workspaceId, workspaceId),
+            apiKeyId === undefined ? isNotNull(consoleSessions.apiKeyId) : eq(consoleSessions.apiKeyId, apiKeyId),
+            isNull(consoleSessions.endedAt),
+          ),
+        );
     },
   };
 }

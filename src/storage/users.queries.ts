@@ -238,10 +238,26 @@ const insertWithApps = insertStatement('wum_user_insert', true);
 const insertWithoutApps = insertStatement('wum_user_insert_without_apps', false);
 
 /**
+ * Ends for good, in the statement that writes the user row `s` of CTE `updated`, the user's
+ * console sessions when it is no longer an active owner (deactivated, demoted, deleted through
+ * SCIM) or its email changed (docs/security.md, "Console sessions"). Ended, not suspended: a
+ * reactivation, a promotion or a SCIM re-create later needs a new sign-in, and a recycled
+ * email never inherits the previous person's session. Every change of a user goes through
+ * this statement, so every deactivation, whatever its source, ends them.
+ */
+const endedSessions = sql`ended as (
+      update console_sessions cs set ended_at = now()
+      from updated s
+      where cs.workspace_id = ${workspaceParam} and cs.user_id = ${ph('rowId')} and cs.ended_at is null
+        and (s.status <> 'active' or s.role <> 'owner' or s.scim_deleted or s.email <> s.old_email)
+    ),`;
+
+/**
  * Writes every attribute of user row `rowId`, one more version, its count if its status
  * changed, its apps if `replaceApps` (deleting the roles it no longer holds, upserting the
  * others with their new positions: two disjoint sets of rows, so one statement can do both),
- * its audit event and its outbox event. Returns the row as written. With `expectedVersion`
+ * its audit event and its outbox event, and ends the user's console sessions when it stops being
+ * an active owner or changes its email ({@link endedSessions}). Returns the row as written. With `expectedVersion`
  * it writes nothing (and returns no row) unless the row is still at that version: an update
  * that waited for a concurrent writer's row lock re-checks its condition on the row as that
  * writer left it, so a change read without a lock cannot overwrite a newer one. Every change
@@ -251,7 +267,7 @@ const insertWithoutApps = insertStatement('wum_user_insert_without_apps', false)
 const writeUser = new NamedStatement(
   'wum_user_write',
   () => sql`with old as (
-      select status from users where workspace_id = ${workspaceParam} and id = ${ph('rowId')}
+      select status, email from users where workspace_id = ${workspaceParam} and id = ${ph('rowId')}
     ),
     updated as (
       update users set email = ${ph('email')}, role = ${ph('role')}, first_name = ${ph('firstName')},
@@ -260,8 +276,9 @@ const writeUser = new NamedStatement(
         version = users.version + 1, updated_at = now()
       from old where users.workspace_id = ${workspaceParam} and users.id = ${ph('rowId')}
         and (${ph('expectedVersion')}::int4 is null or users.version = ${ph('expectedVersion')}::int4)
-      returning ${userColumnsOf('users')}, old.status as old_status
+      returning ${userColumnsOf('users')}, old.status as old_status, old.email as old_email
     ),
+    ${endedSessions}
     moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)}),
     dropped as (
       delete from user_apps ua where ${ph('replaceApps')}::boolean

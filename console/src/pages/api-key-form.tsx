@@ -1,19 +1,20 @@
 import { useMutation } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useForm } from 'react-hook-form';
-import { API_KEY_SCOPES, type ApiKeyScope } from '../../../sdk/api-key-scopes.ts';
+import { API_KEY_SCOPES, type NamedApiKeyScope } from '../../../sdk/api-key-scopes.ts';
 import type { CreatedApiKey, NewApiKey } from '../api/admin.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
 import { FieldError, invalid } from '../components/user-fields.tsx';
 
 /** What each scope allows, for the checkboxes (docs/security.md, "API keys and scopes"). */
-const SCOPE_HINTS: Record<ApiKeyScope, string> = {
+const SCOPE_HINTS: Record<NamedApiKeyScope, string> = {
   'users:read': 'list, find and read users and their history',
   'users:write': 'add, change, deactivate and reactivate users',
   'products:read': 'list the products and their roles',
   'events:read': 'read the events feed',
   scim: 'provision through SCIM (an identity provider)',
+  'owners:write': 'make owners: add, promote, reactivate or rename one (with users:write or scim)',
 };
 
 /** Expiry choices, in days; 0 is never. */
@@ -26,7 +27,7 @@ const EXPIRIES = [
 
 interface KeyFormValues {
   name: string;
-  scopes: ApiKeyScope[];
+  scopes: NamedApiKeyScope[];
   expires_in_days: string;
 }
 

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter-preact';
 import { adminApi, type ApiKey, type CreatedApiKey } from '../api/admin.ts';
+import { EVERY_SCOPE } from '../../../sdk/api-key-scopes.ts';
 import { ApiKeyForm } from './api-key-form.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
@@ -71,7 +72,7 @@ export function WorkspacePage({ subdomain }: { subdomain: string }) {
                 <td>
                   <code title={apiKey.id}>{apiKey.prefix}…</code>
                 </td>
-                <td>{apiKey.scopes.join(', ')}</td>
+                <td>{apiKey.scopes.includes(EVERY_SCOPE) ? 'every scope (*)' : apiKey.scopes.join(', ')}</td>
                 <td>{apiKey.expires_at ? dateTime(apiKey.expires_at) : 'Never'}</td>
                 <td>
                   {dateTime(apiKey.created_at)}

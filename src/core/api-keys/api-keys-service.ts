@@ -79,7 +79,8 @@ export async function listApiKeys(store: Store, subdomain: string): Promise<ApiK
 }
 
 /**
- * Revokes a key; revoking a revoked key succeeds and changes nothing.
+ * Revokes a key, and ends for good the console sessions opened with it (docs/security.md,
+ * "Console sessions"); revoking a revoked key succeeds and changes nothing.
  * @throws AppError `workspace_not_found` / `api_key_not_found` (404).
  */
 export async function revokeApiKey(store: Store, subdomain: string, id: string, actor: Actor): Promise<void> {
@@ -88,6 +89,7 @@ export async function revokeApiKey(store: Store, subdomain: string, id: string, 
     const result = await tx.apiKeys.revoke(workspace.id, id);
     if (!result) throw new AppError('api_key_not_found', `No API key ${id} in workspace "${subdomain}".`);
     if (result.before.revokedAt) return;
+    await tx.sessions.endKeySessions(workspace.id, id);
     await tx.audit.append({
       workspaceId: workspace.id,
       actor,

@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { andThen, type Awaitable } from '../awaitable.ts';
 import type { Credentials, LiveApiKey, Store, Workspace } from '../ports.ts';
 import { hashApiKey } from './api-key-secret.ts';
+import { requireScopeOf } from './scopes.ts';
 
 /** A request's authenticated tenant: the workspace and the key that opened it. */
 export interface Tenant {
@@ -57,19 +58,18 @@ export function authenticate(store: Store, subdomain: string, apiKey: string | u
 }
 
 /**
- * Refuses a request whose key lacks `scope`.
+ * Refuses a request whose key lacks `scope` (a key of `*` holds every scope).
  * @throws AppError `insufficient_scope` (403), naming the scope.
  */
 export function requireScope(tenant: Tenant, scope: string): void {
-  if (!tenant.apiKey.scopes.includes(scope)) {
-    throw new AppError('insufficient_scope', `This API key lacks the scope ${scope}.`);
-  }
+  requireScopeOf(tenant.apiKey.scopes, scope);
 }
 
 /** The actor of a change made with the tenant's key: `api_key`, or `scim` through the SCIM service. */
 export function keyActor(tenant: Tenant, type: 'api_key' | 'scim', requestId: string): Actor {
   // A person signed in to the console acts as themself, not as a key.
   const session = (tenant as { session?: { actor: ActorJson } }).session;
-  if (session?.actor.type === 'person') return { ...session.actor, requestId };
-  return { type, id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix), requestId };
+  const scopes = tenant.apiKey.scopes;
+  if (session?.actor.type === 'person') return { ...session.actor, requestId, scopes };
+  return { type, id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix), requestId, scopes };
 }

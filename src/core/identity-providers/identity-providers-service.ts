@@ -31,7 +31,9 @@ const snapshot = (provider: IdentityProvider) => ({ issuer: provider.issuer, cli
  * Sets (creates or replaces) the OpenID Connect identity provider of a workspace's console
  * sign-in (docs/security.md, "Signing in with an identity provider"), once `check` accepts it
  * (docs/security.md, "Outbound connections": nothing is stored otherwise). Every change gives
- * the configuration a new revision, which ends the sessions opened under the old one. Audited as
+ * the configuration a new revision, which ends the sessions opened under the old one; the
+ * sessions opened with a key end too, for good (a workspace whose people sign in as themselves
+ * takes the console back from shared keys; finding them still open would defeat that). Audited as
  * `identity_provider.set`, without the secret.
  * @throws AppError `workspace_not_found` (404), and whatever `check` rejects with.
  */
@@ -49,6 +51,7 @@ export async function setIdentityProvider(
     const workspace = await requireWorkspace(tx, subdomain);
     const before = await tx.identityProviders.find(workspace.id);
     const provider = await tx.identityProviders.put(workspace.id, config);
+    await tx.sessions.endKeySessions(workspace.id);
     await tx.audit.append({
       workspaceId: workspace.id,
       actor,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { apiKeyLabel, type ActorJson } from '../actor.ts';
 import { hashApiKey } from '../api-keys/api-key-secret.ts';
-import { API_KEY_SCOPES } from '../api-keys/scopes.ts';
+import { EVERY_SCOPE } from '../api-keys/scopes.ts';
 import type { Tenant } from '../api-keys/authenticate.ts';
 import { AppError } from '../errors.ts';
 import type { AuditEntry, Store } from '../ports.ts';
@@ -86,12 +86,15 @@ export async function authenticateSession(store: Store, subdomain: string, sessi
   };
 }
 
+/** What the workspace grants its owners: every scope, present and future (docs/security.md, "API keys and scopes"). */
+const OWNER_SCOPES: readonly string[] = Object.freeze([EVERY_SCOPE]);
+
 /**
- * What a person's session may do, in the shape of a key: every scope of the workspace's API
- * (an owner administers the workspace), under the person's id and email.
+ * What a person's session may do, in the shape of a key: what the workspace grants owners
+ * (every scope: an owner administers the workspace), under the person's id and email.
  */
 function personKey(person: { userId: string }, actor: ActorJson) {
-  return { id: person.userId, name: actor.label ?? '', prefix: '', scopes: [...API_KEY_SCOPES], expiresAt: null };
+  return { id: person.userId, name: actor.label ?? '', prefix: '', scopes: OWNER_SCOPES, expiresAt: null };
 }
 
 /** A person who signed in with the workspace's identity provider: an active owner of it. */

@@ -1,4 +1,5 @@
 import type { Actor } from '../actor.ts';
+import { requireScopeOf } from '../api-keys/scopes.ts';
 import { AppError } from '../errors.ts';
 import { paginate, pageOffset, type Page, type PageRequest } from '../pagination.ts';
 import type { AuditEntry, AuditEvent, Repositories, Slice, Store, UserChangeRecord } from '../ports.ts';
@@ -166,6 +167,24 @@ function checksOf(current: User, next: UserWrite): { readonly catalogue: boolean
 }
 
 /**
+ * Refuses a change that makes someone an owner unless its actor holds `owners:write`: creating
+ * an owner (of any status), promoting a user to owner, reactivating an owner, or renaming one
+ * (a new email hands the owner's sign-in to another mailbox). An owner's session holds every
+ * scope, so without this a key could reach, through a person it makes an owner, what its own
+ * scopes refuse. Source: docs/security.md, "API keys and scopes".
+ * @throws AppError `insufficient_scope` (403) naming `owners:write`.
+ */
+function requireOwnerGrant(actor: Actor, current: User | undefined, next: UserWrite): void {
+  if (next.role !== 'owner') return;
+  const grants =
+    !current ||
+    current.role !== 'owner' ||
+    (current.status !== 'active' && next.status === 'active') ||
+    current.email !== next.email;
+  if (grants) requireScopeOf(actor.scopes, 'owners:write');
+}
+
+/**
  * Writes `next` over `current` (locked by the caller's transaction) with its audit entry and
  * event, after the rules every change obeys: the apps exist in the catalogue, the email is no
  * other user's, and the last active owner stays an active owner (the workspace row is locked
@@ -179,6 +198,7 @@ async function writeChange(
   actor: Actor,
   action: UserChangeType,
 ): Promise<StoredUser> {
+  requireOwnerGrant(actor, current, next);
   const checks = checksOf(current, next);
   if (checks.catalogue) {
     // A role the user already holds stays valid even if the catalogue has dropped it since
@@ -250,6 +270,7 @@ export async function addUser(
     scimAttributes: input.scimAttributes ?? null,
     scimDeleted: false,
   };
+  requireOwnerGrant(actor, undefined, user);
   const id = crypto.randomUUID();
   const created = changeRecord(workspaceId, actor, 'user.created', id, undefined, user);
   // Most adds are new users with roles the catalogue has: checked against the (cached)
@@ -305,6 +326,7 @@ async function changeWithoutLock(
   checkPrecondition(current, options.ifMatch);
   const next = applyChanges(current, typeof change === 'function' ? await change(snapshot(current)) : change);
   if (unchanged(current, next)) return { user: snapshot(current), changed: false };
+  requireOwnerGrant(actor, current, next);
   const checks = checksOf(current, next);
   if (checks.catalogue || checks.email || checks.owner) return undefined;
   const record = changeRecord(workspaceId, actor, options.action ?? 'user.updated', current.id, current, next);

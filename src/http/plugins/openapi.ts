@@ -83,7 +83,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       ],
       components: {
         securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+          apiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Api-Key',
+            description:
+              'A workspace API key. Its scopes: `users:read`, `users:write`, `products:read`, `events:read`, `scim`, and ' +
+              '`owners:write` (creating, promoting, reactivating or renaming an owner, beside the operation\'s own scope); ' +
+              '`*` is every scope, present and future. Each operation lists the scope it needs in its security requirement.',
+          },
           adminToken: { type: 'http', scheme: 'bearer' },
         },
       },

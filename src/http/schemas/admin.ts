@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ACTOR_TYPES, toActorJson } from '../../core/actor.ts';
-import { API_KEY_SCOPES } from '../../core/api-keys/scopes.ts';
+import { API_KEY_SCOPES, EVERY_SCOPE } from '../../core/api-keys/scopes.ts';
 import type { CreatedApiKey } from '../../core/api-keys/api-keys-service.ts';
 import type { ApiKeyRecord, AuditEvent, Workspace } from '../../core/ports.ts';
 import { ActorSchema, NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
@@ -38,11 +38,19 @@ export const WorkspaceSchema = Type.Object(
   { description: 'A customer workspace.' },
 );
 
-/** Scopes of a key on the wire. */
-const ScopesSchema = Type.Array(StringEnum(API_KEY_SCOPES), {
+/**
+ * Scopes of a key on the wire: named scopes, or `["*"]` for a key that holds every scope,
+ * present and future (docs/security.md, "API keys and scopes"). A key of every scope is shown
+ * as stored (`["*"]`), not expanded, so that it reads as what it is: a key that will also hold
+ * scopes added later.
+ */
+const ScopesSchema = Type.Array(StringEnum([...API_KEY_SCOPES, EVERY_SCOPE]), {
   uniqueItems: true,
-  description: 'What the key may call: each operation of the API reference names the scope it needs.',
-  examples: [['users:read', 'users:write']],
+  description:
+    'What the key may call: each operation of the API reference names the scope it needs; creating, promoting, ' +
+    'reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future ' +
+    '(the workspace\'s first key, and any key made with every scope).',
+  examples: [['users:read', 'users:write'], ['*']],
 });
 
 /** Fields every representation of a key shares. */
@@ -83,7 +91,11 @@ export const CreatedApiKeySchema = Type.Object(
 export const CreateApiKeyBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: 'A name to recognise the key by.', examples: ['provisioning'] })),
-    scopes: Type.Optional({ ...ScopesSchema, minItems: 1, description: 'What the key may call; every scope when omitted.' }),
+    scopes: Type.Optional({
+      ...ScopesSchema,
+      minItems: 1,
+      description: 'What the key may call; every scope, present and future (stored and shown as `["*"]`), when omitted, when `*` is given, or when every scope is listed.',
+    }),
     expires_at: Type.Optional(
       Type.Unsafe<string>({ type: 'string', format: 'date-time', description: 'When the key stops working (in the future); never when omitted.' }),
     ),

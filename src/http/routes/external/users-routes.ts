@@ -101,7 +101,8 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         'Adds a user with a workspace role and product roles. For the email of a deactivated user it ' +
         'reactivates that user instead: `role` and `apps` are replaced, `first_name`/`last_name` replaced when ' +
         'given and kept when omitted (a new user gets `-`). An active user with the email → `409 ' +
-        'user_already_exists`. Send an `Idempotency-Key` to make retries safe.',
+        'user_already_exists`. Adding or reactivating a user with `role: owner` also needs the scope `owners:write` ' +
+        '(else `403 insufficient_scope`). Send an `Idempotency-Key` to make retries safe.',
       tags: ['users'],
       security: scoped('users:write'),
       body: AddUserBody,
@@ -203,11 +204,13 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
           '`apps` (replaces the whole set), `email` (a rename; `409 user_already_exists` when another user of the ' +
           'workspace holds it), `status` (`deactivated` deactivates, `active` reactivates keeping role and apps). ' +
           '`{"user": {}}` changes nothing. Demoting or deactivating the last active owner → `409 last_owner`. ' +
+          'Promoting a user to owner, reactivating an owner or changing an owner\'s email also needs the scope ' +
+          '`owners:write` (else `403 insufficient_scope`). ' +
           'Send the `ETag` of the user in `If-Match` to be sure nobody changed it meanwhile (`412 ' +
           'precondition_failed`), and an `Idempotency-Key` to make retries safe. Accepts `application/json` and ' +
           '`application/merge-patch+json`.',
         tags: ['users'],
-      security: scoped('users:write'),
+        security: scoped('users:write'),
         params: EmailParams,
         headers: IfMatchHeaders,
         body: PatchUserBody,
