@@ -16,13 +16,14 @@
  * Options: --runs N (default 3), --only baseline,template,bundle (any of them).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildBundles } from '../scripts/build-bundles.ts';
 import { freePort } from '../harness/postgres-cluster.ts';
 import { sendRequest } from '../harness/server-process.ts';
+import { DEMO_KEY_FILE } from '../src/server/demo-key.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const RUNS = Number(values.runs);
@@ -97,9 +98,10 @@ async function start(args: readonly string[], dataDir: string, env: Record<strin
     });
     child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${err.slice(-2000)}`)));
   });
-  // The demo banner follows the listening line.
+  // The demo key follows the listening line, in a file of DATA_DIR (stdout is not a terminal here).
   await new Promise((resolve) => setTimeout(resolve, 100));
-  const key = apiKey ?? /export WUM_API_KEY=(\S+)/.exec(out)?.[1];
+  const keyFile = join(dataDir, DEMO_KEY_FILE);
+  const key = apiKey ?? (existsSync(keyFile) ? /export WUM_API_KEY=(\S+)/.exec(readFileSync(keyFile, 'utf8'))?.[1] : undefined);
   if (key) {
     const response = await sendRequest(port, 'GET', '/api/external/v2/users', { host: `demo.localhost:${port}`, headers: { 'x-api-key': key } });
     if (response.status !== 200) throw new Error(`GET /users answered ${response.status}: ${response.body}`);

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { DEMO_KEY_FILE } from '../src/server/demo-key.ts';
 import { SERVER_BUNDLE } from '../scripts/build-bundles.ts';
 
 /** The repository root: where `npm start` runs. */
@@ -161,6 +164,23 @@ export function spawnServer(command: string, args: readonly string[], env: Recor
       }
     },
   };
+}
+
+/**
+ * The demo workspace's key, from the file a first start on an empty `dataDir` writes it to when
+ * its stdout is not a terminal (src/server/demo-key.ts), as spawned servers' is: polled until the
+ * file holds it.
+ * @throws when `server` exits first or `timeoutMs` passes.
+ */
+export async function waitForDemoKey(server: ServerProcess, dataDir: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const key = existsSync(join(dataDir, DEMO_KEY_FILE)) ? /^\s*export WUM_API_KEY=(\S+)\s*$/m.exec(readFileSync(join(dataDir, DEMO_KEY_FILE), 'utf8'))?.[1] : undefined;
+    if (key) return key;
+    if (server.child.exitCode !== null || server.child.signalCode !== null) throw new Error(`the server exited before writing the demo key\n${server.stderr().slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`no demo key in ${dataDir} within ${timeoutMs} ms`);
+    await sleep(50);
+  }
 }
 
 /** The pid of the node process serving, from its "Server listening" log line (pino's `pid`). */

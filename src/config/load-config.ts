@@ -4,6 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import ipaddr from 'ipaddr.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 import { isLoopbackUrl } from './loopback.ts';
+import { foldEmail, isAsciiEmail } from '../core/users/email.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
@@ -306,7 +307,7 @@ export interface OperatorSignInConfig {
   readonly issuer: string;
   readonly clientId: string;
   readonly clientSecret: string;
-  /** `OPERATOR_EMAILS`, trimmed and lower-cased: the only emails let in. */
+  /** `OPERATOR_EMAILS`, in their canonical form (trimmed, ASCII letters folded): the only emails let in. */
   readonly emails: ReadonlySet<string>;
 }
 
@@ -315,9 +316,9 @@ const OPERATOR_OIDC_SETTINGS = ['OPERATOR_OIDC_ISSUER', 'OPERATOR_OIDC_CLIENT_ID
 
 /**
  * The operator sign-in of the parsed settings: all three OIDC settings or none, and with them a
- * non-empty `OPERATOR_EMAILS` (comma-separated; trimmed, lower-cased); http only for a loopback
- * issuer and only with `WEBHOOK_ALLOW_HTTP` (as the outbound guard allows; docs/security.md,
- * "Outbound connections").
+ * non-empty `OPERATOR_EMAILS` (comma-separated, ASCII; trimmed, letters folded); http only for a
+ * loopback issuer and only with `WEBHOOK_ALLOW_HTTP` (as the outbound guard allows;
+ * docs/security.md, "Outbound connections").
  * @throws ConfigError naming what is missing or wrong.
  */
 function operatorSignIn(parsed: Env): OperatorSignInConfig | undefined {
@@ -329,7 +330,12 @@ function operatorSignIn(parsed: Env): OperatorSignInConfig | undefined {
   if (missing.length > 0) {
     throw new ConfigError(`invalid configuration: the operator sign-in needs ${OPERATOR_OIDC_SETTINGS.join(', ')} together; missing ${missing.join(', ')}`);
   }
-  const emails = (parsed.OPERATOR_EMAILS ?? '').split(',').map((email) => email.trim().toLowerCase()).filter((email) => email !== '');
+  const listed = (parsed.OPERATOR_EMAILS ?? '').split(',').map((email) => email.trim()).filter((email) => email !== '');
+  const notAscii = listed.filter((email) => !isAsciiEmail(email));
+  if (notAscii.length > 0) {
+    throw new ConfigError(`invalid configuration: OPERATOR_EMAILS must list ASCII email addresses only (docs/security.md, "One spelling of an email"); not: ${notAscii.join(', ')}`);
+  }
+  const emails = listed.map(foldEmail);
   if (emails.length === 0) throw new ConfigError('invalid configuration: OPERATOR_EMAILS must list the emails that may sign in as operator (comma-separated) when OPERATOR_OIDC_ISSUER is set');
   const issuer = URL.parse(parsed.OPERATOR_OIDC_ISSUER!);
   if (!issuer) throw new ConfigError('invalid configuration: OPERATOR_OIDC_ISSUER must be a URL, e.g. https://login.example.com');

@@ -269,7 +269,7 @@ export interface OperatorSessionRepository {
   /** Takes (deletes and returns) a sign-in, so a `state` serves once. */
   takeSignIn(stateHash: string): Promise<PendingOperatorSignIn | undefined>;
   /**
-   * The `sub` bound to `email` (lower-cased) at the provider of `issuer`: `subject` when this is
+   * The `sub` bound to `email` (canonical: `canonicalEmail`) at the provider of `issuer`: `subject` when this is
    * the email's first sign-in there (it is stored), else the one stored then.
    */
   bindSubject(issuer: string, email: string, subject: string): Promise<string>;
@@ -311,7 +311,7 @@ export interface IdentityProviderRepository {
   saveSignIn(workspaceId: number, stateHash: string, pending: PendingSignIn): Promise<void>;
   /** Takes (deletes and returns) a sign-in, so a `state` serves once. */
   takeSignIn(workspaceId: number, stateHash: string): Promise<PendingSignIn | undefined>;
-  /** The active owner with this email (case-insensitive), if any. */
+  /** The active owner with this email, given in its canonical form (`foldEmail`: ASCII letters folded), if any. */
   findActiveOwner(workspaceId: number, email: string): Promise<SignInCandidate | undefined>;
   /**
    * The `sub` bound to a user at the provider of `issuer`: `subject` when none is bound there

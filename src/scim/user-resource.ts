@@ -1,5 +1,6 @@
 import addFormats from 'ajv-formats';
 import { AppError } from '../core/errors.ts';
+import { foldEmail } from '../core/users/email.ts';
 import type { AppRole, ScimAttributes, User, UserStatus, WorkspaceRole } from '../core/users/user.ts';
 import { URN } from './constants.ts';
 import { fromLibraryErrors, normalizeBooleans, userDefinition } from './schema-definitions.ts';
@@ -140,7 +141,7 @@ function keptAttributes(resource: Record<string, unknown>, email: string): ScimA
   // The email itself is the derived first entry; one primary address only (RFC 7643 §2.4).
   const emails = Array.isArray(kept.emails) ? (kept.emails as Array<Record<string, unknown>>) : [];
   const extra = emails
-    .filter((e) => typeof e?.value !== 'string' || e.value.toLowerCase() !== email.toLowerCase())
+    .filter((e) => typeof e?.value !== 'string' || foldEmail(e.value) !== foldEmail(email))
     .map((e) => (e?.primary === true ? { ...e, primary: false } : e));
   if (extra.length > 0) kept.emails = extra;
   else delete kept.emails;

@@ -2,28 +2,16 @@ import cluster from 'node:cluster';
 import { detachStdioOnHangup, ignoreStdioErrors } from '../http/log-destination.ts';
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig, type Config } from '../config/load-config.ts';
-import { DEMO_SUBDOMAIN, seedDemoWorkspace } from '../core/demo.ts';
-import { EXTERNAL_PREFIX } from '../http/plugins/tenant.ts';
+import { seedDemoWorkspace } from '../core/demo.ts';
+import { handOverDemoKey } from './demo-key.ts';
 import { startService } from './service.ts';
 import { terminalLogStream } from './terminal-log.ts';
 import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.ts';
 
-function demoBanner(config: Config, apiKey: string): string {
-  // The workspace is named by the Host header, so the URL uses BASE_DOMAIN whatever HOST binds.
-  const base = `http://${DEMO_SUBDOMAIN}.${config.baseDomain}:${config.port}${EXTERNAL_PREFIX}`;
-  return [
-    '',
-    `Created the demo workspace "${DEMO_SUBDOMAIN}". Its API key is shown only this once:`,
-    '',
-    `  export WUM_API_KEY=${apiKey}`,
-    `  curl -H "X-Api-Key: ${apiKey}" ${base}/users`,
-    '',
-  ].join('\n');
-}
-
 /**
  * Starts wum: loads the configuration, opens and migrates storage, starts the cache listener
- * (PostgreSQL only; `service.ts`), seeds the demo workspace on a new embedded database,
+ * (PostgreSQL only; `service.ts`), seeds the demo workspace on a new embedded database (its key
+ * printed on a terminal, else kept in a file of the data directory: demo-key.ts),
  * listens, and shuts down gracefully on SIGTERM/SIGINT in the order of `service.close()`: stop
  * accepting and finish in-flight requests (and close Redis), let the webhook delivery worker
  * finish its attempts in flight, stop the event pruner and the cache listener, close the
@@ -62,7 +50,10 @@ async function main(): Promise<void> {
   });
   const seeded = database.created && config.seedDemo ? await seedDemoWorkspace(store) : undefined;
   await app.listen({ port: config.port, host: config.host });
-  if (seeded) process.stdout.write(`${demoBanner(config, seeded.apiKey.key)}\n`);
+  // Only a new embedded database is seeded, so there is a data directory to keep the key in.
+  if (seeded && config.storage.kind === 'pglite') {
+    handOverDemoKey(config, seeded.apiKey.key, { stdout: process.stdout, dataDir: config.storage.dataDir, log: app.log });
+  }
 }
 
 await main();

@@ -61,7 +61,8 @@ export function createIdentityProviderRepository(db: Database): IdentityProvider
         .where(
           and(
             eq(users.workspaceId, workspaceId),
-            sql`lower(${users.email}) = lower(${email})`,
+            // `email` is folded already (ASCII letters only); lower() of a stored, ASCII email is that fold.
+            sql`lower(${users.email}) = ${email}`,
             eq(users.status, 'active'),
             eq(users.role, 'owner'),
             eq(users.scimDeleted, false),

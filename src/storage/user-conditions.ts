@@ -8,6 +8,7 @@ import type {
   UserSort,
 } from '../core/users/user-query.ts';
 import { isUuid } from './uuid.ts';
+import { foldEmail } from '../core/users/email.ts';
 
 /*
  * Compiles the domain's UserCondition into SQL over the users row aliased `u`. Every value is
@@ -23,9 +24,14 @@ import { isUuid } from './uuid.ts';
  */
 const SCIM_NAME = /^(?:[A-Za-z$][A-Za-z0-9_$-]*|urn:[A-Za-z0-9:._-]+)$/;
 
-/** Text columns and how a case-insensitive comparison reads them (the prefix indexes). */
-const TEXT_COLUMNS: Partial<Record<UserField, { exact: SQL; folded: SQL; caseExactByDefault: boolean }>> = {
-  email: { exact: sql`u.email`, folded: sql`(lower(u.email) collate "C")`, caseExactByDefault: false },
+/**
+ * Text columns and how a case-insensitive comparison reads them (the prefix indexes). `foldValue`:
+ * how the compared value is folded instead of by lower() — for emails, the ASCII letters only
+ * (`foldEmail`, docs/security.md, "One spelling of an email"), so that U+212A KELVIN SIGN and
+ * the like, which lower() folds onto ASCII letters, match no stored (ASCII) email.
+ */
+const TEXT_COLUMNS: Partial<Record<UserField, { exact: SQL; folded: SQL; caseExactByDefault: boolean; foldValue?: (value: string) => string }>> = {
+  email: { exact: sql`u.email`, folded: sql`(lower(u.email) collate "C")`, caseExactByDefault: false, foldValue: foldEmail },
   firstName: { exact: sql`u.first_name`, folded: sql`(lower(u.first_name) collate "C")`, caseExactByDefault: false },
   lastName: { exact: sql`u.last_name`, folded: sql`(lower(u.last_name) collate "C")`, caseExactByDefault: false },
   externalId: { exact: sql`u.external_id`, folded: sql`(lower(u.external_id) collate "C")`, caseExactByDefault: true },
@@ -207,7 +213,9 @@ function comparison(
       // plain indexes serve it (e.g. the partial index of active owners for role = 'owner').
       if (exact && text !== null && op === 'eq') return sql`${column.exact} = ${text}`;
       if (exact && text !== null && op === 'ne') return sql`(${column.exact} is null or ${column.exact} <> ${text})`;
-      return compareText(exact ? sql`(${column.exact} collate "C")` : column.folded, op, text, !exact);
+      if (exact) return compareText(sql`(${column.exact} collate "C")`, op, text, false);
+      if (column.foldValue) return compareText(column.folded, op, text === null ? null : column.foldValue(text), false);
+      return compareText(column.folded, op, text, true);
     }
   }
 }

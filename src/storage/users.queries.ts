@@ -3,6 +3,7 @@ import type { PageRequest } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { Slice, UserChangeRecord, UserRepository } from '../core/ports.ts';
 import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
+import { foldEmail } from '../core/users/email.ts';
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { eventInsert } from './events.queries.ts';
@@ -165,9 +166,13 @@ function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
     on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
-/** How a reference names a user: by email (any letter case), by public id, or by row id. */
+/**
+ * How a reference names a user: by email (its ASCII letters folded, `foldEmail`; stored emails are
+ * ASCII, so their lower() is that fold, and a key with another character matches none), by public
+ * id, or by row id.
+ */
 const USER_KEYS = {
-  email: sql`lower(users.email) = lower(${ph('key')})`,
+  email: sql`lower(users.email) = ${ph('key')}`,
   id: sql`users.public_id = ${ph('key')}::uuid`,
   row: sql`users.id = ${ph('key')}`,
 } as const;
@@ -400,7 +405,7 @@ export function createUserRepository(db: Database): UserRepository {
   return {
     async find(workspaceId, ref, options) {
       const kind = 'email' in ref ? 'email' : 'id';
-      const key = 'email' in ref ? ref.email : ref.id;
+      const key = 'email' in ref ? foldEmail(ref.email) : ref.id;
       if (kind === 'id' && !isUuid(key)) return undefined;
       if (!options?.lock) {
         const [row] = await findUser[kind].run<UserRow>(db, { workspaceId, key });

@@ -6,11 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'wum/sdk';
 import { freePort } from '../../harness/postgres-cluster.ts';
-import { SERVER_ARGS, REPO_ROOT, spawnServer, type ServerProcess } from '../../harness/server-process.ts';
+import { SERVER_ARGS, REPO_ROOT, spawnServer, waitForDemoKey, type ServerProcess } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
 
 const TIMEOUT = { timeout: 180_000 };
-const BANNER_EXPORT = /^\s*export WUM_API_KEY=(\S+)\s*$/m;
 
 /** The fenced blocks of `language` in the README section that starts with `heading`. */
 function blocks(readme: string, heading: string, language: string): string[] {
@@ -53,7 +52,8 @@ if (BACKEND === 'pglite') {
         WEBHOOK_ALLOW_HTTP: 'true',
         WEBHOOK_POLL_INTERVAL_MS: '50',
       });
-      const [, apiKey] = await server.waitForOutput(BANNER_EXPORT, 60_000);
+      // Not a terminal: the banner is in a file of DATA_DIR (on a terminal the README's lines are printed).
+      const apiKey = await waitForDemoKey(server, join(dir, 'data'), 60_000);
       // `npx wum` as in this directory after `npm install`, without npm's start-up time.
       const bin = join(dir, 'bin');
       mkdirSync(bin);
@@ -62,7 +62,7 @@ if (BACKEND === 'pglite') {
         `#!/bin/sh\n[ "$1" = wum ] || { echo "unexpected: npx $*" >&2; exit 127; }\nshift\nexec "${process.execPath}" "${join(REPO_ROOT, 'bin/wum.js')}" "$@"\n`,
       );
       chmodSync(join(bin, 'npx'), 0o755);
-      env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, WUM_API_KEY: apiKey!, ADMIN_TOKEN };
+      env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, WUM_API_KEY: apiKey, ADMIN_TOKEN };
       for (const name of ['WUM_URL', 'WUM_ADMIN_URL', 'WUM_ADMIN_TOKEN']) delete env[name];
     }, TIMEOUT);
     after(() => {

@@ -332,4 +332,13 @@ describe(`loadConfig [${BACKEND}]`, () => {
     assertRejected({ ...full, OPERATOR_OIDC_ISSUER: 'http://login.example.com' }, ['OPERATOR_OIDC_ISSUER']);
     assertRejected({ ...full, OPERATOR_OIDC_ISSUER: 'ftp://login.example.com' }, ['OPERATOR_OIDC_ISSUER']);
   });
+
+  test('OPERATOR_EMAILS: only ASCII addresses (a Kelvin sign, U+0130 or a fullwidth letter is refused naming it); ASCII letters are folded', () => {
+    const full = { OPERATOR_OIDC_ISSUER: 'https://login.example.com', OPERATOR_OIDC_CLIENT_ID: 'wum', OPERATOR_OIDC_CLIENT_SECRET: 'a-secret' };
+    for (const email of ['\u212Aate@example.com', '\u0130ris@example.com', '\uFF2BATE@example.com']) {
+      assertRejected({ ...full, OPERATOR_EMAILS: `ada@example.com, ${email}` }, ['OPERATOR_EMAILS']);
+      assert.throws(() => loadConfig({ ...full, OPERATOR_EMAILS: email }), (error: Error) => error.message.includes(email));
+    }
+    assert.deepEqual([...loadConfig({ ...full, OPERATOR_EMAILS: 'KATE@Example.COM' }).operatorSignIn!.emails], ['kate@example.com']);
+  });
 });

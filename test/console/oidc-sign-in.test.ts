@@ -129,6 +129,24 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     await assertRefused(unverified, /has not verified oscar@example\.com/);
   });
 
+  test('a verified email that only folds onto an owner\'s (Kelvin sign, U+0130, fullwidth) is refused and binds nothing', TEST_TIMEOUT, async () => {
+    await addUser('kate@example.com', 'owner');
+    await addUser('iris@example.com', 'owner');
+    const lookalikes = { 'kelvin-kate': '\u212Aate@example.com', 'dotted-iris': '\u0130ris@example.com', 'fullwidth-kate': '\uFF2BATE@example.com' };
+    for (const [login, email] of Object.entries(lookalikes)) {
+      op.accounts.set(login, { email, email_verified: true });
+      await assertRefused(await signInAs(login), /is not an ASCII email address/);
+    }
+    // Nothing was bound to the lookalikes' accounts: the owners' own accounts get in.
+    op.accounts.set('kate', { email: 'KATE@example.com', email_verified: true });
+    op.accounts.set('iris', { email: 'iris@example.com', email_verified: true });
+    for (const login of ['kate', 'iris']) {
+      const { page, status } = await signInAs(login);
+      assert.equal(status, 303, `${login} gets in`);
+      await page.context().close();
+    }
+  });
+
   test('an ID token for another audience, or tampered with, is refused', TEST_TIMEOUT, async () => {
     try {
       op.rewriteIdToken = async (idToken, sign) => {

@@ -78,7 +78,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
       OPERATOR_OIDC_ISSUER: op.issuer,
       OPERATOR_OIDC_CLIENT_ID: op.clientId,
       OPERATOR_OIDC_CLIENT_SECRET: op.clientSecret,
-      OPERATOR_EMAILS: ' Ada@Example.com , grace@example.com',
+      OPERATOR_EMAILS: ' Ada@Example.com , grace@example.com, kate@example.com',
       // The test provider is plain http on loopback, which the outbound guard allows only with this.
       WEBHOOK_ALLOW_HTTP: 'true',
     };
@@ -137,6 +137,11 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
   test('an unlisted email, an unverified email, a tampered state and a replayed callback are refused with a page saying why', TEST_TIMEOUT, async () => {
     await assertRefused(await signInAs('mallory'), /mallory@example\.com is not one of this server's operators/);
     await assertRefused(await signInAs('ada-unverified'), /has not verified ada@example\.com/);
+    // Emails that fold onto listed ones only under Unicode rules are other mailboxes: refused, nothing bound.
+    for (const [login, email] of [['kelvin-kate', '\u212Aate@example.com'], ['fullwidth-grace', '\uFF27race@example.com']] as const) {
+      op.accounts.set(login, { email, email_verified: true });
+      await assertRefused(await signInAs(login), /is not an ASCII email address/);
+    }
 
     const grace = await signInAs('grace');
     assert.equal(grace.status, 303, 'a listed email, compared case-insensitively, gets in');

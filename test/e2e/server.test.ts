@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createPostgresDatabase, type PostgresDatabase, freePort } from '../../harness/postgres-cluster.ts';
 import { SERVER_ARGS, listeningPid, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
+import { DEMO_KEY_FILE } from '../../src/server/demo-key.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
 /*
@@ -131,16 +132,26 @@ describe(`server process [${BACKEND}]`, () => {
         demoHost = `demo.localhost:${port}`;
       });
 
-      test('first start on an empty DATA_DIR prints the demo banner; its curl line works', TEST_TIMEOUT, async () => {
+      test('first start on an empty DATA_DIR, stdout piped: the demo key goes to a 0600 file in DATA_DIR named in the log, not into the log; its curl line works', TEST_TIMEOUT, async () => {
         first = startWithNpm({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN });
         spawned.push(first);
-        const [, curlLine, curlKey, url] = await first.waitForOutput(BANNER_CURL, START_TIMEOUT_MS);
-        const exported = BANNER_EXPORT.exec(first.stdout());
-        assert.ok(exported, 'the banner exports WUM_API_KEY');
+        const [logLine] = await first.waitForOutput(/^\{.*"file":.*\}$/m, START_TIMEOUT_MS);
+        const file = join(dataDir, DEMO_KEY_FILE);
+        assert.equal(JSON.parse(logLine!).file, file, 'the log names the file');
+        assert.equal(statSync(file).mode & 0o777, 0o600, 'readable by the owner only');
+        const banner = readFileSync(file, 'utf8');
+        const [, curlLine, curlKey, url] = BANNER_CURL.exec(banner) ?? [];
+        const exported = BANNER_EXPORT.exec(banner);
+        assert.ok(exported, 'the file exports WUM_API_KEY');
         apiKey = exported[1]!;
         assert.match(apiKey, /^wum_/);
         assert.equal(curlKey, apiKey);
         assert.equal(url, `http://demo.localhost:${port}${API}/users`);
+        await first.waitForOutput(LISTENING, START_TIMEOUT_MS);
+        for (const stream of [first.stdout(), first.stderr()]) {
+          assert.ok(!stream.includes(apiKey), 'the key is neither in stdout (the JSON log) nor in stderr');
+          assert.doesNotMatch(stream, /WUM_API_KEY/);
+        }
 
         let body: string;
         if (hasCurl()) {

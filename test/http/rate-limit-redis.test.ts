@@ -6,7 +6,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
-import { API, BACKEND, createTestContext, testConfig, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
  * REDIS_URL (docs/contract.md Part B, "Running several replicas"): the per-key token bucket and the
@@ -16,7 +16,7 @@ import { API, BACKEND, createTestContext, testConfig, type TestContext, type Tes
  * `rate_limit_fail_open_total`, and the outage and the recovery are each logged once.
  */
 
-/** A replica's commands give up after this long; a fail-open request waits at most twice (peek + take). */
+/** A replica's commands give up after this long; a fail-open request waits at most twice (a refused key: its address's and its own bucket). */
 const REDIS_TIMEOUT_MS = 200;
 /** Generous bound for "promptly": ioredis would otherwise queue commands until it reconnects. */
 const PROMPT_MS = 1500;
@@ -107,7 +107,7 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
     assert.equal((await call(b.app, other)).statusCode, 200, 'another key has its own bucket');
   });
 
-  test('failed key attempts from one address are counted across replicas', async () => {
+  test('failed key attempts from one address are counted across replicas; valid credentials from it are still served', async () => {
     const env = { AUTH_FAILURE_LIMIT: '3' };
     const [a, b] = [await replica(env), await replica(env)];
     const ws = await ctx.createWorkspace('redis-auth');
@@ -118,7 +118,14 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
       assert.equal(res.json().code, 'invalid_api_key');
     }
     assertRateLimited(await call(b.app, ws, { key: 'wum_guess', remoteAddress: attacker }));
-    assertRateLimited(await call(a.app, ws, { remoteAddress: attacker }));
+    assertRateLimited(await call(a.app, ws, { key: 'wum_guess-again', remoteAddress: attacker }));
+    assert.equal((await call(a.app, ws, { remoteAddress: attacker })).statusCode, 200, 'the valid key is not refused for others\' failures');
+    const other = await ctx.createWorkspace('redis-auth-other');
+    assert.equal((await call(b.app, other, { remoteAddress: attacker })).statusCode, 200, 'nor another workspace\'s key');
+    const operator = (token: string) =>
+      b.app.inject({ method: 'GET', url: '/admin/v1/workspaces', headers: { authorization: `Bearer ${token}` }, remoteAddress: attacker });
+    assert.equal((await operator(ADMIN_TOKEN)).statusCode, 200, 'nor the admin token');
+    assertRateLimited(await operator('wrong-token-0123456789'));
     assert.equal((await call(b.app, ws, { key: 'wum_typo', remoteAddress: '198.51.100.3' })).statusCode, 401, 'another address');
   });
 
@@ -141,7 +148,12 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
         assert.equal(res.headers.ratelimit, undefined, 'no remaining count is made up');
       }
       assert.equal(await failOpen(app, 'per-key'), 4);
-      assert.equal(await failOpen(app, 'auth-failures'), 4, 'the failed-key check failed open too');
+      assert.equal(await failOpen(app, 'auth-failures'), 0, 'a valid key never reads the failed-attempt buckets');
+      const started = performance.now();
+      const wrong = await call(app, ws, { key: 'wum_wrong-while-frozen' });
+      assert.equal(wrong.statusCode, 401, wrong.body);
+      assert.ok(performance.now() - started < PROMPT_MS, 'a wrong key is answered promptly too');
+      assert.equal(await failOpen(app, 'auth-failures'), 2, 'its address\'s and its own bucket both failed open');
       assert.equal(lines(logs, /Redis unreachable/), 1, 'the outage is logged once');
     } finally {
       redis.resume();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 describe(`rate limits [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -160,6 +160,52 @@ describe(`rate limits [${BACKEND}]`, () => {
     assertRateLimited(await call(app, b, { key: 'wum_nope' }));
     const elsewhere = await call(app, b, { key: 'wum_nope', remoteAddress: '192.0.2.1' });
     assert.equal(elsewhere.statusCode, 401);
+  });
+
+  test('21 wrong keys from one address: the admin token and every workspace\'s valid keys still work from there; wrong keys stay limited', async () => {
+    const app = await ctx.buildApp({ AUTH_FAILURE_LIMIT: '20' });
+    const a = await ctx.createWorkspace('rl-nat-a');
+    const b = await ctx.createWorkspace('rl-nat-b');
+    const shared = '203.0.113.80';
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i += 1) statuses.push((await call(app, a, { key: `wum_guess${i}`, remoteAddress: shared })).statusCode);
+    assert.deepEqual(statuses, [...Array(20).fill(401), 429]);
+
+    const ownKey = await call(app, a, { remoteAddress: shared });
+    assert.equal(ownKey.statusCode, 200, ownKey.body);
+    assert.equal(ownKey.headers['ratelimit-policy'], '"per-key";q=200;w=2', 'only the per-key limit applies to a valid key');
+    assert.equal((await call(app, b, { remoteAddress: shared })).statusCode, 200, 'another workspace\'s valid key');
+    const operator = await app.inject({
+      method: 'GET',
+      url: '/admin/v1/workspaces',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      remoteAddress: shared,
+    });
+    assert.equal(operator.statusCode, 200, operator.body);
+
+    // Guessing goes on being limited from that address, on every workspace and for the admin token.
+    assertRateLimited(await call(app, b, { key: 'wum_guess21', remoteAddress: shared }));
+    const wrongToken = await app.inject({
+      method: 'GET',
+      url: '/admin/v1/workspaces',
+      headers: { authorization: 'Bearer wrong-token-0123456789' },
+      remoteAddress: shared,
+    });
+    assertRateLimited(wrongToken);
+    assert.equal((await call(app, b, { key: 'wum_guess22', remoteAddress: '198.51.100.81' })).statusCode, 401, 'another address');
+  });
+
+  test('failures are counted per credential too: one wrong key from many addresses → 429; other wrong keys from those addresses → 401', async () => {
+    const app = await ctx.buildApp({ AUTH_FAILURE_LIMIT: '3' });
+    const ws = await ctx.createWorkspace('rl-cred');
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i += 1) statuses.push((await call(app, ws, { key: 'wum_revoked-long-ago', remoteAddress: `192.0.2.${100 + i}` })).statusCode);
+    assert.deepEqual(statuses, [401, 401, 401, 429, 429]);
+    assert.equal((await call(app, ws, { key: 'wum_other', remoteAddress: '192.0.2.100' })).statusCode, 401);
+    // The same key on its own workspace's host is another credential: a key sent to the wrong host is not held against it.
+    const other = await ctx.createWorkspace('rl-cred-other');
+    for (let i = 0; i < 4; i += 1) assert.equal((await call(app, ws, { key: other.apiKey, remoteAddress: `192.0.2.${120 + i}` })).statusCode, i < 3 ? 401 : 429);
+    assert.equal((await call(app, other, { remoteAddress: '192.0.2.120' })).statusCode, 200);
   });
 
   test('successful requests do not count as failed attempts', async () => {

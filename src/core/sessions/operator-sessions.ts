@@ -1,10 +1,11 @@
 import type { Actor, ActorJson } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../ports.ts';
+import { canonicalEmail } from '../users/email.ts';
 import { verifiedEmail, type VerifiedIdentity } from './person-sign-in.ts';
 import { hashSessionId, newSessionId, type OpenedSession, type SessionLifetime } from './sessions-service.ts';
 
-/** Who may sign in as operator: the configured provider's issuer and the listed emails (lower-cased). */
+/** Who may sign in as operator: the configured provider's issuer and the listed emails (canonical: `canonicalEmail`). */
 export interface OperatorPolicy {
   readonly issuer: string;
   readonly emails: ReadonlySet<string>;
@@ -18,11 +19,8 @@ export interface OperatorSession {
   readonly expiresAt: Date;
 }
 
-/** An email as `OPERATOR_EMAILS` lists it and operators' accounts are keyed: trimmed, lower-cased. */
-const operatorEmail = (email: string) => email.trim().toLowerCase();
-
-/** True when `email` is listed. */
-const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(operatorEmail(email));
+/** True when `email` is listed; an email that is not ASCII never is (docs/security.md, "One spelling of an email"). */
+const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(canonicalEmail(email) ?? '');
 
 /**
  * Who may enter the console as operator through the operator identity provider
@@ -34,7 +32,7 @@ const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(op
 export async function admitOperator(store: Store, policy: OperatorPolicy, identity: VerifiedIdentity): Promise<ActorJson> {
   const email = verifiedEmail(identity);
   if (!isListed(policy, email)) throw new AppError('sign_in_refused', `${email} is not one of this server's operators.`);
-  const bound = await store.operatorSessions.bindSubject(policy.issuer, operatorEmail(email), identity.sub);
+  const bound = await store.operatorSessions.bindSubject(policy.issuer, canonicalEmail(email)!, identity.sub);
   if (bound !== identity.sub) throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
   return { type: 'operator', id: `oidc:${identity.sub}`, label: email };
 }

@@ -1,4 +1,5 @@
 import { AppError } from '../errors.ts';
+import { foldEmail, isAsciiEmail } from '../users/email.ts';
 import type { Store, Workspace } from '../ports.ts';
 import type { SignedInPerson } from './sessions-service.ts';
 
@@ -10,9 +11,11 @@ export interface VerifiedIdentity {
 }
 
 /**
- * The email an ID token vouches for: present and `email_verified: true` (else the provider
- * vouches for nothing, and anyone could claim any address there).
- * @throws AppError `sign_in_refused` (403) saying which is missing.
+ * The email an ID token vouches for: present, `email_verified: true` (else the provider vouches
+ * for nothing, and anyone could claim any address there), and ASCII — wum's emails are, and one
+ * with another character (U+212A KELVIN SIGN for "K", a fullwidth letter) would be another
+ * mailbox than the ASCII one it resembles (docs/security.md, "One spelling of an email").
+ * @throws AppError `sign_in_refused` (403) saying which is missing or wrong.
  */
 export function verifiedEmail(identity: VerifiedIdentity): string {
   if (typeof identity.email !== 'string' || identity.email === '') {
@@ -20,6 +23,9 @@ export function verifiedEmail(identity: VerifiedIdentity): string {
   }
   if (identity.email_verified !== true) {
     throw new AppError('sign_in_refused', `The identity provider has not verified ${identity.email}; verify it there first.`);
+  }
+  if (!isAsciiEmail(identity.email)) {
+    throw new AppError('sign_in_refused', `${identity.email} is not an ASCII email address; only ASCII addresses identify people here.`);
   }
   return identity.email;
 }
@@ -36,7 +42,7 @@ export function verifiedEmail(identity: VerifiedIdentity): string {
  */
 export async function admitPerson(store: Store, workspace: Workspace, issuer: string, identity: VerifiedIdentity): Promise<SignedInPerson> {
   const email = verifiedEmail(identity);
-  const owner = await store.identityProviders.findActiveOwner(workspace.id, email);
+  const owner = await store.identityProviders.findActiveOwner(workspace.id, foldEmail(email.trim()));
   const bound = owner ? await store.identityProviders.bindSubject(workspace.id, owner.id, issuer, identity.sub) : undefined;
   if (!owner || bound === undefined) throw new AppError('sign_in_refused', `${email} is not an active owner of workspace "${workspace.subdomain}".`);
   if (bound !== identity.sub) throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);

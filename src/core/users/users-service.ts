@@ -6,6 +6,7 @@ import type { AuditEntry, AuditEvent, Repositories, Slice, Store, UserChangeReco
 import { appsInCatalogue, assertAppsExist, dedupeApps } from '../products/apps.ts';
 import type { RowWindow, UserCondition, UserQuery } from './user-query.ts';
 import { auditSnapshot, previousWireFields } from './wire-user.ts';
+import { foldEmail } from './email.ts';
 import type {
   AppRole,
   ScimAttributes,
@@ -161,7 +162,7 @@ function unchanged(current: User, next: UserWrite): boolean {
 function checksOf(current: User, next: UserWrite): { readonly catalogue: boolean; readonly email: boolean; readonly owner: boolean } {
   return {
     catalogue: JSON.stringify(current.apps) !== JSON.stringify(next.apps) || (current.status !== 'active' && next.status === 'active'),
-    email: next.email.toLowerCase() !== current.email.toLowerCase(),
+    email: foldEmail(next.email) !== foldEmail(current.email),
     owner: current.status === 'active' && current.role === 'owner' && (next.status !== 'active' || next.role !== 'owner'),
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../core/api-keys/api-key-secret.ts';
 import { AppError } from '../../core/errors.ts';
-import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
+import { countFailedAttempt } from '../rate-limit/failed-attempts.ts';
 import type { TokenBuckets } from '../rate-limit/token-buckets.ts';
 import { sessionIdOf } from '../session-cookie.ts';
 import { operatorSessionOf, type OperatorSessions } from './operator-session-auth.ts';
@@ -15,7 +15,7 @@ export interface AdminGuard {
   readonly operatorSessions?: OperatorSessions | undefined;
   /** `BASE_DOMAIN`: hosts `<label>.<BASE_DOMAIN>` are workspaces', where the operator interface does not exist. */
   readonly baseDomain: string;
-  /** The per-address limit of failed attempts shared with API keys (`AUTH_FAILURE_LIMIT`); absent: none. */
+  /** The limit of failed attempts shared with API keys (`AUTH_FAILURE_LIMIT`); absent: none. */
   readonly authFailures?: TokenBuckets | undefined;
 }
 
@@ -37,8 +37,8 @@ export function absent(request: FastifyRequest): AppError {
 /**
  * Guards every route of the instance it is added to: on a workspace's host the routes do not
  * exist ({@link requireOperatorHost}); elsewhere `Authorization: Bearer <ADMIN_TOKEN>` is
- * required, compared in constant time, and each wrong token counts toward the per-address
- * failed-attempt limit — or, without an `Authorization` header, the console session of an
+ * required, compared in constant time, and each wrong token counts toward the failed-attempt
+ * limit (per address and per token; the right token is never refused by it) — or, without an `Authorization` header, the console session of an
  * operator who signed in with the operator identity provider (its cookie; a change only from
  * the console's own origin), whose actor the request then acts as (`request.operatorSession`).
  * A workspace's session is never one: operators' sessions are another table.
@@ -51,13 +51,6 @@ export function requireAdminToken(app: FastifyInstance, guard: AdminGuard): void
   const { adminToken, baseDomain, authFailures, operatorSessions } = guard;
   app.addHook('onRequest', async (request, reply) => {
     requireOperatorHost(request, baseDomain);
-    const failures = await authFailures?.peek(request.ip);
-    if (failures && !failures.allowed) {
-      setRateLimitFields(reply, 'auth-failures', authFailures!, failures);
-      throw new AppError('rate_limited', 'Too many failed attempts from this address.', undefined, {
-        'retry-after': String(failures.retryAfterSeconds),
-      });
-    }
     const header = request.headers.authorization ?? '';
     const sessionId = operatorSessions && !header ? sessionIdOf(request) : undefined;
     if (sessionId) {
@@ -66,7 +59,8 @@ export function requireAdminToken(app: FastifyInstance, guard: AdminGuard): void
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match?.[1] || adminToken === undefined || !secretsEqual(match[1], adminToken)) {
-      if (authFailures) setRateLimitFields(reply, 'auth-failures', authFailures, await authFailures.take(request.ip));
+      const limited = authFailures ? await countFailedAttempt(authFailures, reply, request.ip, 'admin', match?.[1] ?? header) : undefined;
+      if (limited) throw limited;
       throw new AppError('invalid_admin_token', 'Send the operator token as Authorization: Bearer <token>.', undefined, {
         'www-authenticate': 'Bearer realm="wum-admin"',
       });

@@ -11,6 +11,7 @@ import { sessionIdOf } from '../session-cookie.ts';
 import { awaitableHook } from '../hooks.ts';
 import { sessionTenant } from './session-auth.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
+import { countFailedAttempt } from '../rate-limit/failed-attempts.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
 
 declare module 'fastify' {
@@ -75,7 +76,8 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
  * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key (expiry included), or
  * without one the console's session cookie (then a change must come from the console's own
  * origin) →
- * per-client limit on failed keys → per-key token bucket → the route's scopes
+ * per-key token bucket → the route's scopes; a refused key is counted per client address and per
+ * key, and past `AUTH_FAILURE_LIMIT` answered `429` instead of `401`
  * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
  * the request through. Source: docs/contract.md Part B, Addressing, Authentication, Retries and limits,
  * Running several replicas.
@@ -88,12 +90,15 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
   const { perKey, authFailures } = limits;
   const lastTouched = new LRUCache<string, number>({ max: 100_000 });
 
-  /** Counts a wrong key against the client's address, then fails as `error` would. */
-  const countFailure = (request: FastifyRequest, reply: FastifyReply, error: unknown): Awaitable<never> => {
+  /**
+   * Counts a refused key (docs/security.md, "The failed-attempt limit"), then fails as `error`
+   * would, or with `429` once the address or the key is over the limit. The key was checked
+   * first: the limit never refuses a valid key.
+   */
+  const countFailure = (request: FastifyRequest, reply: FastifyReply, subdomain: string, apiKey: string | undefined, error: unknown): Awaitable<never> => {
     if (!authFailures || !(error instanceof AppError) || error.code !== 'invalid_api_key') throw error;
-    return andThen(authFailures.take(request.ip), (taken) => {
-      setRateLimitFields(reply, 'auth-failures', authFailures, taken);
-      throw error;
+    return andThen(countFailedAttempt(authFailures, reply, request.ip, subdomain, apiKey ?? ''), (limited) => {
+      throw limited ?? error;
     });
   };
 
@@ -125,20 +130,12 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
       throw new AppError('workspace_not_found', 'Address the API through your workspace, e.g. https://acme.<domain>/api/external/v2.');
     }
     const apiKey = presentedKey(request, route.path);
-    return andThen(apiKey ? authFailures?.peek(request.ip) : undefined, (failures) => {
-      if (failures && !failures.allowed) {
-        setRateLimitFields(reply, 'auth-failures', authFailures!, failures);
-        throw new AppError('rate_limited', 'Too many failed API key attempts from this address.', undefined, {
-          'retry-after': String(failures.retryAfterSeconds),
-        });
-      }
-      const sessionId = apiKey || isScimPath(route.path) ? undefined : sessionIdOf(request);
-      const tenant = orElse<Tenant>(
-        () => (sessionId ? sessionTenant(request, store, subdomain, sessionId, config.sessions) : authenticate(store, subdomain, apiKey)),
-        (error) => countFailure(request, reply, error),
-      );
-      return andThen(tenant, (found) => admit(request, reply, route, found));
-    });
+    const sessionId = apiKey || isScimPath(route.path) ? undefined : sessionIdOf(request);
+    const tenant = orElse<Tenant>(
+      () => (sessionId ? sessionTenant(request, store, subdomain, sessionId, config.sessions) : authenticate(store, subdomain, apiKey)),
+      (error) => countFailure(request, reply, subdomain, apiKey, error),
+    );
+    return andThen(tenant, (found) => admit(request, reply, route, found));
   };
 
   app.addHook('onRequest', awaitableHook(authenticateRequest));

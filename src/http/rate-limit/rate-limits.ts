@@ -8,7 +8,7 @@ import { KeyedTokenBuckets, type TokenBuckets } from './token-buckets.ts';
 export interface RateLimits {
   /** Token bucket per API key id (`RATE_LIMIT_PER_KEY` a second, `RATE_LIMIT_BURST` tokens). */
   readonly perKey: TokenBuckets | undefined;
-  /** Failed key attempts per client address (`AUTH_FAILURE_LIMIT` a minute). */
+  /** Failed key and token attempts, per client address and per credential (`AUTH_FAILURE_LIMIT` a minute each; failed-attempts.ts). */
   readonly authFailures: TokenBuckets | undefined;
 }
 
