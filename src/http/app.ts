@@ -154,10 +154,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       checkWebhookUrl: deps.checkWebhookUrl,
     });
   }
-  await app.register(operationsRoutes, { ping: deps.ping, metrics });
-  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions });
-  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators });
+  await app.register(operationsRoutes, { ping: deps.ping, metrics, baseDomain: config.baseDomain, metricsToken: config.bounds.metricsToken });
+  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions, startLimits: limits });
+  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, startLimits: limits });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
-  await registerApiReference(app);
+  await registerApiReference(app, config.baseDomain);
   return app;
 }

@@ -6,6 +6,7 @@ import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
+import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
@@ -22,6 +23,8 @@ export interface OidcRoutesOptions {
   readonly store: Store;
   readonly baseDomain: string;
   readonly sessions: SessionConfig;
+  /** Limits on starting sign-ins (per address, per workspace); absent: none. */
+  readonly startLimits?: SignInStartLimits;
 }
 
 /**
@@ -32,7 +35,7 @@ export interface OidcRoutesOptions {
  * who enters and a person's session is opened. Refusals are pages, not JSON.
  */
 export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
-  const { store, baseDomain, sessions } = options;
+  const { store, baseDomain, sessions, startLimits } = options;
 
   /** The workspace of this host. @throws AppError `workspace_not_found` (404). */
   async function workspaceOf(request: FastifyRequest): Promise<Workspace> {
@@ -59,7 +62,9 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     return { identity_provider: provider ? { host: new URL(provider.issuer).host } : null, key_sign_in: keySignIn };
   });
 
-  app.get(OIDC_START_PATH, { schema: { hide: true } }, async (request, reply) => {
+  // Limited before anything is looked up: every start is stored and may reach the provider.
+  const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, (request) => subdomainOf(request.hostname, baseDomain)) } : {};
+  app.get(OIDC_START_PATH, { schema: { hide: true }, ...limited }, async (request, reply) => {
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;
     const provider = await store.identityProviders.find(workspace.id);
