@@ -5,6 +5,8 @@ import ipaddr from 'ipaddr.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 import { isLoopbackUrl } from './loopback.ts';
 import { foldEmail, isAsciiEmail } from '../core/users/email.ts';
+import { parse as parseIsoDuration } from 'tinyduration';
+import type { RetentionPeriod } from '../core/audit/audit-retention.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
@@ -72,6 +74,12 @@ const EnvSchema = Type.Object({
   OPERATOR_OIDC_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
   OPERATOR_OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   OPERATOR_EMAILS: Type.Optional(Type.String()),
+  // Bounds on the operator surface, sign-ins, sessions and the audit trail (docs/security.md, "Hardening controls").
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  SIGN_IN_START_LIMIT: Type.Integer({ minimum: 0, default: 60 }),
+  SIGN_IN_START_LIMIT_PER_WORKSPACE: Type.Integer({ minimum: 0, default: 600 }),
+  SESSIONS_PER_PRINCIPAL_MAX: Type.Integer({ minimum: 0, default: 10 }),
+  AUDIT_RETENTION: Type.String({ minLength: 1, default: 'P365D' }),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -299,6 +307,49 @@ export interface Config {
    * "Operators signing in"); undefined when `OPERATOR_OIDC_ISSUER` is not set.
    */
   readonly operatorSignIn: OperatorSignInConfig | undefined;
+  /** Bounds on the operator surface, sign-ins, sessions and the audit trail. */
+  readonly bounds: BoundsConfig;
+}
+
+/** Bounds on what anonymous clients and keys can make the server keep or show (docs/security.md, "Hardening controls"). */
+export interface BoundsConfig {
+  /** `METRICS_TOKEN`: a bearer token that opens `/metrics` on a workspace's host; undefined: only the operator host serves it. */
+  readonly metricsToken: string | undefined;
+  /** Sign-in starts allowed per client address and minute (`SIGN_IN_START_LIMIT`); 0: no limit. */
+  readonly signInStartsPerAddress: number;
+  /** Sign-in starts allowed per workspace (the operator's sign-in counts as one) and minute; 0: no limit. */
+  readonly signInStartsPerWorkspace: number;
+  /** How long audit rows are kept (`AUDIT_RETENTION`, ISO 8601, default `P365D`). */
+  readonly auditRetention: RetentionPeriod;
+}
+
+/**
+ * Parses `AUDIT_RETENTION`: a positive ISO 8601 duration (`P365D`, `P1Y`, `P18M`, `PT12H`), only
+ * its seconds may be fractional.
+ * @throws ConfigError naming the setting.
+ */
+function parseRetention(value: string): RetentionPeriod {
+  const refuse = () => new ConfigError(`invalid configuration: AUDIT_RETENTION must be a positive ISO 8601 duration such as P365D or P1Y (got "${value}")`);
+  let duration: ReturnType<typeof parseIsoDuration>;
+  try {
+    duration = parseIsoDuration(value.trim());
+  } catch {
+    throw refuse();
+  }
+  const { years = 0, months = 0, weeks = 0, days = 0, hours = 0, minutes = 0, seconds = 0 } = duration;
+  const whole = [years, months, weeks, days, hours, minutes];
+  if (duration.negative || !whole.every(Number.isSafeInteger) || [...whole, seconds].every((part) => part === 0)) throw refuse();
+  return Object.freeze({ years, months, weeks, days, hours, minutes, seconds });
+}
+
+/** The {@link BoundsConfig} of the parsed settings. @throws ConfigError on a bad `AUDIT_RETENTION`. */
+function boundsConfig(parsed: Env): BoundsConfig {
+  return Object.freeze({
+    metricsToken: parsed.METRICS_TOKEN,
+    signInStartsPerAddress: parsed.SIGN_IN_START_LIMIT,
+    signInStartsPerWorkspace: parsed.SIGN_IN_START_LIMIT_PER_WORKSPACE,
+    auditRetention: parseRetention(parsed.AUDIT_RETENTION),
+  });
 }
 
 /** The operator identity provider and who may sign in with it. */
@@ -362,6 +413,8 @@ export interface SessionConfig {
    * `never` forbids it everywhere.
    */
   readonly keySignIn: 'auto' | 'always' | 'never';
+  /** Live sessions kept per key, per person and per operator (`SESSIONS_PER_PRINCIPAL_MAX`); past it the oldest end. 0: no cap. */
+  readonly maxPerPrincipal: number;
 }
 
 /**
@@ -487,7 +540,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleMs: Math.round(parsed.SESSION_IDLE_MINUTES * 60_000),
       maxMs: Math.round(parsed.SESSION_MAX_HOURS * 3_600_000),
       keySignIn: parsed.CONSOLE_KEY_SIGN_IN,
+      maxPerPrincipal: parsed.SESSIONS_PER_PRINCIPAL_MAX,
     }),
     operatorSignIn: operatorSignIn(parsed),
+    bounds: boundsConfig(parsed),
   });
 }

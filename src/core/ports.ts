@@ -233,6 +233,11 @@ export interface SessionRepository {
    * revoked), or all of them (the workspace enrols an identity provider).
    */
   endKeySessions(workspaceId: number, apiKeyId?: string): Promise<void>;
+  /**
+   * Ends the live sessions of one key or one person (`users.id`) beyond the `keep` newest
+   * (the cap on sessions per principal); resolves with how many it ended.
+   */
+  endOldest(workspaceId: number, principal: { readonly apiKeyId: string } | { readonly userId: number }, keep: number): Promise<number>;
 }
 
 /** An operator's console session as stored (signed in with the operator identity provider). */
@@ -265,6 +270,8 @@ export interface OperatorSessionRepository {
   touch(idHash: string): Promise<void>;
   /** Ends the session (sign-out); ending an ended or unknown one changes nothing. */
   end(idHash: string): Promise<void>;
+  /** Ends the live sessions of the operator `email` (any case) beyond the `keep` newest; resolves with how many it ended. */
+  endOldest(email: string, keep: number): Promise<number>;
   saveSignIn(stateHash: string, pending: PendingOperatorSignIn): Promise<void>;
   /** Takes (deletes and returns) a sign-in, so a `state` serves once. */
   takeSignIn(stateHash: string): Promise<PendingOperatorSignIn | undefined>;

@@ -156,10 +156,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       checkIdentityProvider: identityProviderCheck(config.outbound),
     });
   }
-  await app.register(operationsRoutes, { ping: deps.ping, metrics });
-  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions, outbound: config.outbound });
-  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, outbound: config.outbound });
+  await app.register(operationsRoutes, { ping: deps.ping, metrics, baseDomain: config.baseDomain, metricsToken: config.bounds.metricsToken });
+  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions, outbound: config.outbound, startLimits: limits });
+  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, outbound: config.outbound, startLimits: limits });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
-  await registerApiReference(app);
+  await registerApiReference(app, config.baseDomain);
   return app;
 }

@@ -6,6 +6,7 @@ import { maintainEmbeddedStore, type EmbeddedMaintenance } from '../storage/embe
 import { createDeliveryQueue } from '../storage/deliveries.queries.ts';
 import { createEventPruning } from '../storage/events.queries.ts';
 import { createSessionPruning } from '../storage/sessions-pruning.queries.ts';
+import { createAuditPruning } from '../storage/audit-pruning.queries.ts';
 import { announceDeliveriesDue, DELIVERIES_CHANNEL, startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { announceGathered } from './deliveries-due.ts';
 import { storageDependencies } from './app-dependencies.ts';
@@ -103,6 +104,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
         eventPruner: startEventPruner({
           events: createEventPruning(database.db),
           sessions: { pruning: createSessionPruning(database.db), idleMs: config.sessions.idleMs },
+          audit: { pruning: createAuditPruning(database.db), retention: config.bounds.auditRetention },
           intervalMs: config.webhooks.pruneIntervalMs,
           log: app.log.child({ component: 'event-pruner' }),
         }),

@@ -1,4 +1,4 @@
-import { and, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { OperatorSessionRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
@@ -27,6 +27,21 @@ export function createOperatorSessionRepository(db: Database): OperatorSessionRe
         .update(operatorSessions)
         .set({ endedAt: sql`now()` })
         .where(and(eq(operatorSessions.idHash, idHash), isNull(operatorSessions.endedAt)));
+    },
+
+    async endOldest(email, keep) {
+      const beyond = db
+        .select({ idHash: operatorSessions.idHash })
+        .from(operatorSessions)
+        .where(and(sql`lower(${operatorSessions.email}) = lower(${email})`, isNull(operatorSessions.endedAt), gt(operatorSessions.expiresAt, sql`now()`)))
+        .orderBy(desc(operatorSessions.createdAt), desc(operatorSessions.idHash))
+        .offset(keep);
+      const ended = await db
+        .update(operatorSessions)
+        .set({ endedAt: sql`now()` })
+        .where(inArray(operatorSessions.idHash, beyond))
+        .returning({ idHash: operatorSessions.idHash });
+      return ended.length;
     },
 
     async saveSignIn(stateHash, pending) {

@@ -368,6 +368,8 @@ export const auditEvents = pgTable(
   (t) => [
     index('audit_events__workspace_id').on(t.workspaceId, t.id),
     index('audit_events__workspace_user_id').on(t.workspaceId, t.userId, t.id).where(sql`${t.userId} is not null`),
+    // The pruner's way to the rows past AUDIT_RETENTION (docs/operations.md, "Retention of the audit trail").
+    index('audit_events__occurred_at').on(t.occurredAt),
   ],
 );
 

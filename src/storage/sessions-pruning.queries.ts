@@ -16,13 +16,15 @@ async function deleteOver(db: Database, table: string, key: string, over: SQL, l
  * Deletes, in short statements of at most `batchSize` rows per table, console sessions
  * (`console_sessions`, `operator_sessions`) over for longer than `retentionMs` — signed out,
  * past their absolute end, or unused for `idleMs` — and sign-ins under way (`oidc_sign_ins`,
- * `operator_sign_ins`) expired as long. Resolves with how many rows it deleted.
+ * `operator_sign_ins`, completed or not) as soon as they have expired. Resolves with how many
+ * rows it deleted.
  */
 export async function pruneSessions(db: Database, retentionMs: number, idleMs: number, batchSize: number): Promise<number> {
   const keep = sql`now() - make_interval(secs => ${retentionMs / 1000}::double precision)`;
   const idle = sql`now() - make_interval(secs => ${(retentionMs + idleMs) / 1000}::double precision)`;
   const sessionOver = sql`ended_at < ${keep} or expires_at < ${keep} or last_seen_at < ${idle}`;
-  const signInOver = sql`expires_at < ${keep}`;
+  // A sign-in past its end can no longer finish and holds nothing worth a look: swept at once.
+  const signInOver = sql`expires_at < now()`;
   let deleted = 0;
   deleted += await deleteOver(db, 'console_sessions', 'workspace_id, id_hash', sessionOver, batchSize);
   deleted += await deleteOver(db, 'operator_sessions', 'id_hash', sessionOver, batchSize);

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { SessionRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
@@ -82,6 +82,22 @@ export function createSessionRepository(db: Database): SessionRepository {
             isNull(consoleSessions.endedAt),
           ),
         );
+    },
+
+    async endOldest(workspaceId, principal, keep) {
+      const owner = 'apiKeyId' in principal ? eq(consoleSessions.apiKeyId, principal.apiKeyId) : eq(consoleSessions.userId, principal.userId);
+      const beyond = db
+        .select({ idHash: consoleSessions.idHash })
+        .from(consoleSessions)
+        .where(and(eq(consoleSessions.workspaceId, workspaceId), owner, isNull(consoleSessions.endedAt), gt(consoleSessions.expiresAt, sql`now()`)))
+        .orderBy(desc(consoleSessions.createdAt), desc(consoleSessions.idHash))
+        .offset(keep);
+      const ended = await db
+        .update(consoleSessions)
+        .set({ endedAt: sql`now()` })
+        .where(and(eq(consoleSessions.workspaceId, workspaceId), inArray(consoleSessions.idHash, beyond)))
+        .returning({ idHash: consoleSessions.idHash });
+      return ended.length;
     },
   };
 }

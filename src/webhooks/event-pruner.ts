@@ -1,6 +1,7 @@
 import { EVENT_RETENTION_DAYS } from '../core/events/event.ts';
 import type { Logger } from '../core/logger.ts';
 import { ENDED_SESSION_RETENTION_MS, type SessionPruning } from '../core/sessions/session-pruning.ts';
+import type { AuditPruning, RetentionPeriod } from '../core/audit/audit-retention.ts';
 import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 
 /** Events deleted per statement: short statements, so no lock is held for long. */
@@ -12,7 +13,7 @@ const FIRST_RUN_DELAY_MS = 30_000;
 
 /** A running pruner. */
 export interface EventPruner {
-  /** Prunes now, batch by batch, until nothing is older than the retention; resolves with the count (events and sessions). */
+  /** Prunes now, batch by batch, until nothing is older than the retention; resolves with the count (events, sessions, sign-ins, audit rows). */
   pruneNow(): Promise<number>;
   stop(): Promise<void>;
 }
@@ -22,20 +23,22 @@ export interface EventPrunerOptions {
   readonly events: EventPruning;
   /** Console sessions and sign-ins that are over, pruned in the same pass; absent: not pruned. */
   readonly sessions?: { readonly pruning: SessionPruning; readonly idleMs: number } | undefined;
+  /** Audit rows older than `retention` (`AUDIT_RETENTION`), pruned in the same pass; absent: kept. */
+  readonly audit?: { readonly pruning: AuditPruning; readonly retention: RetentionPeriod } | undefined;
   readonly intervalMs: number;
   readonly log: Logger;
 }
 
 /**
  * Deletes events older than 30 days (docs/contract.md Part B: "kept 30 days"), with their webhook
- * deliveries, and console sessions and sign-ins over for more than a day
- * ({@link ENDED_SESSION_RETENTION_MS}), every `intervalMs` in each server process: in batches of
+ * deliveries, console sessions over for more than a day ({@link ENDED_SESSION_RETENTION_MS}),
+ * expired sign-ins and audit rows past `AUDIT_RETENTION`, every `intervalMs` in each server process: in batches of
  * 1000 old rows, each its own short statement (`SKIP LOCKED`, so the pruners of several replicas
  * do not wait for each other), with a pause between batches. Writers append new events and never
  * touch old ones, and nothing uses a session that is over, so pruning never blocks them.
  */
 export function startEventPruner(options: EventPrunerOptions): EventPruner {
-  const { events, sessions, log } = options;
+  const { events, sessions, audit, log } = options;
   let stopping = false;
   let current: Promise<number> | undefined;
 
@@ -53,10 +56,11 @@ export function startEventPruner(options: EventPrunerOptions): EventPruner {
   async function pruneAll(): Promise<number> {
     const pruned = await drain(() => events.prune(EVENT_RETENTION_DAYS, BATCH_SIZE));
     if (pruned > 0) log.info({ deleted: pruned }, 'pruned old events');
-    if (!sessions) return pruned;
-    const ended = await drain(() => sessions.pruning.prune(ENDED_SESSION_RETENTION_MS, sessions.idleMs, BATCH_SIZE));
+    const ended = sessions ? await drain(() => sessions.pruning.prune(ENDED_SESSION_RETENTION_MS, sessions.idleMs, BATCH_SIZE)) : 0;
     if (ended > 0) log.info({ deleted: ended }, 'pruned ended console sessions');
-    return pruned + ended;
+    const audited = audit ? await drain(() => audit.pruning.prune(audit.retention, BATCH_SIZE)) : 0;
+    if (audited > 0) log.info({ deleted: audited }, 'pruned audit rows past their retention');
+    return pruned + ended + audited;
   }
 
   const pruneNow = () => {

@@ -291,11 +291,12 @@ describe(`loadConfig [${BACKEND}]`, () => {
   });
 
   test('console sessions: 8 h idle, 7 days at most, key sign-in auto by default; overrides; bad values refused', () => {
-    assert.deepEqual(loadConfig({}).sessions, { idleMs: 8 * 3_600_000, maxMs: 7 * 86_400_000, keySignIn: 'auto' });
+    assert.deepEqual(loadConfig({}).sessions, { idleMs: 8 * 3_600_000, maxMs: 7 * 86_400_000, keySignIn: 'auto', maxPerPrincipal: 10 });
     assert.deepEqual(loadConfig({ SESSION_IDLE_MINUTES: '30', SESSION_MAX_HOURS: '12', CONSOLE_KEY_SIGN_IN: 'never' }).sessions, {
       idleMs: 30 * 60_000,
       maxMs: 12 * 3_600_000,
       keySignIn: 'never',
+      maxPerPrincipal: 10,
     });
     assertRejected({ SESSION_IDLE_MINUTES: '0', SESSION_MAX_HOURS: '-1', CONSOLE_KEY_SIGN_IN: 'maybe' }, [
       'SESSION_IDLE_MINUTES',
@@ -340,5 +341,33 @@ describe(`loadConfig [${BACKEND}]`, () => {
       assert.throws(() => loadConfig({ ...full, OPERATOR_EMAILS: email }), (error: Error) => error.message.includes(email));
     }
     assert.deepEqual([...loadConfig({ ...full, OPERATOR_EMAILS: 'KATE@Example.COM' }).operatorSignIn!.emails], ['kate@example.com']);
+  });
+
+  test('bounds: METRICS_TOKEN, sign-in start limits, sessions per principal and AUDIT_RETENTION, with their defaults', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.bounds.metricsToken, undefined);
+    assert.equal(defaults.bounds.signInStartsPerAddress, 60);
+    assert.equal(defaults.bounds.signInStartsPerWorkspace, 600);
+    assert.equal(defaults.sessions.maxPerPrincipal, 10);
+    assert.deepEqual(defaults.bounds.auditRetention, { years: 0, months: 0, weeks: 0, days: 365, hours: 0, minutes: 0, seconds: 0 });
+    const set = loadConfig({
+      METRICS_TOKEN: 'a-metrics-token-of-some-length',
+      SIGN_IN_START_LIMIT: '0',
+      SIGN_IN_START_LIMIT_PER_WORKSPACE: '5',
+      SESSIONS_PER_PRINCIPAL_MAX: '0',
+      AUDIT_RETENTION: 'P1Y6MT12H',
+    });
+    assert.equal(set.bounds.metricsToken, 'a-metrics-token-of-some-length');
+    assert.equal(set.bounds.signInStartsPerAddress, 0);
+    assert.equal(set.bounds.signInStartsPerWorkspace, 5);
+    assert.equal(set.sessions.maxPerPrincipal, 0);
+    assert.deepEqual(set.bounds.auditRetention, { years: 1, months: 6, weeks: 0, days: 0, hours: 12, minutes: 0, seconds: 0 });
+    for (const retention of ['365', '365d', 'P', 'P0D', '-P1D', 'P1.5D', 'one year']) assertRejected({ AUDIT_RETENTION: retention }, ['AUDIT_RETENTION']);
+    assertRejected({ METRICS_TOKEN: 'short' }, ['METRICS_TOKEN']);
+    assertRejected({ SIGN_IN_START_LIMIT: '-1', SIGN_IN_START_LIMIT_PER_WORKSPACE: 'many', SESSIONS_PER_PRINCIPAL_MAX: '1.5' }, [
+      'SIGN_IN_START_LIMIT',
+      'SIGN_IN_START_LIMIT_PER_WORKSPACE',
+      'SESSIONS_PER_PRINCIPAL_MAX',
+    ]);
   });
 });

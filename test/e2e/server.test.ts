@@ -210,7 +210,7 @@ describe(`server process [${BACKEND}]`, () => {
         assert.equal(wrongKey.json().code, 'invalid_api_key');
       });
 
-      test('GET /healthz, /readyz and /metrics answer without a key on any host', TEST_TIMEOUT, async () => {
+      test('GET /healthz and /readyz answer without a key on any host, /metrics on the operator host', TEST_TIMEOUT, async () => {
         const health = await sendRequest(port, 'GET', '/healthz');
         assert.equal(health.status, 200);
         const ready = await sendRequest(port, 'GET', '/readyz', { host: demoHost });

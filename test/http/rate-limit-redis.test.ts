@@ -129,6 +129,23 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
     assert.equal((await call(b.app, ws, { key: 'wum_typo', remoteAddress: '198.51.100.3' })).statusCode, 401, 'another address');
   });
 
+  test('sign-in starts are counted across replicas, per address and per workspace', async () => {
+    const [a, b] = [await replica({ SIGN_IN_START_LIMIT: '3' }), await replica({ SIGN_IN_START_LIMIT: '3' })];
+    const ws = await ctx.createWorkspace('redis-starts');
+    const start = (app: FastifyInstance, remoteAddress: string) => app.inject({ method: 'GET', url: '/console/oidc/start', headers: { host: ws.host }, remoteAddress });
+    // No identity provider: each start is answered with the refusal page, after it was counted.
+    for (const app of [a.app, b.app, a.app]) assert.equal((await start(app, '203.0.113.70')).statusCode, 404);
+    assertRateLimited(await start(b.app, '203.0.113.70'));
+    assert.equal((await start(b.app, '203.0.113.71')).statusCode, 404, 'another address');
+
+    const [c, d] = [await replica({ SIGN_IN_START_LIMIT_PER_WORKSPACE: '2' }), await replica({ SIGN_IN_START_LIMIT_PER_WORKSPACE: '2' })];
+    const other = await ctx.createWorkspace('redis-starts-ws');
+    const startOther = (app: FastifyInstance, remoteAddress: string) => app.inject({ method: 'GET', url: '/console/oidc/start', headers: { host: other.host }, remoteAddress });
+    assert.equal((await startOther(c.app, '203.0.113.80')).statusCode, 404);
+    assert.equal((await startOther(d.app, '203.0.113.81')).statusCode, 404);
+    assertRateLimited(await startOther(c.app, '203.0.113.82'));
+  });
+
   test('Redis frozen: requests go on promptly and are counted as fail-open; logged once each way; the limit holds again after', async () => {
     const { app, logs } = await replica({ RATE_LIMIT_PER_KEY: '0.1', RATE_LIMIT_BURST: '2', AUTH_FAILURE_LIMIT: '5' });
     const ws = await ctx.createWorkspace('redis-frozen');

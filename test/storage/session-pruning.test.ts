@@ -5,6 +5,8 @@ import type { Logger } from '../../src/core/logger.ts';
 import { hashSessionId } from '../../src/core/sessions/sessions-service.ts';
 import { createEventPruning } from '../../src/storage/events.queries.ts';
 import { createSessionPruning } from '../../src/storage/sessions-pruning.queries.ts';
+import { createAuditPruning } from '../../src/storage/audit-pruning.queries.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
 import { startEventPruner } from '../../src/webhooks/event-pruner.ts';
 import { API, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
@@ -62,7 +64,16 @@ describe(`pruning of ended console sessions [${BACKEND}]`, () => {
     await age('operator_sessions', 'id_hash', 'op-ended', "ended_at = now() - interval '2 days'");
     await ctx.store.operatorSessions.saveSignIn('sign-in-fresh', { codeVerifier: 'v', nonce: 'n', expiresAt: new Date(Date.now() + 600_000) });
     await ctx.store.operatorSessions.saveSignIn('sign-in-old', { codeVerifier: 'v', nonce: 'n', expiresAt: new Date(Date.now() + 600_000) });
+    // Never completed and expired a minute ago: swept at once, unlike a session's day.
+    await ctx.store.operatorSessions.saveSignIn('sign-in-just-expired', { codeVerifier: 'v', nonce: 'n', expiresAt: new Date(Date.now() + 600_000) });
+    const workspace = (await ctx.store.workspaces.findBySubdomain(ws.subdomain))!;
+    const revision = '00000000-0000-4000-8000-000000000001';
+    for (const state of ['ws-sign-in-fresh', 'ws-sign-in-expired']) {
+      await ctx.store.identityProviders.saveSignIn(workspace.id, state, { codeVerifier: 'v', nonce: 'n', idpRevision: revision, expiresAt: new Date(Date.now() + 600_000) });
+    }
     await age('operator_sign_ins', 'state_hash', 'sign-in-old', "expires_at = now() - interval '25 hours'");
+    await age('operator_sign_ins', 'state_hash', 'sign-in-just-expired', "expires_at = now() - interval '1 minute'");
+    await age('oidc_sign_ins', 'state_hash', 'ws-sign-in-expired', "expires_at = now() - interval '1 minute'");
 
     const pruner = startEventPruner({
       events: createEventPruning(ctx.database.db),
@@ -71,12 +82,57 @@ describe(`pruning of ended console sessions [${BACKEND}]`, () => {
       log: QUIET,
     });
     try {
-      assert.equal(await pruner.pruneNow(), 5, 'three workspace sessions, one operator session, one sign-in');
+      assert.equal(await pruner.pruneNow(), 7, 'three workspace sessions, one operator session, three sign-ins');
     } finally {
       await pruner.stop();
     }
     assert.deepEqual((await remaining('console_sessions', 'id_hash')).sort(), [live, signedOutJustNow].sort());
     assert.deepEqual(await remaining('operator_sessions', 'id_hash'), ['op-live']);
     assert.deepEqual(await remaining('operator_sign_ins', 'state_hash'), ['sign-in-fresh']);
+    assert.deepEqual(await remaining('oidc_sign_ins', 'state_hash'), ['ws-sign-in-fresh']);
+  });
+
+  test('audit rows older than AUDIT_RETENTION are deleted in the pruner pass, in batches, of every kind; newer ones stay', async () => {
+    const ws = await ctx.createWorkspace('audit-retention');
+    await keySession(ws);
+    const workspace = (await ctx.store.workspaces.findBySubdomain(ws.subdomain))!;
+    // 1,205 rows past a retention of 30 days (more than one batch of 1,000), of a workspace, a
+    // session and an operator, one row just inside it, and what the steps above wrote (now).
+    await ctx.database.db.execute(sql`insert into audit_events (workspace_id, occurred_at, actor_type, action, target_type, target_id)
+      select case when n % 3 = 0 then null else ${workspace.id}::bigint end, now() - interval '31 days' - make_interval(mins => n),
+        'operator', case when n % 2 = 0 then 'console.signed_in' else 'user.created' end, 'user', 'old-' || n
+      from generate_series(1, 1205) as n`);
+    await ctx.database.db.execute(sql`insert into audit_events (workspace_id, occurred_at, actor_type, action, target_type, target_id)
+      values (${workspace.id}, now() - interval '29 days', 'operator', 'console.signed_in', 'api_key', 'recent')`);
+    const count = async (where: ReturnType<typeof sql>) =>
+      ((await ctx.database.db.execute(sql`select count(*)::int as n from audit_events where ${where}`)) as unknown as { rows: Array<{ n: number }> }).rows[0]!.n;
+    const total = await count(sql`true`);
+
+    const { auditRetention } = loadConfig({ AUDIT_RETENTION: 'P30D' }).bounds;
+    const pruner = startEventPruner({
+      events: createEventPruning(ctx.database.db),
+      audit: { pruning: createAuditPruning(ctx.database.db), retention: auditRetention },
+      intervalMs: HOUR_MS,
+      log: QUIET,
+    });
+    try {
+      assert.equal(await pruner.pruneNow(), 1205);
+    } finally {
+      await pruner.stop();
+    }
+    assert.equal(await count(sql`target_id like 'old-%'`), 0, 'every row past the retention is gone');
+    assert.equal(await count(sql`true`), total - 1205);
+    assert.equal(await count(sql`target_id = 'recent'`), 1, 'a row inside the retention stays');
+    assert.equal(await count(sql`action = 'console.signed_in' and workspace_id = ${workspace.id} and target_id <> 'recent'`), 1, 'the sign-in of this test stays');
+  });
+
+  test('the default retention (P365D) keeps a year and a day less, deletes a year and a day more', async () => {
+    await ctx.database.db.execute(sql`insert into audit_events (workspace_id, occurred_at, actor_type, action, target_type, target_id) values
+      (null, now() - interval '364 days', 'operator', 'console.signed_in', 'operator', 'within-a-year'),
+      (null, now() - interval '366 days', 'operator', 'console.signed_in', 'operator', 'past-a-year')`);
+    const pruning = createAuditPruning(ctx.database.db);
+    assert.equal(await pruning.prune(loadConfig({}).bounds.auditRetention, 1000), 1);
+    const left = (await ctx.database.db.execute(sql`select target_id from audit_events where target_id in ('within-a-year', 'past-a-year')`)) as unknown as { rows: Array<{ target_id: string }> };
+    assert.deepEqual(left.rows.map((r) => r.target_id), ['within-a-year']);
   });
 });

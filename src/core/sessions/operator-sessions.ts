@@ -39,7 +39,8 @@ export async function admitOperator(store: Store, policy: OperatorPolicy, identi
 
 /**
  * Opens an operator's console session after a sign-in with the operator identity provider,
- * recorded in the audit trail (no workspace). Only the SHA-256 of its id is stored.
+ * recorded in the audit trail (no workspace). Only the SHA-256 of its id is stored. Past
+ * `lifetime.maxPerPrincipal` live sessions of the same email, the oldest end.
  */
 export async function openOperatorSession(
   store: Store,
@@ -51,6 +52,7 @@ export async function openOperatorSession(
   const { id, idHash, expiresAt } = newSessionId(lifetime);
   await store.transaction(async (tx) => {
     await tx.operatorSessions.insert({ idHash, email: actor.label ?? '', issuer: policy.issuer, actor, expiresAt });
+    if (lifetime.maxPerPrincipal) await tx.operatorSessions.endOldest(actor.label ?? '', lifetime.maxPerPrincipal);
     await tx.audit.append(operatorSignInEvent(actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString(), method: 'oidc' }));
   });
   return { id, expiresAt, actor };

@@ -12,6 +12,11 @@ export interface SessionLifetime {
   readonly idleMs: number;
   /** This long after sign-in, in ms, a session ends whatever its use. */
   readonly maxMs: number;
+  /**
+   * Live sessions kept per key, per person and per operator: opening one more ends the oldest
+   * (`SESSIONS_PER_PRINCIPAL_MAX`); 0 or absent: no cap (docs/security.md, "Hardening controls").
+   */
+  readonly maxPerPrincipal?: number;
 }
 
 /** A session just opened: its id (the cookie's value, never stored) and when it ends at the latest. */
@@ -43,13 +48,14 @@ export function newSessionId(lifetime: SessionLifetime): { readonly id: string; 
  * Exchanges the workspace API key that authenticated `tenant` for a console session acting
  * with that key: the page's script then holds only an HttpOnly cookie, never the key. The
  * session ends with the key (revoked or expired), after `idleMs` unused, `maxMs` after
- * sign-in, or at sign-out.
+ * sign-in, or at sign-out; past `maxPerPrincipal` live sessions of the key, the oldest end.
  */
 export async function openKeySession(store: Store, tenant: Tenant, lifetime: SessionLifetime, requestId: string | null = null): Promise<OpenedSession> {
   const { id, idHash, expiresAt } = newSessionId(lifetime);
   const actor: ActorJson = { type: 'api_key', id: tenant.apiKey.id, label: apiKeyLabel(tenant.apiKey.name, tenant.apiKey.prefix) };
   await store.transaction(async (tx) => {
     await tx.sessions.insert(tenant.workspace.id, { idHash, apiKeyId: tenant.apiKey.id, actor, expiresAt });
+    if (lifetime.maxPerPrincipal) await tx.sessions.endOldest(tenant.workspace.id, { apiKeyId: tenant.apiKey.id }, lifetime.maxPerPrincipal);
     await tx.audit.append(signInEvent(tenant, actor, 'console.signed_in', requestId, { expires_at: expiresAt.toISOString() }));
   });
   return { id, expiresAt, actor };
@@ -108,7 +114,8 @@ export interface SignedInPerson {
 /**
  * Opens a person's console session after a sign-in with the workspace's identity provider
  * (revision `idpRevision`): actor `person`, id the user's id, label the email. It ends when
- * the person is no longer an active owner or the provider's configuration changes.
+ * the person is no longer an active owner or the provider's configuration changes; past
+ * `maxPerPrincipal` live sessions of the person, the oldest end.
  */
 export async function openPersonSession(
   store: Store,
@@ -122,6 +129,7 @@ export async function openPersonSession(
   const actor: ActorJson = { type: 'person', id: person.publicId, label: person.email };
   await store.transaction(async (tx) => {
     await tx.sessions.insert(workspace.id, { idHash, userId: person.userId, idpRevision, actor, expiresAt });
+    if (lifetime.maxPerPrincipal) await tx.sessions.endOldest(workspace.id, { userId: person.userId }, lifetime.maxPerPrincipal);
     await tx.audit.append({
       workspaceId: workspace.id,
       actor: { ...actor, requestId },

@@ -7,6 +7,7 @@ import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
+import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
@@ -25,6 +26,8 @@ export interface OidcRoutesOptions {
   readonly sessions: SessionConfig;
   /** What the server may call: the provider's issuer and every endpoint it names. */
   readonly outbound: OutboundPolicy;
+  /** Limits on starting sign-ins (per address, per workspace); absent: none. */
+  readonly startLimits?: SignInStartLimits;
 }
 
 /**
@@ -35,7 +38,7 @@ export interface OidcRoutesOptions {
  * who enters and a person's session is opened. Refusals are pages, not JSON.
  */
 export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
-  const { store, baseDomain, sessions, outbound } = options;
+  const { store, baseDomain, sessions, outbound, startLimits } = options;
 
   /** The workspace of this host. @throws AppError `workspace_not_found` (404). */
   async function workspaceOf(request: FastifyRequest): Promise<Workspace> {
@@ -66,7 +69,9 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     return { identity_provider: { host: issuer.host }, key_sign_in: keySignIn };
   });
 
-  app.get(OIDC_START_PATH, { schema: { hide: true } }, async (request, reply) => {
+  // Limited before anything is looked up: every start is stored and may reach the provider.
+  const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, (request) => subdomainOf(request.hostname, baseDomain)) } : {};
+  app.get(OIDC_START_PATH, { schema: { hide: true }, ...limited }, async (request, reply) => {
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;
     const provider = await store.identityProviders.find(workspace.id);

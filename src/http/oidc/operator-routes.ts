@@ -11,6 +11,7 @@ import { clearSessionCookie, requireSameOrigin, sessionIdOf } from '../session-c
 import type { ProviderSettings } from './relying-party.ts';
 import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { clearedStateCookie } from './state-cookie.ts';
+import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 
 /** What the console's sign-in page offers an operator on this host. */
 export const OPERATOR_OPTIONS_PATH = '/console/operator/options';
@@ -20,6 +21,9 @@ export const OPERATOR_START_PATH = '/console/operator/oidc/start';
 export const OPERATOR_CALLBACK_PATH = '/console/operator/oidc/callback';
 /** The operator's console session: who it is (`GET`), sign-out (`DELETE`). */
 export const OPERATOR_SESSION_PATH = '/console/operator/session';
+
+/** The name the operators' sign-in starts are counted under in the per-workspace limit (not a DNS label, so no workspace's). */
+const OPERATOR_SIGN_IN_SCOPE = '@operator';
 
 /** Options of {@link operatorSignInRoutes}. */
 export interface OperatorSignInOptions {
@@ -31,6 +35,8 @@ export interface OperatorSignInOptions {
   readonly operators: OperatorSessions | undefined;
   /** What the server may call: the provider's issuer and every endpoint it names. */
   readonly outbound: OutboundPolicy;
+  /** Limits on starting sign-ins (per address; the operators' sign-in counts as one workspace); absent: none. */
+  readonly startLimits?: SignInStartLimits;
 }
 
 /**
@@ -42,7 +48,7 @@ export interface OperatorSignInOptions {
  * configured, every route answers 404 as a path that does not exist (not the console's page).
  */
 export async function operatorSignInRoutes(app: FastifyInstance, options: OperatorSignInOptions): Promise<void> {
-  const { baseDomain, sessions, operatorSignIn, operators, outbound } = options;
+  const { baseDomain, sessions, operatorSignIn, operators, outbound, startLimits } = options;
   app.addHook('onRequest', async (request) => {
     requireOperatorHost(request, baseDomain);
     if (!operatorSignIn || !operators) throw absent(request);
@@ -72,7 +78,9 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
 
   app.get(OPERATOR_OPTIONS_PATH, { schema: { hide: true } }, async () => ({ identity_provider: { host: new URL(issuer).host } }));
 
-  app.get(OPERATOR_START_PATH, { schema: { hide: true } }, async (request, reply) =>
+  // After the host check above (a workspace's host gets its 404 without spending a start).
+  const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, () => OPERATOR_SIGN_IN_SCOPE) } : {};
+  app.get(OPERATOR_START_PATH, { schema: { hide: true }, ...limited }, async (request, reply) =>
     startSignIn(
       request,
       reply,

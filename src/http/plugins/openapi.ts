@@ -6,9 +6,9 @@ import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
 import { EventSchema } from '../schemas/events.ts';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from './idempotency.ts';
-import { EXTERNAL_PREFIX } from './tenant.ts';
+import { EXTERNAL_PREFIX, subdomainOf } from './tenant.ts';
 
-/** Where the OpenAPI 3.1 document is served (public, any host). */
+/** Where the OpenAPI 3.1 document is served (public, any host; a workspace's host gets its own part of it). */
 export const OPENAPI_PATH = `${EXTERNAL_PREFIX}/openapi.json`;
 
 /** Where the API reference page and its assets are served (`@fastify/swagger-ui`). */
@@ -100,7 +100,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'users', description: 'Users of the workspace' },
         { name: 'products', description: 'Products and their roles' },
         { name: 'events', description: 'The feed of user changes (also sent to webhook endpoints)' },
-        { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on any host' },
+        { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on the operator host only' },
       ],
     },
     transform: describeRoute,
@@ -109,6 +109,32 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     },
   });
   for (const schema of [ProblemSchema, ActorSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
+}
+
+/** Where the operator API lives: on a workspace's host it does not exist, so its document leaves it out. */
+const ADMIN_PREFIX = '/admin/v1';
+
+/** The parts of an OpenAPI document that {@link workspaceDocument} filters. */
+interface OpenApiDocument {
+  readonly paths?: Record<string, unknown>;
+  readonly tags?: ReadonlyArray<{ readonly name: string }>;
+  readonly components?: { readonly securitySchemes?: Record<string, unknown> };
+}
+
+/**
+ * The document as a workspace's host serves it: only what that host serves, so without the
+ * operator API's paths, its tag and its security scheme (docs/security.md, "Hardening
+ * controls"). A new object; `full` is not changed.
+ */
+export function workspaceDocument<D extends OpenApiDocument>(full: D): D {
+  const paths = Object.fromEntries(Object.entries(full.paths ?? {}).filter(([path]) => path !== ADMIN_PREFIX && !path.startsWith(`${ADMIN_PREFIX}/`)));
+  const { adminToken: _operatorScheme, ...securitySchemes } = full.components?.securitySchemes ?? {};
+  return {
+    ...full,
+    paths,
+    ...(full.tags ? { tags: full.tags.filter((tag) => tag.name !== 'admin') } : {}),
+    ...(full.components ? { components: { ...full.components, securitySchemes } } : {}),
+  };
 }
 
 /** Headers of the reference app's answers that belong to its own connection, not to ours. */
@@ -147,14 +173,23 @@ function isText(contentType: string | undefined): boolean {
  * `/docs` and everything under it are answered by the viewer's own app ({@link
  * buildReferenceApp}, made on the first such request), through these routes of ours, so that
  * they pass through our hooks (request id, security headers and the page's CSP) as before; a
- * path the viewer does not serve is our 404 problem.
+ * path the viewer does not serve is our 404 problem. The operator host (any host that is not
+ * `<label>.<baseDomain>`) gets the whole document; a workspace's host the part it serves
+ * ({@link workspaceDocument}), through a viewer of its own.
  */
-export async function registerApiReference(app: FastifyInstance): Promise<void> {
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
-  let reference: Promise<FastifyInstance> | undefined;
+export async function registerApiReference(app: FastifyInstance, baseDomain: string): Promise<void> {
+  // The JSON document (the swagger plugin types its answer as the YAML string too).
+  const full = () => app.swagger() as OpenApiDocument;
+  let workspaceView: OpenApiDocument | undefined;
+  const documentFor = (request: FastifyRequest): OpenApiDocument =>
+    subdomainOf(request.hostname, baseDomain) === undefined ? full() : (workspaceView ??= workspaceDocument(full()));
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (request) => documentFor(request));
+  const references = new Map<object, Promise<FastifyInstance>>();
   const relay = async (request: FastifyRequest, reply: FastifyReply) => {
+    const document = documentFor(request);
+    let reference = references.get(document);
     // A 3.1 document: the static mode serves it as it is, though its type names only 2.0 and 3.0.
-    reference ??= buildReferenceApp(app.swagger() as StaticDocumentSpec['document']);
+    if (!reference) references.set(document, (reference = buildReferenceApp(document as unknown as StaticDocumentSpec['document'])));
     const answer = await (await reference).inject({ method: 'GET', url: request.url, headers: { host: request.headers.host ?? 'localhost' } });
     if (answer.statusCode === 404) return reply.callNotFound();
     for (const [name, value] of Object.entries(answer.headers)) {
@@ -166,6 +201,6 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
   };
   for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/`, `${DOCS_PREFIX}/*`]) app.get(url, { schema: { hide: true }, logLevel: 'warn' }, relay);
   app.addHook('onClose', async () => {
-    if (reference) await (await reference).close();
+    for (const reference of references.values()) await (await reference).close();
   });
 }

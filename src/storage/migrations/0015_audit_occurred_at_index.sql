@@ -1,0 +1,1 @@
+CREATE INDEX "audit_events__occurred_at" ON "audit_events" USING btree ("occurred_at");
