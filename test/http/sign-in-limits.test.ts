@@ -21,7 +21,8 @@ describe(`sign-in starts are limited [${BACKEND}]`, () => {
   let other: TestWorkspace;
 
   before(async () => {
-    ctx = await createTestContext();
+    // The test provider is plain http on loopback, which the outbound guard allows only with WEBHOOK_ALLOW_HTTP.
+    ctx = await createTestContext({ WEBHOOK_ALLOW_HTTP: 'true' });
     op = await startOpenIdProvider(['http://127.0.0.1/console/oidc/callback']);
     ws = await ctx.createWorkspace('starts');
     other = await ctx.createWorkspace('starts-other');
