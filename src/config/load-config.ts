@@ -70,6 +70,8 @@ const EnvSchema = Type.Object({
   OPERATOR_OIDC_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
   OPERATOR_OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   OPERATOR_EMAILS: Type.Optional(Type.String()),
+  SECRETS_KEY: Type.Optional(Type.String()),
+  SECRETS_KEY_PREVIOUS: Type.Optional(Type.String()),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -265,6 +267,50 @@ export interface Config {
    * "Operators signing in"); undefined when `OPERATOR_OIDC_ISSUER` is not set.
    */
   readonly operatorSignIn: OperatorSignInConfig | undefined;
+  /** The key-encryption keys of secrets at rest (docs/security.md, "Secrets at rest"). */
+  readonly secrets: SecretsKeyConfig;
+}
+
+/**
+ * `SECRETS_KEY` and `SECRETS_KEY_PREVIOUS`, decoded: 32 bytes each. `key` is undefined only
+ * with the embedded store, which then keeps a generated key in its data directory.
+ */
+export interface SecretsKeyConfig {
+  /** Encrypts new secrets and decrypts. */
+  readonly key: Buffer | undefined;
+  /** Decrypts only: the key being rotated away from (docs/operations.md, "Rotating the secrets key"). */
+  readonly previousKey: Buffer | undefined;
+}
+
+/** Bytes of a `SECRETS_KEY` (AES-256). */
+const SECRETS_KEY_LENGTH = 32;
+
+/** Decodes a base64 key of 32 bytes; throws ConfigError naming `name` (never echoing the value). */
+function secretsKey(name: string, value: string | undefined): Buffer | undefined {
+  if (value === undefined) return undefined;
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(value.trim()) ? Buffer.from(value.trim(), 'base64') : Buffer.alloc(0);
+  if (key.length !== SECRETS_KEY_LENGTH) {
+    throw new ConfigError(`invalid configuration: ${name} must be ${SECRETS_KEY_LENGTH} random bytes in base64 (e.g. the output of: openssl rand -base64 32)`);
+  }
+  return key;
+}
+
+/**
+ * The secrets keys of the parsed settings: `SECRETS_KEY` is required with `DATABASE_URL`,
+ * since every replica must encrypt and decrypt with the same key; `SECRETS_KEY_PREVIOUS`
+ * only beside a `SECRETS_KEY`. Source: docs/operations.md, "The secrets key".
+ * @throws ConfigError naming the variable.
+ */
+function secretsKeys(parsed: Env): SecretsKeyConfig {
+  const key = secretsKey('SECRETS_KEY', parsed.SECRETS_KEY);
+  const previousKey = secretsKey('SECRETS_KEY_PREVIOUS', parsed.SECRETS_KEY_PREVIOUS);
+  if (!key && parsed.DATABASE_URL) {
+    throw new ConfigError(
+      'invalid configuration: SECRETS_KEY is required with DATABASE_URL: 32 random bytes in base64 (openssl rand -base64 32) that encrypt stored secrets; every replica needs the same key',
+    );
+  }
+  if (previousKey && !key) throw new ConfigError('invalid configuration: SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not; set the new key in SECRETS_KEY');
+  return Object.freeze({ key, previousKey });
 }
 
 /** The operator identity provider and who may sign in with it. */
@@ -449,5 +495,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keySignIn: parsed.CONSOLE_KEY_SIGN_IN,
     }),
     operatorSignIn: operatorSignIn(parsed),
+    secrets: secretsKeys(parsed),
   });
 }

@@ -6,6 +6,7 @@ import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
+import type { ProviderSettings } from './relying-party.ts';
 import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
@@ -33,6 +34,8 @@ export interface OidcRoutesOptions {
  */
 export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
   const { store, baseDomain, sessions } = options;
+  /** The provider for the relying party: its client secret decrypted only when the client is built. */
+  const settings = (provider: IdentityProvider): ProviderSettings => ({ ...provider, clientSecret: () => store.openSecret(provider.clientSecret) });
 
   /** The workspace of this host. @throws AppError `workspace_not_found` (404). */
   async function workspaceOf(request: FastifyRequest): Promise<Workspace> {
@@ -67,7 +70,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     return startSignIn(
       request,
       reply,
-      provider,
+      settings(provider),
       OIDC_CALLBACK_PATH,
       (stateHash, pending) => store.identityProviders.saveSignIn(workspace.id, stateHash, { ...pending, idpRevision: provider.revision }),
       'The workspace\'s identity provider cannot be reached or is not an OpenID Provider. Try again later or ask the operator.',
@@ -85,7 +88,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       (stateHash) => store.identityProviders.takeSignIn(workspace.id, stateHash),
       async (pending) => {
         provider = await store.identityProviders.find(workspace.id);
-        return provider && provider.revision === pending.idpRevision ? provider : 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.';
+        return provider && provider.revision === pending.idpRevision ? settings(provider) : 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.';
       },
     );
     if (!claims || !provider) return reply;

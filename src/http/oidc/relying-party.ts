@@ -3,8 +3,14 @@ import * as oidc from 'openid-client';
 import { isLoopbackUrl } from '../../config/loopback.ts';
 import type { IdentityProvider } from '../../core/ports.ts';
 
-/** What the relying party needs of a provider; `revision` names this exact configuration. */
-export type ProviderSettings = Pick<IdentityProvider, 'issuer' | 'clientId' | 'clientSecret' | 'revision'>;
+/**
+ * What the relying party needs of a provider; `revision` names this exact configuration.
+ * `clientSecret` gives the secret in clear and is called only when the client is built for
+ * the token request (a workspace's is stored encrypted: docs/security.md, "Secrets at rest").
+ */
+export interface ProviderSettings extends Pick<IdentityProvider, 'issuer' | 'clientId' | 'revision'> {
+  clientSecret(): string;
+}
 
 /** Discovered providers, by revision (a changed configuration is a new revision, so never stale). */
 const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_000, ttl: 10 * 60_000 });
@@ -14,7 +20,8 @@ const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_00
  * The relying party's view of a provider (a workspace's, or the operators'): its discovery document fetched once per
  * revision, the client authenticated with `client_secret_basic`, ID token signatures verified. Plain http is allowed only for
  * a loopback issuer (tests, local development); anything else must be https.
- * @throws the openid-client error when discovery fails (unreachable, not an issuer).
+ * @throws the openid-client error when discovery fails (unreachable, not an issuer); SecretDecryptionError
+ *   when the client secret cannot be decrypted.
  */
 export function relyingParty(provider: ProviderSettings): Promise<oidc.Configuration> {
   let pending = discovered.get(provider.revision);
@@ -25,7 +32,7 @@ export function relyingParty(provider: ProviderSettings): Promise<oidc.Configura
     // for arriving over TLS (OpenID Connect Core §3.1.3.7 allows either): a token altered on
     // the way, or by a proxy in between, is refused.
     const execute = insecure ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks];
-    pending = oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret), { execute, timeout: 10 });
+    pending = oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret()), { execute, timeout: 10 });
     pending.catch(() => discovered.delete(provider.revision));
     discovered.set(provider.revision, pending);
   }
