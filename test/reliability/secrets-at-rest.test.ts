@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Registry } from 'prom-client';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../src/config/load-config.ts';
@@ -11,6 +13,8 @@ import { startService, type Service } from '../../src/server/service.ts';
 import { SECRETS_KEY_FILE } from '../../src/server/secrets-key.ts';
 import { rowsOf } from '../../src/storage/rows.ts';
 import { createStore } from '../../src/storage/store.ts';
+import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
+import { startDeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, TEST_SECRETS_KEY, createTestContext, testConfig, testKeyRing, userBody, type TestContext } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
@@ -198,5 +202,32 @@ describe(`secrets at rest, passes over the stored rows [${BACKEND}]`, () => {
     const [kept] = rowsOf<{ secret: string }>(await ctx.database.db.execute(sql`select secret from webhook_endpoints where id = ${rows[0]!.id}::uuid`));
     assert.equal(kept!.secret, foreign, 'left as it was');
     assert.throws(() => ctx.store.openSecret(foreign), { code: 'secrets_key_unknown' });
+  });
+
+  test('a signing secret this server cannot decrypt sends nothing: the attempt fails with the reason, to be retried', async () => {
+    await ctx.seedProducts();
+    const ws = await ctx.createWorkspace('sealed-foreign');
+    const receiver = await startWebhookReceiver();
+    const worker = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
+    try {
+      const made = await ctx.admin('POST', `/workspaces/${ws.subdomain}/webhook-endpoints`, { url: receiver.url });
+      assert.equal(made.statusCode, 201, made.body);
+      const foreign = encryptSecret(createKeyRing(generateSecretsKey()), made.json().secret);
+      await ctx.database.db.execute(sql`update webhook_endpoints set secret = ${foreign} where id = ${made.json().id}::uuid`);
+      assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody('foreign@example.com') })).statusCode, 201);
+      let attempt: { response_status: number | null; error: string | null } | undefined;
+      for (let i = 0; i < 100 && !attempt; i += 1) {
+        await sleep(50);
+        const deliveries = await ctx.admin('GET', `/workspaces/${ws.subdomain}/webhook-endpoints/${made.json().id}/deliveries`);
+        attempt = deliveries.json().deliveries[0]?.attempt_log?.[0];
+      }
+      assert.ok(attempt, 'the attempt was recorded');
+      assert.equal(attempt.response_status, null);
+      assert.match(attempt.error ?? '', /cannot be decrypted.*SECRETS_KEY/);
+      assert.equal(receiver.received.length, 0, 'nothing sent');
+    } finally {
+      await worker.stop();
+      await receiver.close();
+    }
   });
 });
