@@ -231,3 +231,25 @@ describe(`secrets at rest, passes over the stored rows [${BACKEND}]`, () => {
     }
   });
 });
+
+describe(`secrets at rest, the encrypted form [${BACKEND}]`, () => {
+  const ring = createKeyRing(generateSecretsKey());
+
+  test('a fresh nonce each time; an altered value, another key\'s id or a plaintext never decrypts', () => {
+    const first = encryptSecret(ring, 'whsec_same');
+    const second = encryptSecret(ring, 'whsec_same');
+    assert.notEqual(first, second, 'a new random nonce per value');
+    assert.equal(decryptSecret(ring, first), 'whsec_same');
+
+    const [version, kid, body] = first.split(':') as [string, string, string];
+    const bytes = Buffer.from(body, 'base64');
+    bytes[bytes.length - 20]! ^= 1;
+    assert.throws(() => decryptSecret(ring, `${version}:${kid}:${bytes.toString('base64')}`), { code: 'secret_corrupt' });
+    // The same ciphertext under another key id of the ring: the id is authenticated with it.
+    const other = generateSecretsKey();
+    const both = createKeyRing(ring.current.key, [other]);
+    assert.throws(() => decryptSecret(both, `${version}:${secretsKeyId(other)}:${body}`), { code: 'secret_corrupt' });
+    assert.throws(() => decryptSecret(createKeyRing(other), first), { code: 'secrets_key_unknown' });
+    assert.throws(() => decryptSecret(ring, 'whsec_plain'), { code: 'secret_not_encrypted' });
+  });
+});
