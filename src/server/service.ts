@@ -64,7 +64,8 @@ export interface ServiceOptions {
 }
 
 /**
- * Opens and migrates storage, builds the app over it with one `/metrics` registry, and on
+ * Opens and migrates storage, opens the secrets key ring (`secrets-key.ts`) and encrypts the
+ * secrets still stored in clear, builds the app over it with one `/metrics` registry, and on
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
  * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
  * event pruner (unless `WEBHOOK_WORKER=false`); a committed change that wrote webhook deliveries
