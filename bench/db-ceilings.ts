@@ -10,6 +10,8 @@ import { webhookUrlCheck } from '../src/webhooks/url-guard.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
 import { createStore } from '../src/storage/store.ts';
+import { createKeyRing, generateSecretsKey } from '../src/core/secrets/secret-box.ts';
+import { TEST_SECRETS_KEY } from '../harness/backend.ts';
 import type { HttpRequestSpec } from './http-load.ts';
 import type { Measurement } from './measurement.ts';
 import { recordQueries, replaySql, toTemplate, type SqlTemplate } from './sql-replay.ts';
@@ -63,10 +65,10 @@ export interface CeilingMeter {
  */
 export async function openCeilingMeter(run: CeilingRun): Promise<CeilingMeter> {
   const database = await openDatabase({ kind: 'postgres', url: run.databaseUrl, poolSize: 1 });
-  const config = loadConfig({ DATABASE_URL: run.databaseUrl, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' });
+  const config = loadConfig({ DATABASE_URL: run.databaseUrl, SECRETS_KEY: TEST_SECRETS_KEY, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'silent' });
   const app = await buildApp(config, {
     checkWebhookUrl: webhookUrlCheck(config.webhooks),
-    store: createStore(database.db),
+    store: createStore(database.db, { keyRing: createKeyRing(generateSecretsKey()) }),
     idempotency: createIdempotencyStore(database.db),
     ping: database.ping,
     logger: false,

@@ -22,6 +22,7 @@ import { sql } from 'drizzle-orm';
 import { PAGE_DEFAULTS } from '../src/core/pagination.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
+import { createKeyRing, generateSecretsKey } from '../src/core/secrets/secret-box.ts';
 import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { SYSTEM_ACTOR } from '../src/core/actor.ts';
 import { DEMO_PRODUCTS } from '../src/core/demo.ts';
@@ -103,7 +104,7 @@ async function listingAddedThroughService(clusterUrl: string, users: number): Pr
   await withClient(clusterUrl, (client) => client.query('create database wum_listing_api'));
   const database = await openDatabase({ kind: 'postgres', url: clusterUrl.replace(/\/postgres$/, '/wum_listing_api'), poolSize: 1 });
   try {
-    const store = createStore(database.db, { cacheTtlMs: 0 });
+    const store = createStore(database.db, { cacheTtlMs: 0, keyRing: createKeyRing(generateSecretsKey()) });
     for (const product of DEMO_PRODUCTS) await putProduct(store, product.name, product.roles, SYSTEM_ACTOR);
     const id = (await createWorkspace(store, 'api', undefined, SYSTEM_ACTOR)).workspace.id;
     const started = performance.now();
@@ -151,7 +152,7 @@ try {
 
     const database = await openDatabase({ kind: 'postgres', url: cluster.url, poolSize: 1 });
     try {
-      const store = createStore(database.db, { cacheTtlMs: 0 });
+      const store = createStore(database.db, { cacheTtlMs: 0, keyRing: createKeyRing(generateSecretsKey()) });
       const pageSize = PAGE_DEFAULTS.pageSize;
       const version = (await run("select current_setting('server_version') as v"))[0]!.v;
       process.stdout.write(`\nlisting pages of ${pageSize}, PostgreSQL ${String(version)}; one client; ms\n\n`);

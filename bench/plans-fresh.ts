@@ -31,6 +31,7 @@ import { addUser, deactivateUser, listUsers } from '../src/core/users/users-serv
 import { createWorkspace } from '../src/core/workspaces/workspaces-service.ts';
 import { openDatabase, type OpenDatabase } from '../src/storage/database.ts';
 import { createStore } from '../src/storage/store.ts';
+import { createKeyRing, generateSecretsKey } from '../src/core/secrets/secret-box.ts';
 import type { Store } from '../src/core/ports.ts';
 import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { captureStatements, explainAnalyze, explainGeneric, planningMs } from '../harness/statements.ts';
@@ -151,7 +152,7 @@ async function measure(backend: Backend): Promise<void> {
   let workspaceId: number;
   try {
     for (const table of GROWING) await seeding.db.execute(sql.raw(`alter table ${table} set (autovacuum_enabled = false)`));
-    workspaceId = await seed(createStore(seeding.db, { cacheTtlMs: 0 }), async () => {
+    workspaceId = await seed(createStore(seeding.db, { cacheTtlMs: 0, keyRing: createKeyRing(generateSecretsKey()) }), async () => {
       await seeding.db.execute(sql`analyze`);
     });
   } finally {
@@ -169,8 +170,8 @@ async function measure(backend: Backend): Promise<void> {
     for (const [label, database] of [[MEASURED, fresh], ['analyzed', analyzed]] as const) {
       process.stdout.write(`users statistics, ${label}: ${JSON.stringify((await database.db.execute(stats) as unknown as { rows: unknown[] }).rows[0])}\n`);
     }
-    const freshReads = reads(createStore(fresh.db, { cacheTtlMs: 0 }), workspaceId);
-    const analyzedReads = reads(createStore(analyzed.db, { cacheTtlMs: 0 }), workspaceId);
+    const freshReads = reads(createStore(fresh.db, { cacheTtlMs: 0, keyRing: createKeyRing(generateSecretsKey()) }), workspaceId);
+    const analyzedReads = reads(createStore(analyzed.db, { cacheTtlMs: 0, keyRing: createKeyRing(generateSecretsKey()) }), workspaceId);
     if (options.plans) {
       await printPlans(fresh, freshReads, MEASURED);
       await printPlans(analyzed, analyzedReads, 'analyzed');

@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { withClient } from '../harness/postgres-cluster.ts';
+import { TEST_SECRETS_KEY } from '../harness/backend.ts';
 
 /**
  * Compiles the service to `dist/` (`npm run build`): the benchmark measures the compiled
@@ -64,7 +65,7 @@ export async function startServer(
   const timeoutMs = options.timeoutMs ?? 120_000;
   const started = performance.now();
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', WEBHOOK_LOOPBACK_ONLY: 'true', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', WEBHOOK_LOOPBACK_ONLY: 'true', ...(env.DATABASE_URL ? { SECRETS_KEY: TEST_SECRETS_KEY } : {}), ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
     // Its own process group, so that an interrupted run can kill workers along with it.
     detached: true,

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { DEMO_KEY_FILE } from '../src/server/demo-key.ts';
 import { SERVER_BUNDLE } from '../scripts/build-bundles.ts';
+import { TEST_SECRETS_KEY } from './backend.ts';
 
 /** The repository root: where `npm start` runs. */
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -67,6 +68,8 @@ const WUM_VARIABLES = [
   'OPERATOR_OIDC_CLIENT_ID',
   'OPERATOR_OIDC_CLIENT_SECRET',
   'OPERATOR_EMAILS',
+  'SECRETS_KEY',
+  'SECRETS_KEY_PREVIOUS',
 ];
 
 /** A server process started by a test, with its output so far. */
@@ -85,7 +88,8 @@ export interface ServerProcess {
 
 /**
  * Spawns `command args` in the repository root as the leader of a new process group, with the
- * inherited environment minus wum's variables, plus `env`.
+ * inherited environment minus wum's variables, plus `env`; a start with `DATABASE_URL` gets
+ * {@link TEST_SECRETS_KEY} as its `SECRETS_KEY` unless `env` names one (an empty value: none).
  */
 export function spawnServer(command: string, args: readonly string[], env: Record<string, string>): ServerProcess {
   if (args.includes(SERVER_BUNDLE) && !existsSync(SERVER_BUNDLE)) {
@@ -96,7 +100,7 @@ export function spawnServer(command: string, args: readonly string[], env: Recor
   const child = spawn(command, args, {
     cwd: REPO_ROOT,
     // No test server sends a webhook off the machine (docs/security.md, "Tests stay on the machine").
-    env: { ...inherited, WEBHOOK_LOOPBACK_ONLY: 'true', ...env },
+    env: { ...inherited, WEBHOOK_LOOPBACK_ONLY: 'true', ...(env.DATABASE_URL ? { SECRETS_KEY: TEST_SECRETS_KEY } : {}), ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -9,6 +9,7 @@ import { webhookUrlCheck } from '../src/webhooks/url-guard.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createIdempotencyStore } from '../src/storage/idempotency.queries.ts';
 import { createStore } from '../src/storage/store.ts';
+import { createKeyRing, generateSecretsKey } from '../src/core/secrets/secret-box.ts';
 
 /** The configuration the document is generated with: every value fixed, none from `process.env`. */
 export const DOCUMENT_ENV = {
@@ -24,7 +25,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
   try {
     const app = await buildApp(loadConfig(DOCUMENT_ENV), {
       checkWebhookUrl: webhookUrlCheck(loadConfig(DOCUMENT_ENV).webhooks),
-      store: createStore(database.db),
+      store: createStore(database.db, { keyRing: createKeyRing(generateSecretsKey()) }),
       idempotency: createIdempotencyStore(database.db),
       ping: database.ping,
       logger: false,

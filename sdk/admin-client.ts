@@ -44,6 +44,9 @@ export type WebhookDeliveryPage = Json<'listWebhookDeliveries', 200>;
 /** One delivery with its attempts. */
 export type WebhookDelivery = WebhookDeliveryPage['deliveries'][number];
 
+/** What a rotation of the secrets key did: `key_id` now encrypting every secret, `reencrypted`, `undecryptable`. */
+export type SecretsKeyRotation = Json<'rotateSecretsKey', 200>;
+
 /** Path prefix of the admin API. */
 export const ADMIN_API_PREFIX = '/admin/v1';
 
@@ -180,6 +183,11 @@ export interface WumAdminClient {
   readonly identityProviders: IdentityProvidersApi;
   readonly products: CatalogueApi;
   readonly auditEvents: AuditApi;
+  /**
+   * Re-encrypts every stored secret with the server's `SECRETS_KEY` (after a key change; the
+   * old key in `SECRETS_KEY_PREVIOUS`). Idempotent, so retried after a network failure too.
+   */
+  rotateSecretsKey(): Promise<SecretsKeyRotation>;
   /** Closes idle connections (only needed to end a process quickly). */
   close(): Promise<void>;
 }
@@ -367,5 +375,10 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
     },
   };
 
-  return { workspaces, apiKeys, identityProviders, products, auditEvents, webhooks, close: () => transport.close() };
+  async function rotateSecretsKey(): Promise<SecretsKeyRotation> {
+    const { data } = await call(`POST ${ADMIN_API_PREFIX}/secrets-key/rotate`, safe, (signal) => api.POST('/admin/v1/secrets-key/rotate', { signal }));
+    return data!;
+  }
+
+  return { workspaces, apiKeys, identityProviders, products, auditEvents, webhooks, rotateSecretsKey, close: () => transport.close() };
 }

@@ -64,6 +64,7 @@ export {
   type NewApiKey,
   type NewWebhookEndpoint,
   type PageQuery,
+  type SecretsKeyRotation,
   type WebhookDelivery,
   type WebhookDeliveryPage,
   type WebhookEndpoint,

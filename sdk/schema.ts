@@ -297,6 +297,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/secrets-key/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-encrypt every stored secret with the current secrets key
+         * @description Run after giving every replica the new key in `SECRETS_KEY` and the old one in `SECRETS_KEY_PREVIOUS`. Webhook signing secrets and identity provider client secrets encrypted with another key are re-encrypted with `SECRETS_KEY`; once `undecryptable` is 0, `SECRETS_KEY_PREVIOUS` is no longer needed. Safe to repeat.
+         */
+        post: operations["rotateSecretsKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/workspaces/{subdomain}/identity-provider": {
         parameters: {
             query?: never;
@@ -3379,6 +3399,67 @@ export interface operations {
             };
             /** @description Problem details; `code` is `product_in_use`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateSecretsKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secrets re-encrypted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "key_id": "3f9a0c1e",
+                     *       "reencrypted": 12,
+                     *       "undecryptable": 0
+                     *     } */
+                    "application/json": {
+                        /** @description Id of the key every stored secret is now encrypted with: `SECRETS_KEY` (the first 8 hex digits of its SHA-256). */
+                        key_id: string;
+                        /** @description Secrets re-encrypted by this call (0 when every one already was). */
+                        reencrypted: number;
+                        /** @description Secrets neither `SECRETS_KEY` nor `SECRETS_KEY_PREVIOUS` decrypts, left as they were; while above 0, keep the key they were written with. */
+                        undecryptable: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -14,7 +14,7 @@ function workspaceUrl(adminUrl: string, subdomain: string): string | undefined {
   return url.origin;
 }
 
-/** `wum admin …`: workspaces, their API keys and webhook endpoints, and the product catalogue (--admin-url, --admin-token). */
+/** `wum admin …`: workspaces, their API keys and webhook endpoints, the product catalogue, the secrets key (--admin-url, --admin-token). */
 export function adminCommand(): Command {
   const admin = new Command('admin').description('operator commands (--admin-url, --admin-token)');
 
@@ -98,5 +98,20 @@ export function adminCommand(): Command {
   );
 
   admin.addCommand(webhooksCommand());
+
+  withJson(
+    admin
+      .command('rotate-secrets-key')
+      .description('re-encrypt every stored secret with the server\'s SECRETS_KEY (the old key in SECRETS_KEY_PREVIOUS); safe to repeat'),
+  ).action(async (options, command: Command) => {
+    const rotation = await adminClient(command).rotateSecretsKey();
+    if (options.json) printJson(rotation);
+    else say(`Re-encrypted ${rotation.reencrypted} secrets with key ${rotation.key_id}.`);
+    if (rotation.undecryptable > 0) {
+      // Removing the old key now would lose these secrets: say so, and fail the command.
+      process.stderr.write(`${rotation.undecryptable} secrets could not be decrypted with SECRETS_KEY or SECRETS_KEY_PREVIOUS; keep the key they were written with.\n`);
+      process.exitCode = 1;
+    } else if (!options.json) say('Every stored secret is encrypted with it: SECRETS_KEY_PREVIOUS is no longer needed.');
+  });
   return admin;
 }

@@ -80,6 +80,8 @@ const EnvSchema = Type.Object({
   SIGN_IN_START_LIMIT_PER_WORKSPACE: Type.Integer({ minimum: 0, default: 600 }),
   SESSIONS_PER_PRINCIPAL_MAX: Type.Integer({ minimum: 0, default: 10 }),
   AUDIT_RETENTION: Type.String({ minLength: 1, default: 'P365D' }),
+  SECRETS_KEY: Type.Optional(Type.String()),
+  SECRETS_KEY_PREVIOUS: Type.Optional(Type.String()),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -309,6 +311,8 @@ export interface Config {
   readonly operatorSignIn: OperatorSignInConfig | undefined;
   /** Bounds on the operator surface, sign-ins, sessions and the audit trail. */
   readonly bounds: BoundsConfig;
+  /** The key-encryption keys of secrets at rest (docs/security.md, "Secrets at rest"). */
+  readonly secrets: SecretsKeyConfig;
 }
 
 /** Bounds on what anonymous clients and keys can make the server keep or show (docs/security.md, "Hardening controls"). */
@@ -350,6 +354,48 @@ function boundsConfig(parsed: Env): BoundsConfig {
     signInStartsPerWorkspace: parsed.SIGN_IN_START_LIMIT_PER_WORKSPACE,
     auditRetention: parseRetention(parsed.AUDIT_RETENTION),
   });
+}
+
+/**
+ * `SECRETS_KEY` and `SECRETS_KEY_PREVIOUS`, decoded: 32 bytes each. `key` is undefined only
+ * with the embedded store, which then keeps a generated key in its data directory.
+ */
+export interface SecretsKeyConfig {
+  /** Encrypts new secrets and decrypts. */
+  readonly key: Buffer | undefined;
+  /** Decrypts only: the key being rotated away from (docs/operations.md, "Rotating the secrets key"). */
+  readonly previousKey: Buffer | undefined;
+}
+
+/** Bytes of a `SECRETS_KEY` (AES-256). */
+const SECRETS_KEY_LENGTH = 32;
+
+/** Decodes a base64 key of 32 bytes; throws ConfigError naming `name` (never echoing the value). */
+function secretsKey(name: string, value: string | undefined): Buffer | undefined {
+  if (value === undefined) return undefined;
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(value.trim()) ? Buffer.from(value.trim(), 'base64') : Buffer.alloc(0);
+  if (key.length !== SECRETS_KEY_LENGTH) {
+    throw new ConfigError(`invalid configuration: ${name} must be ${SECRETS_KEY_LENGTH} random bytes in base64 (e.g. the output of: openssl rand -base64 32)`);
+  }
+  return key;
+}
+
+/**
+ * The secrets keys of the parsed settings: `SECRETS_KEY` is required with `DATABASE_URL`,
+ * since every replica must encrypt and decrypt with the same key; `SECRETS_KEY_PREVIOUS`
+ * only beside a `SECRETS_KEY`. Source: docs/operations.md, "The secrets key".
+ * @throws ConfigError naming the variable.
+ */
+function secretsKeys(parsed: Env): SecretsKeyConfig {
+  const key = secretsKey('SECRETS_KEY', parsed.SECRETS_KEY);
+  const previousKey = secretsKey('SECRETS_KEY_PREVIOUS', parsed.SECRETS_KEY_PREVIOUS);
+  if (!key && parsed.DATABASE_URL) {
+    throw new ConfigError(
+      'invalid configuration: SECRETS_KEY is required with DATABASE_URL: 32 random bytes in base64 (openssl rand -base64 32) that encrypt stored secrets; every replica needs the same key',
+    );
+  }
+  if (previousKey && !key) throw new ConfigError('invalid configuration: SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not; set the new key in SECRETS_KEY');
+  return Object.freeze({ key, previousKey });
 }
 
 /** The operator identity provider and who may sign in with it. */
@@ -544,5 +590,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     operatorSignIn: operatorSignIn(parsed),
     bounds: boundsConfig(parsed),
+    secrets: secretsKeys(parsed),
   });
 }

@@ -286,6 +286,7 @@ export interface OperatorSessionRepository {
 export interface IdentityProvider {
   readonly issuer: string;
   readonly clientId: string;
+  /** Encrypted as stored: {@link Store.openSecret} decrypts it where it is used. */
   readonly clientSecret: string;
   readonly revision: string;
   readonly createdAt: Date;
@@ -311,7 +312,7 @@ export interface SignInCandidate {
 /** Identity providers of workspaces, the sign-ins under way and the people they let in. */
 export interface IdentityProviderRepository {
   find(workspaceId: number): Promise<IdentityProvider | undefined>;
-  /** Creates or replaces the configuration, with a new revision. */
+  /** Creates or replaces the configuration, with a new revision; `clientSecret` in clear (it is stored encrypted). */
   put(workspaceId: number, config: { issuer: string; clientId: string; clientSecret: string }): Promise<IdentityProvider>;
   /** Removes it; false when there was none. */
   delete(workspaceId: number): Promise<boolean>;
@@ -364,7 +365,7 @@ export interface WebhookRepository {
   find(workspaceId: number, id: string, options?: { lock?: boolean }): Promise<WebhookEndpoint | undefined>;
   /** Applies `changes` (enabling clears the disabled reason) and returns the endpoint after. */
   update(workspaceId: number, id: string, changes: WebhookEndpointChanges): Promise<WebhookEndpoint>;
-  /** Replaces the secret; the old one keeps signing until `previousExpiresAt`. */
+  /** Replaces the secret (given in clear, stored encrypted); the old one keeps signing until `previousExpiresAt`. */
   rotateSecret(workspaceId: number, id: string, secret: string, previousExpiresAt: Date): Promise<WebhookEndpoint>;
   /**
    * Disables an enabled endpoint (reason `failing`) unless a delivery to it succeeded at or
@@ -410,4 +411,31 @@ export interface Store extends Repositories {
    * database: 409, 404, 503); returns anything else unchanged, a bug that stays a 500.
    */
   mapError(error: unknown): unknown;
+  /**
+   * Decrypts a secret as this store keeps it (a webhook endpoint's signing secrets, an identity
+   * provider's client secret), where it is used: signing a delivery, a token request.
+   * @throws SecretDecryptionError (core/secrets/secret-box.ts) when this server's keys cannot.
+   */
+  openSecret(stored: string): string;
+  /**
+   * (Re-)encrypts with the current key the stored secrets `scope` selects, in batches,
+   * idempotently (docs/operations.md, "Rotating the secrets key").
+   */
+  reencryptSecrets(scope: ReencryptionScope): Promise<ReencryptionReport>;
+}
+
+/**
+ * Which stored secrets a pass re-encrypts: `plaintext`, those stored before encryption (at
+ * start); `not-current`, every one not encrypted with the current key (a rotation).
+ */
+export type ReencryptionScope = 'plaintext' | 'not-current';
+
+/**
+ * What a pass over the stored secrets did: the id of the key they are now encrypted with, how
+ * many it (re-)encrypted, and how many no key of the server could decrypt (left as they were).
+ */
+export interface ReencryptionReport {
+  readonly keyId: string;
+  readonly reencrypted: number;
+  readonly undecryptable: number;
 }

@@ -14,6 +14,22 @@ import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
+import { openKeyRing, type OpenedKeyRing } from './secrets-key.ts';
+import type { Store } from '../core/ports.ts';
+import type { Logger } from '../core/logger.ts';
+
+/**
+ * Encrypts in place the secrets stored in clear before encryption at rest existed, before any
+ * worker reads them (docs/operations.md, "The secrets key"): idempotent, and safe with several
+ * replicas starting together (each row is written only while it still holds its plaintext).
+ */
+async function encryptPlaintextSecrets(store: Store, keys: OpenedKeyRing, log: Logger): Promise<void> {
+  if (keys.source.kind === 'file' && keys.source.created) {
+    log.info({ path: keys.source.path }, 'generated the key that encrypts stored secrets; back it up apart from the data (docs/operations.md)');
+  }
+  const report = await store.reencryptSecrets('plaintext');
+  if (report.reencrypted > 0) log.info({ count: report.reencrypted, keyId: report.keyId }, 'encrypted the secrets stored in clear');
+}
 
 /** One server process's parts, built but not listening. */
 export interface Service {
@@ -49,7 +65,8 @@ export interface ServiceOptions {
 }
 
 /**
- * Opens and migrates storage, builds the app over it with one `/metrics` registry, and on
+ * Opens and migrates storage, opens the secrets key ring (`secrets-key.ts`) and encrypts the
+ * secrets still stored in clear, builds the app over it with one `/metrics` registry, and on
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
  * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
  * event pruner (unless `WEBHOOK_WORKER=false`); a committed change that wrote webhook deliveries
@@ -60,9 +77,14 @@ export interface ServiceOptions {
  */
 export async function startService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const database = await openDatabase(config.storage);
+  const keys = await openKeyRing(config).catch(async (error: unknown) => {
+    await database.close();
+    throw error;
+  });
   // Who is told of committed deliveries: this process's worker, or (without one) the others'.
   let deliveriesDue = (): void => {};
   const store = createStore(database.db, {
+    keyRing: keys.ring,
     cacheTtlMs: config.cacheTtlMs,
     onDeliveriesDue: () => deliveriesDue(),
     ...(options.onChange ? { onChange: options.onChange } : {}),
@@ -74,6 +96,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
+  await encryptPlaintextSecrets(store, keys, app.log);
   const connect = options.listener?.connect ?? database.connectListener;
   // Bound below, once the worker runs: another process's announcement wakes it.
   let wakeWorker = (): void => {};

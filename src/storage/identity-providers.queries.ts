@@ -1,5 +1,6 @@
 import { and, eq, lt, sql } from 'drizzle-orm';
 import type { IdentityProvider, IdentityProviderRepository } from '../core/ports.ts';
+import { encryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { Database } from './database.ts';
 import { oidcSignIns, users, workspaceIdentityProviders } from './schema.ts';
 
@@ -14,8 +15,8 @@ function toProvider(row: typeof workspaceIdentityProviders.$inferSelect): Identi
   };
 }
 
-/** The identity providers repository over Drizzle. */
-export function createIdentityProviderRepository(db: Database): IdentityProviderRepository {
+/** The identity providers repository over Drizzle; the client secret is stored encrypted with `keyRing`. */
+export function createIdentityProviderRepository(db: Database, keyRing: KeyRing): IdentityProviderRepository {
   const t = workspaceIdentityProviders;
   return {
     async find(workspaceId) {
@@ -23,7 +24,8 @@ export function createIdentityProviderRepository(db: Database): IdentityProvider
       return row ? toProvider(row) : undefined;
     },
 
-    async put(workspaceId, config) {
+    async put(workspaceId, given) {
+      const config = { ...given, clientSecret: encryptSecret(keyRing, given.clientSecret) };
       const [row] = await db
         .insert(t)
         .values({ workspaceId, ...config })

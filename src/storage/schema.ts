@@ -114,7 +114,8 @@ export const consoleSessions = pgTable(
 /**
  * A workspace's OpenID Connect identity provider for the console's sign-in. `revision` is new
  * on every change, and sessions opened under another revision are over. The client secret is
- * stored as given (the server needs it to redeem codes) and never returned.
+ * stored encrypted (`v1:<kid>:…`, core/secrets/secret-box.ts: the server needs it back to redeem
+ * codes) and never returned.
  */
 export const workspaceIdentityProviders = pgTable('workspace_identity_providers', {
   workspaceId: bigint('workspace_id', { mode: 'number' })
@@ -401,8 +402,9 @@ export const events = pgTable(
 
 /**
  * Webhook endpoints of a workspace (docs/contract.md Part B, Events and webhooks). `secret` is the
- * Standard Webhooks signing key (`whsec_…`), kept as given because an HMAC needs the key
- * itself; after a rotation `previous_secret` still signs until `previous_secret_expires_at`.
+ * Standard Webhooks signing key (`whsec_…`), stored encrypted (`v1:<kid>:…`) because an HMAC
+ * needs the key itself back; after a rotation `previous_secret` still signs until
+ * `previous_secret_expires_at`.
  * `event_types` null means every type. A disabled endpoint gets no new deliveries and its
  * pending ones wait until it is enabled again.
  */

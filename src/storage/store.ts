@@ -1,4 +1,5 @@
 import type { Repositories, Store } from '../core/ports.ts';
+import { decryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { DeliveriesDue } from '../core/webhooks/delivery-queue.ts';
 import { createApiKeyRepository } from './api-keys.queries.ts';
 import { createAuditRepository } from './audit.queries.ts';
@@ -15,9 +16,10 @@ import { createSessionRepository } from './sessions.queries.ts';
 import { createOperatorSessionRepository } from './operator-sessions.queries.ts';
 import { createUserRepository } from './users.queries.ts';
 import { createWebhookRepository } from './webhooks.queries.ts';
+import { reencryptSecrets } from './stored-secrets.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
 
-function repositories(db: Database): Repositories {
+function repositories(db: Database, keyRing: KeyRing): Repositories {
   return {
     users: createUserRepository(db),
     groups: createGroupRepository(db),
@@ -26,15 +28,17 @@ function repositories(db: Database): Repositories {
     apiKeys: createApiKeyRepository(db),
     sessions: createSessionRepository(db),
     operatorSessions: createOperatorSessionRepository(db),
-    identityProviders: createIdentityProviderRepository(db),
+    identityProviders: createIdentityProviderRepository(db, keyRing),
     audit: createAuditRepository(db),
     events: createEventRepository(db),
-    webhooks: createWebhookRepository(db),
+    webhooks: createWebhookRepository(db, keyRing),
   };
 }
 
 /** Options of {@link createStore}. */
 export interface StoreOptions {
+  /** The keys that encrypt the secrets it stores and decrypt them for their use (docs/security.md, "Secrets at rest"). */
+  readonly keyRing: KeyRing;
   /**
    * How long verified API keys and the product catalogue are served from memory, in ms
    * (default {@link DEFAULT_CACHE_TTL_MS}); 0 reads them from the database every time.
@@ -105,13 +109,14 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
  * deliveries) or redelivered one calls `options.onDeliveriesDue` once it has committed, and never
  * for a rollback. Source: docs/contract.md Part B, "Running several replicas".
  */
-export function createStore(db: Database, options: StoreOptions = {}): CachingStore {
+export function createStore(db: Database, options: StoreOptions): CachingStore {
+  const { keyRing } = options;
   const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);
   const onDue = options.onDeliveriesDue;
   // Inside a request transaction, a returned method or domain transaction has not committed yet.
   const deliveriesDue = onDue ? () => afterCommit(onDue) : () => {};
   // Outside a transaction each change has committed already when its method returns.
-  const base = watchChanges(watchDeliveries(repositories(db), deliveriesDue), async () => {
+  const base = watchChanges(watchDeliveries(repositories(db, keyRing), deliveriesDue), async () => {
     cache.invalidate();
     // Outside a transaction the change has committed already: tell the others right after.
     await announceCacheChange(db);
@@ -124,6 +129,8 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
     },
     products: { ...base.products, findAll: () => cache.products(() => base.products.findAll()) },
     mapError: mapDatabaseError,
+    openSecret: (stored) => decryptSecret(keyRing, stored),
+    reencryptSecrets: (scope) => reencryptSecrets(db, keyRing, scope),
     forgetCached: () => cache.clear(),
     trustCache: (trusted) => cache.trust(trusted),
     async transaction(work) {
@@ -132,7 +139,7 @@ export function createStore(db: Database, options: StoreOptions = {}): CachingSt
       let result;
       try {
         result = await db.transaction(async (tx) => {
-          const repos = watchDeliveries(repositories(tx), () => void (delivering = true));
+          const repos = watchDeliveries(repositories(tx, keyRing), () => void (delivering = true));
           const value = await work(watchChanges(repos, () => void (changed = true)));
           // Delivered to every listener when this transaction commits, and never if it rolls back.
           if (changed) await announceCacheChange(tx);

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { pageOffset } from '../core/pagination.ts';
 import type { WebhookRepository } from '../core/ports.ts';
+import { encryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint } from '../core/webhooks/webhook-endpoint.ts';
 import type { Database } from './database.ts';
 import { isUuid } from './uuid.ts';
@@ -60,8 +61,11 @@ function toDelivery(row: DeliveryRow): WebhookDelivery {
   };
 }
 
-/** The webhook endpoints and deliveries repository over Drizzle; every query names the workspace. */
-export function createWebhookRepository(db: Database): WebhookRepository {
+/**
+ * The webhook endpoints and deliveries repository over Drizzle; every query names the workspace.
+ * Signing secrets are stored encrypted with `keyRing`.
+ */
+export function createWebhookRepository(db: Database, keyRing: KeyRing): WebhookRepository {
   const endpointWhere = (workspaceId: number, id: string) =>
     and(eq(webhookEndpoints.workspaceId, workspaceId), eq(webhookEndpoints.id, id));
   const deliveriesOf = (workspaceId: number, endpointId: string) =>
@@ -72,7 +76,7 @@ export function createWebhookRepository(db: Database): WebhookRepository {
     async insert(workspaceId, endpoint) {
       const [row] = await db
         .insert(webhookEndpoints)
-        .values({ workspaceId, url: endpoint.url, description: endpoint.description, eventTypes: endpoint.eventTypes ? [...endpoint.eventTypes] : null, secret: endpoint.secret })
+        .values({ workspaceId, url: endpoint.url, description: endpoint.description, eventTypes: endpoint.eventTypes ? [...endpoint.eventTypes] : null, secret: encryptSecret(keyRing, endpoint.secret) })
         .returning(endpointColumns);
       return toEndpoint(row!);
     },
@@ -112,7 +116,7 @@ export function createWebhookRepository(db: Database): WebhookRepository {
     async rotateSecret(workspaceId, id, secret, previousExpiresAt) {
       const [row] = await db
         .update(webhookEndpoints)
-        .set({ previousSecret: webhookEndpoints.secret, previousSecretExpiresAt: previousExpiresAt, secret, updatedAt: sql`now()` })
+        .set({ previousSecret: webhookEndpoints.secret, previousSecretExpiresAt: previousExpiresAt, secret: encryptSecret(keyRing, secret), updatedAt: sql`now()` })
         .where(endpointWhere(workspaceId, id))
         .returning(endpointColumns);
       return toEndpoint(row!);

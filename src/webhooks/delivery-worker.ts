@@ -7,7 +7,7 @@ import { disableFailingEndpoint } from '../core/webhooks/webhook-endpoints-servi
 import type { Logger } from '../core/logger.ts';
 import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
 import { retryDelayMs } from './retry-schedule.ts';
-import { createWebhookSender, type WebhookSender } from './send.ts';
+import { createWebhookSender, type SendResult, type WebhookSender } from './send.ts';
 import { signDelivery } from './sign.ts';
 import { successBatches } from './success-batches.ts';
 
@@ -140,12 +140,26 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     wakeUp?.();
   };
 
+  /**
+   * Signs and sends one delivery; the stored secrets are decrypted only here. A secret this
+   * server's keys cannot decrypt sends nothing: the attempt fails with the reason, and is retried.
+   */
+  async function signAndSend(delivery: ClaimedDelivery, sentAt: Date, body: string): Promise<SendResult> {
+    let secrets: string[];
+    try {
+      secrets = delivery.secrets.map((stored) => store.openSecret(stored));
+    } catch (err) {
+      log.error({ err, endpoint: delivery.endpointId }, 'cannot decrypt a webhook signing secret: check SECRETS_KEY (and SECRETS_KEY_PREVIOUS during a rotation)');
+      return { error: `the signing secret cannot be decrypted with this server's SECRETS_KEY (${(err as Error).message})` };
+    }
+    return sender.send(delivery.url, { ...signDelivery(delivery.event.id, sentAt, body, secrets) }, body);
+  }
+
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const body = JSON.stringify(toEventJson(delivery.event));
     const sentAt = new Date();
-    const headers = signDelivery(delivery.event.id, sentAt, body, delivery.secrets);
     const started = performance.now();
-    const result = await sender.send(delivery.url, { ...headers }, body);
+    const result = await signAndSend(delivery, sentAt, body);
     const durationMs = Math.round(performance.now() - started);
     m.duration.observe(durationMs / 1000);
     const ok = 'status' in result && result.status >= 200 && result.status < 300;

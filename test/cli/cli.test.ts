@@ -215,6 +215,19 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.equal((await runWum(['admin', 'workspaces', 'delete', 'sso'], adminEnv)).code, 0);
   });
 
+  test('admin rotate-secrets-key: re-encrypts what is not under SECRETS_KEY (nothing here), says so; --json; safe to repeat', TIMEOUT, async () => {
+    for (let i = 0; i < 2; i += 1) {
+      const rotated = await runWum(['admin', 'rotate-secrets-key'], adminEnv);
+      assert.equal(rotated.code, 0, rotated.stderr);
+      assert.match(rotated.stdout, /^Re-encrypted 0 secrets with key [0-9a-f]{8}\.$/m);
+      assert.match(rotated.stdout, /SECRETS_KEY_PREVIOUS is no longer needed/);
+    }
+    const json = await runWum(['admin', 'rotate-secrets-key', '--json'], adminEnv);
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(Object.keys(json.json()).sort(), ['key_id', 'reencrypted', 'undecryptable']);
+    assert.equal(json.json().undecryptable, 0);
+  });
+
   test('users add/get/list/remove and products list; API errors exit 1 with code and detail on stderr', TIMEOUT, async () => {
     const products = await runWum(['products', 'list'], env('source'));
     assert.equal(products.code, 0);

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { parse } from 'pg-connection-string';
 import { DatabaseUrlError, parseDatabaseUrl } from '../../src/config/database-url.ts';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
-import { BACKEND } from '../helpers/test-context.ts';
+import { BACKEND, TEST_SECRETS_KEY } from '../helpers/test-context.ts';
 
 /*
  * DATABASE_URL in libpq's multi-host form (docs/contract.md Part B, "A highly available database"):
@@ -56,7 +56,7 @@ describe(`DATABASE_URL, one host or several [${BACKEND}]`, () => {
 
   test('loadConfig: a multi-host URL is taken as it is; a bad one is a ConfigError naming DATABASE_URL, without the password', () => {
     const url = 'postgres://wum:hunter2@h1:5432,h2:5432/wum?target_session_attrs=read-write';
-    const config = loadConfig({ DATABASE_URL: url });
+    const config = loadConfig({ DATABASE_URL: url, SECRETS_KEY: TEST_SECRETS_KEY });
     assert.equal(config.storage.kind, 'postgres');
     assert.equal(config.storage.kind === 'postgres' && config.storage.url, url);
     assert.throws(
@@ -67,7 +67,7 @@ describe(`DATABASE_URL, one host or several [${BACKEND}]`, () => {
 
   test('DATABASE_QUERY_TIMEOUT_MS: one second over the statement timeout unless set; 0 turns it off', () => {
     const timeouts = (env: Record<string, string>) => {
-      const storage = loadConfig({ DATABASE_URL: 'postgres://h/wum', ...env }).storage;
+      const storage = loadConfig({ DATABASE_URL: 'postgres://h/wum', SECRETS_KEY: TEST_SECRETS_KEY, ...env }).storage;
       return storage.kind === 'postgres' ? storage.queryTimeoutMs : undefined;
     };
     assert.equal(timeouts({}), 6000);

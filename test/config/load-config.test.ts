@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { getHeapStatistics } from 'node:v8';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
-import { BACKEND } from '../helpers/test-context.ts';
+import { BACKEND, TEST_SECRETS_KEY } from '../helpers/test-context.ts';
 
 /** Asserts that `env` is refused with a ConfigError naming every variable in `names`. */
 function assertRejected(env: Record<string, string>, names: readonly string[]): void {
@@ -71,7 +71,7 @@ describe(`loadConfig [${BACKEND}]`, () => {
 
   test('DATABASE_URL selects PostgreSQL (postgres:// and postgresql://), with the pool size', () => {
     const url = 'postgres://wum:secret@db.internal:5432/wum';
-    assert.deepEqual(loadConfig({ DATABASE_URL: url, DATA_DIR: '/ignored' }).storage, {
+    assert.deepEqual(loadConfig({ DATABASE_URL: url, SECRETS_KEY: TEST_SECRETS_KEY, DATA_DIR: '/ignored' }).storage, {
       kind: 'postgres',
       url,
       poolSize: 10,
@@ -82,6 +82,7 @@ describe(`loadConfig [${BACKEND}]`, () => {
     assert.deepEqual(
       loadConfig({
         DATABASE_URL: 'postgresql://db/wum',
+        SECRETS_KEY: TEST_SECRETS_KEY,
         DATABASE_POOL_SIZE: '25',
         DATABASE_STATEMENT_TIMEOUT_MS: '0',
         DATABASE_CONNECT_TIMEOUT_MS: '250',
@@ -281,7 +282,7 @@ describe(`loadConfig [${BACKEND}]`, () => {
   });
 
   test('the result is frozen, nested objects included', () => {
-    const config = loadConfig({ DATABASE_URL: 'postgres://db/wum' });
+    const config = loadConfig({ DATABASE_URL: 'postgres://db/wum', SECRETS_KEY: TEST_SECRETS_KEY });
     assert.ok(Object.isFrozen(config));
     assert.ok(Object.isFrozen(config.storage));
     assert.ok(Object.isFrozen(config.rateLimit));
@@ -369,5 +370,27 @@ describe(`loadConfig [${BACKEND}]`, () => {
       'SIGN_IN_START_LIMIT_PER_WORKSPACE',
       'SESSIONS_PER_PRINCIPAL_MAX',
     ]);
+  });
+
+  test('SECRETS_KEY: required with DATABASE_URL (the error names it and says every replica needs the same key); 32 bytes in base64; optional with the embedded store', () => {
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgres://db/wum' }),
+      (error: unknown) =>
+        error instanceof ConfigError && /\bSECRETS_KEY\b/.test(error.message) && /every replica/.test(error.message) && /DATABASE_URL/.test(error.message),
+    );
+    const config = loadConfig({ DATABASE_URL: 'postgres://db/wum', SECRETS_KEY: TEST_SECRETS_KEY });
+    assert.equal(config.secrets.key?.toString('base64'), TEST_SECRETS_KEY);
+    assert.equal(config.secrets.previousKey, undefined);
+    assert.deepEqual(loadConfig({}).secrets, { key: undefined, previousKey: undefined }, 'the embedded store keeps its own key');
+    const previous = Buffer.alloc(32, 9).toString('base64');
+    assert.equal(loadConfig({ SECRETS_KEY: TEST_SECRETS_KEY, SECRETS_KEY_PREVIOUS: previous }).secrets.previousKey?.toString('base64'), previous);
+
+    const tooShort = Buffer.alloc(16, 1).toString('base64');
+    for (const bad of [tooShort, 'not base64!', `${TEST_SECRETS_KEY}AAAA`]) {
+      assertRejected({ SECRETS_KEY: bad }, ['SECRETS_KEY']);
+      assert.throws(() => loadConfig({ SECRETS_KEY: bad }), (error: Error) => !error.message.includes(bad), 'the value is not echoed');
+    }
+    assertRejected({ SECRETS_KEY: TEST_SECRETS_KEY, SECRETS_KEY_PREVIOUS: tooShort }, ['SECRETS_KEY_PREVIOUS']);
+    assertRejected({ SECRETS_KEY_PREVIOUS: previous }, ['SECRETS_KEY_PREVIOUS', 'SECRETS_KEY']);
   });
 });

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
+import { TEST_SECRETS_KEY } from '../../harness/backend.ts';
 
 /*
  * WORKERS and CACHE_TTL_MS (docs/performance.md): several processes only over PostgreSQL, since an
  * embedded PGlite data directory serves one process; the read cache can be turned off.
  */
 
-const POSTGRES = { DATABASE_URL: 'postgres://wum@127.0.0.1:5432/wum' };
+const POSTGRES = { DATABASE_URL: 'postgres://wum@127.0.0.1:5432/wum', SECRETS_KEY: TEST_SECRETS_KEY };
 
 describe('WORKERS and CACHE_TTL_MS', () => {
   test('defaults: one process, a 5 s read cache', () => {

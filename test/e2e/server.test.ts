@@ -109,6 +109,13 @@ describe(`server process [${BACKEND}]`, () => {
       for (const name of ['OPERATOR_OIDC_CLIENT_ID', 'OPERATOR_OIDC_CLIENT_SECRET']) assert.match(result.stderr, new RegExp(`missing.*\\b${name}\\b`));
     });
 
+    test('DATABASE_URL without SECRETS_KEY: exits non-zero naming SECRETS_KEY, saying every replica needs the same key', TEST_TIMEOUT, async () => {
+      // An empty value counts as unset, and keeps the harness from adding its test key.
+      const result = await runWith({ DATABASE_URL: 'postgres://wum@127.0.0.1:1/wum', SECRETS_KEY: '' });
+      assertRejected(result);
+      assert.match(result.stderr, /\bSECRETS_KEY\b.*every replica needs the same key/);
+    });
+
     test('several bad variables are all named at once', TEST_TIMEOUT, async () => {
       const result = await runWith({ PORT: '70000', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud' });
       assertRejected(result);

@@ -5,7 +5,7 @@ import { SYSTEM_ACTOR } from '../../src/core/actor.ts';
 import { DEMO_PRODUCTS } from '../../src/core/demo.ts';
 import { putProduct } from '../../src/core/products/products-service.ts';
 import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
-import { BACKEND, memoryDatabase } from './test-context.ts';
+import { BACKEND, memoryDatabase, testKeyRing } from './test-context.ts';
 
 /** A fresh migrated database of the current backend with a Store over it. */
 export interface FreshStore {
@@ -21,13 +21,13 @@ export interface FreshStore {
 export async function openFreshStore(poolSize = 30): Promise<FreshStore> {
   if (BACKEND === 'pglite') {
     const database = await openDatabase(memoryDatabase());
-    return { database, store: createStore(database.db), close: () => database.close() };
+    return { database, store: createStore(database.db, { keyRing: testKeyRing() }), close: () => database.close() };
   }
   const created = await createPostgresDatabase(undefined, { migrated: true });
   const database = await openDatabase({ kind: 'postgres', url: created.url, poolSize });
   return {
     database,
-    store: createStore(database.db),
+    store: createStore(database.db, { keyRing: testKeyRing() }),
     async close() {
       await database.close();
       await created.drop();

@@ -7,9 +7,15 @@ import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { storageDependencies } from '../../src/server/app-dependencies.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
-import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE } from '../../harness/backend.ts';
+import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE, TEST_SECRETS_KEY } from '../../harness/backend.ts';
+import { createKeyRing, type KeyRing } from '../../src/core/secrets/secret-box.ts';
 
-export { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE };
+export { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE, TEST_SECRETS_KEY };
+
+/** The key ring of test stores: {@link TEST_SECRETS_KEY}, as {@link testConfig} sets it. */
+export function testKeyRing(): KeyRing {
+  return createKeyRing(Buffer.from(TEST_SECRETS_KEY, 'base64'));
+}
 /** Path prefix of the external API. */
 export const API = '/api/external/v2';
 
@@ -72,7 +78,7 @@ async function openTestDatabase(): Promise<OpenDatabase> {
  * load-shedding tests set their own thresholds).
  */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'silent', SHED_EVENT_LOOP_DELAY_MS: '0', WEBHOOK_LOOPBACK_ONLY: 'true', ...env });
+  return loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'silent', SHED_EVENT_LOOP_DELAY_MS: '0', WEBHOOK_LOOPBACK_ONLY: 'true', SECRETS_KEY: TEST_SECRETS_KEY, ...env });
 }
 
 /**
@@ -81,7 +87,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
  */
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const database = await openTestDatabase();
-  const store = createStore(database.db);
+  const store = createStore(database.db, { keyRing: testKeyRing() });
   const apps: FastifyInstance[] = [];
   const build = async (extra: Record<string, string> = {}) => {
     const config = testConfig({ ...env, ...extra });

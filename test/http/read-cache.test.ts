@@ -6,7 +6,7 @@ import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { ReadCache } from '../../src/storage/read-cache.ts';
 import { createStore } from '../../src/storage/store.ts';
-import { API, BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { API, BACKEND, createTestContext, testConfig, testKeyRing, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
  * Verified API keys and the product catalogue are served from process memory for
@@ -30,7 +30,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
   async function anotherProcess(cacheTtlMs: number): Promise<FastifyInstance> {
     const app = await buildApp(testConfig(), {
       checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
-      store: createStore(ctx.database.db, { cacheTtlMs }),
+      store: createStore(ctx.database.db, { cacheTtlMs, keyRing: testKeyRing() }),
       idempotency: createIdempotencyStore(ctx.database.db),
       ping: ctx.database.ping,
       logger: false,

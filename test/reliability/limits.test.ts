@@ -13,7 +13,7 @@ import { createStore } from '../../src/storage/store.ts';
 import { AppError } from '../../src/core/errors.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { sendRequest } from '../../harness/server-process.ts';
-import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, testKeyRing, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { assertProblem, eventually, rawExchange, sleep } from './support.ts';
 
 /*
@@ -356,7 +356,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
         opened.push(database);
         const app = await buildApp(testConfig(), {
           checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
-          store: createStore(database.db),
+          store: createStore(database.db, { keyRing: testKeyRing() }),
           idempotency: createIdempotencyStore(database.db),
           ping: database.ping,
           logger: false,

@@ -10,7 +10,7 @@ import { openDatabase, PGLITE_SETTINGS, type OpenDatabase } from '../../src/stor
 import { isInitialisedDataDir, pgliteTemplatePath, unpackPgliteTemplate } from '../../src/storage/pglite-template.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
-import { BACKEND } from '../helpers/test-context.ts';
+import { BACKEND, testKeyRing } from '../helpers/test-context.ts';
 import { PGlite } from '@electric-sql/pglite';
 
 /** Migrations shipped with the code (drizzle-kit's journal). */
@@ -67,7 +67,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
       await first.ping();
       assert.equal(await appliedMigrations(first), MIGRATIONS);
       const schema = await tables(first);
-      await createWorkspace(createStore(first.db), 'kept', 'Kept Inc', SYSTEM_ACTOR);
+      await createWorkspace(createStore(first.db, { keyRing: testKeyRing() }), 'kept', 'Kept Inc', SYSTEM_ACTOR);
       await first.close();
 
       const second = await openDatabase({ kind: 'pglite', dataDir });
@@ -76,7 +76,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
         await second.ping();
         assert.equal(await appliedMigrations(second), MIGRATIONS, 'no migration is applied twice');
         assert.deepEqual(await tables(second), schema);
-        const kept = await createStore(second.db).workspaces.findBySubdomain('kept');
+        const kept = await createStore(second.db, { keyRing: testKeyRing() }).workspaces.findBySubdomain('kept');
         assert.equal(kept?.name, 'Kept Inc');
       } finally {
         await second.close();
@@ -142,7 +142,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
       try {
         assert.equal(database.created, true);
         assert.equal(await appliedMigrations(database), MIGRATIONS);
-        await createWorkspace(createStore(database.db), 'after-crash', undefined, SYSTEM_ACTOR);
+        await createWorkspace(createStore(database.db, { keyRing: testKeyRing() }), 'after-crash', undefined, SYSTEM_ACTOR);
       } finally {
         await database.close();
       }
@@ -162,7 +162,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
       await first.ping();
       assert.equal(await appliedMigrations(first), MIGRATIONS);
       const schema = await tables(first);
-      await createWorkspace(createStore(first.db), 'kept', undefined, SYSTEM_ACTOR);
+      await createWorkspace(createStore(first.db, { keyRing: testKeyRing() }), 'kept', undefined, SYSTEM_ACTOR);
       await first.close();
       await assert.rejects(first.ping(), 'a closed pool does not answer');
 
@@ -171,7 +171,7 @@ describe(`openDatabase [${BACKEND}]`, () => {
         await second.ping();
         assert.equal(await appliedMigrations(second), MIGRATIONS);
         assert.deepEqual(await tables(second), schema);
-        assert.equal((await createStore(second.db).workspaces.findBySubdomain('kept'))?.name, 'kept');
+        assert.equal((await createStore(second.db, { keyRing: testKeyRing() }).workspaces.findBySubdomain('kept'))?.name, 'kept');
       } finally {
         await second.close();
       }

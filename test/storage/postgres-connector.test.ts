@@ -14,7 +14,7 @@ import {
   type PostgresCluster,
   type PostgresDatabase,
 } from '../../harness/postgres-cluster.ts';
-import { ADMIN_TOKEN, API, BACKEND, testConfig, userBody } from '../helpers/test-context.ts';
+import { ADMIN_TOKEN, API, BACKEND, testConfig, testKeyRing, userBody } from '../helpers/test-context.ts';
 
 /*
  * The connector (src/storage/postgres-connector.ts) on real servers, without a failover
@@ -39,7 +39,7 @@ interface Served {
 async function serve(url: string, limits: { statementTimeoutMs: number; queryTimeoutMs: number; connectTimeoutMs: number }): Promise<Served> {
   const database = await openDatabase({ kind: 'postgres', url, poolSize: 3, ...limits });
   const app = await buildApp(testConfig(), {
-    ...storageDependencies(testConfig(), database, createStore(database.db, { cacheTtlMs: 0 })),
+    ...storageDependencies(testConfig(), database, createStore(database.db, { cacheTtlMs: 0, keyRing: testKeyRing() })),
     logger: false,
   });
   const admin = (method: 'POST' | 'PUT', url: string, payload: object) =>

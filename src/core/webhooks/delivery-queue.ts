@@ -14,7 +14,10 @@ export interface ClaimedDelivery {
   readonly id: string;
   readonly endpointId: string;
   readonly url: string;
-  /** The secrets that sign it: the current one, and the previous one while it is still valid. */
+  /**
+   * The secrets that sign it, encrypted as stored (`Store.openSecret` decrypts them): the
+   * current one, and the previous one while it is still valid.
+   */
   readonly secrets: readonly string[];
   /** Attempts made before this one (the retry schedule's index). */
   readonly attempts: number;

@@ -21,6 +21,7 @@ export interface NewWebhookEndpoint {
   readonly url: string;
   readonly description: string;
   readonly eventTypes: readonly string[] | null;
+  /** The signing secret in clear; the repository stores it encrypted. */
   readonly secret: string;
 }
 

@@ -58,7 +58,7 @@ export function discoveryProblem(error: unknown): { problem: DiscoveryProblem; m
 export function identityProviderCheck(policy: OutboundPolicy): IdentityProviderCheck {
   return async (config) => {
     try {
-      await discoverProvider(config, policy);
+      await discoverProvider({ ...config, clientSecret: () => config.clientSecret }, policy);
     } catch (error) {
       const { problem, message } = discoveryProblem(error);
       if (problem === 'invalid_url') {

@@ -8,6 +8,7 @@ import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
 import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
+import type { ProviderSettings } from './relying-party.ts';
 import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
@@ -39,6 +40,8 @@ export interface OidcRoutesOptions {
  */
 export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
   const { store, baseDomain, sessions, outbound, startLimits } = options;
+  /** The provider for the relying party: its client secret decrypted only when the client is built. */
+  const settings = (provider: IdentityProvider): ProviderSettings => ({ ...provider, clientSecret: () => store.openSecret(provider.clientSecret) });
 
   /** The workspace of this host. @throws AppError `workspace_not_found` (404). */
   async function workspaceOf(request: FastifyRequest): Promise<Workspace> {
@@ -79,7 +82,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     return startSignIn(
       request,
       reply,
-      provider,
+      settings(provider),
       outbound,
       OIDC_CALLBACK_PATH,
       (stateHash, pending) => store.identityProviders.saveSignIn(workspace.id, stateHash, { ...pending, idpRevision: provider.revision }),
@@ -99,7 +102,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       (stateHash) => store.identityProviders.takeSignIn(workspace.id, stateHash),
       async (pending) => {
         provider = await store.identityProviders.find(workspace.id);
-        return provider && provider.revision === pending.idpRevision ? provider : 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.';
+        return provider && provider.revision === pending.idpRevision ? settings(provider) : 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.';
       },
     );
     if (!claims || !provider) return reply;

@@ -72,7 +72,7 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
   const provider: ProviderSettings = {
     issuer,
     clientId,
-    clientSecret,
+    clientSecret: () => clientSecret,
     revision: `operator:${createHash('sha256').update(JSON.stringify([issuer, clientId, clientSecret])).digest('hex')}`,
   };
 

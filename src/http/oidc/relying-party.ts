@@ -5,8 +5,14 @@ import type { IdentityProvider } from '../../core/ports.ts';
 import { guardedFetch } from '../../outbound/guarded-fetch.ts';
 import { assertOutboundUrlAllowed, OutboundRefusedError, parseOutboundUrl, type OutboundPolicy } from '../../outbound/outbound-guard.ts';
 
-/** What the relying party needs of a provider; `revision` names this exact configuration. */
-export type ProviderSettings = Pick<IdentityProvider, 'issuer' | 'clientId' | 'clientSecret' | 'revision'>;
+/**
+ * What the relying party needs of a provider; `revision` names this exact configuration.
+ * `clientSecret` gives the secret in clear and is called only when the client is built for
+ * the token request (a workspace's is stored encrypted: docs/security.md, "Secrets at rest").
+ */
+export interface ProviderSettings extends Pick<IdentityProvider, 'issuer' | 'clientId' | 'revision'> {
+  clientSecret(): string;
+}
 
 /** How long a discovered provider is used before it is discovered again, in ms. */
 const DISCOVERY_TTL_MS = 10 * 60_000;
@@ -76,7 +82,7 @@ export async function discoverProvider(provider: Omit<ProviderSettings, 'revisio
   // the way, or by a proxy in between, is refused. Plain http gets this far only where the
   // policy allows it (loopback, WEBHOOK_ALLOW_HTTP); the guarded fetch checks every request.
   const execute = issuer.protocol === 'http:' ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks];
-  const config = await oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret), {
+  const config = await oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret()), {
     execute,
     timeout: 10,
     [oidc.customFetch]: guardedFetch(policy),
@@ -90,7 +96,8 @@ export async function discoverProvider(provider: Omit<ProviderSettings, 'revisio
  * {@link discoverProvider} once per revision and policy, kept 10 minutes, a failure kept
  * {@link FAILED_DISCOVERY_TTL_MS}, so however many requests arrive, a provider is discovered
  * at most once a minute by this process.
- * @throws what {@link discoverProvider} throws.
+ * @throws what {@link discoverProvider} throws, and SecretDecryptionError when the client secret
+ *   cannot be decrypted (docs/security.md, "Secrets at rest").
  */
 export function relyingParty(provider: ProviderSettings, policy: OutboundPolicy): Promise<oidc.Configuration> {
   const key = `${policyId(policy)}:${provider.revision}`;
