@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
 import { openPersonSession } from '../../src/core/sessions/sessions-service.ts';
 import { SCIM_PATCH_OP as PATCH_OP, SCIM_USER as USER, SCIM_WUM as WUM, scimRequest } from '../helpers/scim-request.ts';
+import { startOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 const IDP = { issuer: 'http://127.0.0.1:9/issuer', clientId: 'wum-console', clientSecret: 'very-secret-value' };
@@ -19,7 +20,8 @@ describe(`ended console sessions stay ended [${BACKEND}]`, () => {
   let ctx: TestContext;
 
   before(async () => {
-    ctx = await createTestContext();
+    // The test provider is plain http on loopback, which the outbound guard allows only with WEBHOOK_ALLOW_HTTP.
+    ctx = await createTestContext({ WEBHOOK_ALLOW_HTTP: 'true' });
     await ctx.seedProducts();
   });
   after(() => ctx.close());
@@ -198,11 +200,13 @@ describe(`ended console sessions stay ended [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('ended-idp');
     const cookie = await keyCookie(ws);
     await assertOpen(ws, cookie, 'before the enrolment');
+    // A real provider: the operator API discovers it before saving (docs/security.md, "Outbound connections").
+    const op = await startOpenIdProvider(['http://127.0.0.1/console/oidc/callback']);
     const put = await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, {
-      issuer: IDP.issuer,
-      client_id: IDP.clientId,
-      client_secret: IDP.clientSecret,
-    });
+      issuer: op.issuer,
+      client_id: op.clientId,
+      client_secret: op.clientSecret,
+    }).finally(() => op.close());
     assert.equal(put.statusCode, 201, put.body);
     await assertEnded(ws, cookie, 'after the enrolment');
     assert.deepEqual((await keySessionsEndedAt(ws.apiKeyId)).map((at) => at !== null), [true], 'ended in the database');

@@ -18,6 +18,7 @@ import { startDeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, TEST_SECRETS_KEY, createTestContext, testConfig, testKeyRing, userBody, type TestContext } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 
 /*
  * Secrets at rest (docs/security.md, "Secrets at rest"; docs/operations.md, "The secrets key"):
@@ -86,14 +87,19 @@ describe(`secrets at rest, through server starts [${BACKEND}]`, () => {
   let previousSecret = '';
   const newKey = generateSecretsKey().toString('base64');
 
+  /** A real provider: the operator API discovers it before saving (docs/security.md, "Outbound connections"). */
+  let op: TestOpenIdProvider | undefined;
+
   before(async () => {
     receiver = await startWebhookReceiver();
+    op = await startOpenIdProvider(['http://127.0.0.1/console/oidc/callback']);
     if (BACKEND === 'postgres') database = await createPostgresDatabase('wum_sealed', { migrated: true });
     else dataDir = join(mkdtempSync(join(tmpdir(), 'wum-sealed-')), 'data');
   });
   after(async () => {
     await service?.close();
     await receiver?.close();
+    await op?.close();
     await database?.drop();
     if (dataDir) rmSync(join(dataDir, '..'), { recursive: true, force: true });
   });
@@ -110,7 +116,7 @@ describe(`secrets at rest, through server starts [${BACKEND}]`, () => {
     const rotated = await admin('POST', `/workspaces/${subdomain}/webhook-endpoints/${made.json().id}/rotate-secret`);
     assert.equal(rotated.statusCode, 200, rotated.body);
     endpoint = { id: made.json().id, secret: rotated.json().secret };
-    const idp = await admin('PUT', `/workspaces/${subdomain}/identity-provider`, { issuer: 'http://127.0.0.1:9/idp', client_id: 'wum', client_secret: IDP_SECRET });
+    const idp = await admin('PUT', `/workspaces/${subdomain}/identity-provider`, { issuer: op!.issuer, client_id: op!.clientId, client_secret: IDP_SECRET });
     assert.equal(idp.statusCode, 201, idp.body);
 
     const stored = await storedSecrets(service!);

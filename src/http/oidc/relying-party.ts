@@ -67,6 +67,15 @@ async function assertEndpointsAllowed(config: oidc.Configuration, policy: Outbou
 }
 
 /**
+ * `client_secret_basic` with the secret decrypted only when a request needs it (the token
+ * request), not at discovery: a discovery the guard refuses never touches the secret
+ * (docs/security.md, "Secrets at rest").
+ */
+function clientAuthentication(provider: Pick<ProviderSettings, 'clientSecret'>): oidc.ClientAuth {
+  return (...args) => oidc.ClientSecretBasic(provider.clientSecret())(...args);
+}
+
+/**
  * Discovers a provider now, without the cache: its issuer and every request openid-client
  * makes for it pass the outbound guard (`customFetch`), the discovery document's issuer must be
  * the configured one, and its endpoints are checked by the policy. The client authenticates
@@ -82,7 +91,7 @@ export async function discoverProvider(provider: Omit<ProviderSettings, 'revisio
   // the way, or by a proxy in between, is refused. Plain http gets this far only where the
   // policy allows it (loopback, WEBHOOK_ALLOW_HTTP); the guarded fetch checks every request.
   const execute = issuer.protocol === 'http:' ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks];
-  const config = await oidc.discovery(issuer, provider.clientId, undefined, oidc.ClientSecretBasic(provider.clientSecret()), {
+  const config = await oidc.discovery(issuer, provider.clientId, undefined, clientAuthentication(provider), {
     execute,
     timeout: 10,
     [oidc.customFetch]: guardedFetch(policy),
