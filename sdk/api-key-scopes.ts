@@ -12,7 +12,7 @@ export type ApiKeyScope = NonNullable<operations['createApiKey']['requestBody']>
  * form offers. The compiler holds it to the generated type both ways (none missing, none
  * extra), so a new scope in the API fails the build until it is listed here.
  */
-export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim'] as const satisfies readonly ApiKeyScope[];
+export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'activity:write', 'policies:write'] as const satisfies readonly ApiKeyScope[];
 
 /** Fails to compile when the API has a scope {@link API_KEY_SCOPES} lacks. */
 type Unlisted = Exclude<ApiKeyScope, (typeof API_KEY_SCOPES)[number]>;

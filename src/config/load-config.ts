@@ -4,6 +4,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import ipaddr from 'ipaddr.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './database-url.ts';
 import { isLoopbackUrl } from './loopback.ts';
+import { durationSeconds } from '../core/lifecycle/duration.ts';
+import type { PolicyLimits } from '../core/lifecycle/policy.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
@@ -70,6 +72,8 @@ const EnvSchema = Type.Object({
   OPERATOR_OIDC_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
   OPERATOR_OIDC_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   OPERATOR_EMAILS: Type.Optional(Type.String()),
+  // Access that ends on time (docs/contract.md Part B): the shortest duration a policy accepts.
+  POLICY_MIN_DURATION: Type.String({ minLength: 2, default: 'P1D' }),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -265,6 +269,11 @@ export interface Config {
    * "Operators signing in"); undefined when `OPERATOR_OIDC_ISSUER` is not set.
    */
   readonly operatorSignIn: OperatorSignInConfig | undefined;
+  /**
+   * The access policies (docs/contract.md Part B, "Access that ends on time"): `POLICY_MIN_DURATION`,
+   * the shortest `deactivate_after` or `warn_before` accepted (ISO 8601, default `P1D`; tests use seconds).
+   */
+  readonly policies: PolicyLimits;
 }
 
 /** The operator identity provider and who may sign in with it. */
@@ -449,5 +458,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keySignIn: parsed.CONSOLE_KEY_SIGN_IN,
     }),
     operatorSignIn: operatorSignIn(parsed),
+    policies: Object.freeze({ minDuration: policyMinDuration(parsed.POLICY_MIN_DURATION) }),
   });
+}
+
+/**
+ * `POLICY_MIN_DURATION` read as a duration of fixed length.
+ * @throws ConfigError when it is none (or uses years or months).
+ */
+function policyMinDuration(text: string): PolicyLimits['minDuration'] {
+  const seconds = durationSeconds(text);
+  if (seconds === undefined || seconds <= 0) {
+    throw new ConfigError(`invalid configuration: POLICY_MIN_DURATION must be a positive ISO 8601 duration in weeks, days, hours, minutes or seconds (e.g. P1D, PT1S), not "${text}"`);
+  }
+  return Object.freeze({ text, seconds });
 }

@@ -13,6 +13,7 @@ import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
+import { startLifecycleScheduler, type LifecycleScheduler } from '../lifecycle/scheduler.ts';
 
 /** One server process's parts, built but not listening. */
 export interface Service {
@@ -25,6 +26,8 @@ export interface Service {
   readonly deliveryWorker: DeliveryWorker | undefined;
   /** The pruner of events past their retention (absent with `WEBHOOK_WORKER=false`). */
   readonly eventPruner: EventPruner | undefined;
+  /** The scheduler of expiries, inactivity and warnings (docs/contract.md Part B, "Access that ends on time"). */
+  readonly lifecycle: LifecycleScheduler;
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
@@ -61,9 +64,14 @@ export async function startService(config: Config, options: ServiceOptions = {})
   const database = await openDatabase(config.storage);
   // Who is told of committed deliveries: this process's worker, or (without one) the others'.
   let deliveriesDue = (): void => {};
+  // Bound below, once the scheduler runs: a user written here may be due sooner than it sleeps.
+  let userWritten = (): void => {};
   const store = createStore(database.db, {
     cacheTtlMs: config.cacheTtlMs,
-    onDeliveriesDue: () => deliveriesDue(),
+    onDeliveriesDue: () => {
+      deliveriesDue();
+      userWritten();
+    },
     ...(options.onChange ? { onChange: options.onChange } : {}),
   });
   const registry = new Registry();
@@ -119,17 +127,21 @@ export async function startService(config: Config, options: ServiceOptions = {})
       onError: (err) => log.warn({ err }, 'could not announce webhook deliveries; a worker will find them at its next poll'),
     });
   }
+  const lifecycle = startLifecycleScheduler({ store, log: app.log.child({ component: 'access-policies' }) });
+  userWritten = () => lifecycle.wake();
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,
     store,
     database,
     maintenance,
+    lifecycle,
     listener,
     deliveryWorker: background?.deliveryWorker,
     eventPruner: background?.eventPruner,
     async close() {
       await app.close();
+      await lifecycle.stop();
       await background?.deliveryWorker.stop();
       await background?.eventPruner.stop();
       await listener?.close();

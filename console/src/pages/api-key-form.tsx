@@ -14,6 +14,8 @@ const SCOPE_HINTS: Record<ApiKeyScope, string> = {
   'products:read': 'list the products and their roles',
   'events:read': 'read the events feed',
   scim: 'provision through SCIM (an identity provider)',
+  'activity:write': 'report when people were last active (nothing else)',
+  'policies:write': 'change the inactivity and expiry policies',
 };
 
 /** Expiry choices, in days; 0 is never. */

@@ -1,9 +1,11 @@
 /**
  * The scopes a workspace API key can carry, each granting one family of operations
  * (docs/security.md, "API keys and scopes"). A request outside its key's scopes is refused
- * with `403 insufficient_scope` naming the scope it lacks.
+ * with `403 insufficient_scope` naming the scope it lacks. `activity:write` only reports when
+ * people were last active, and `policies:write` changes a workspace's access policies (which can
+ * deactivate many people at once): each apart, so a product reporting sign-ins cannot add users.
  */
-export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim'] as const;
+export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'activity:write', 'policies:write'] as const;
 
 /** One of {@link API_KEY_SCOPES}. */
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
