@@ -63,6 +63,7 @@ const WUM_VARIABLES = [
   'OPERATOR_OIDC_CLIENT_ID',
   'OPERATOR_OIDC_CLIENT_SECRET',
   'OPERATOR_EMAILS',
+  'POLICY_MIN_DURATION',
 ];
 
 /** A server process started by a test, with its output so far. */
