@@ -128,7 +128,7 @@ if (BACKEND === 'postgres') {
       const count = 3000;
       const at = new Date(Date.now() + 60_000);
       const ws = await workspace(first, count, at);
-      let done = 0;
+      let done: number;
       const deadline = at.getTime() + 30_000;
       while ((done = await deactivated(ws, first)) === 0) {
         assert.ok(Date.now() < deadline, 'the sweep started');

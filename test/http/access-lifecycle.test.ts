@@ -176,10 +176,17 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     const audit = await policyAudit(ws);
     assert.deepEqual(audit.map((a) => [a.action, a.actor.id, a.target_id]), [['user.deactivated', 'expiry', 'temp@example.com']]);
 
-    const back = await ctx.api(ws, 'POST', '/users', { body: userBody('temp@example.com') });
+    // The reactivation itself runs on the real clock: a user whose expiry has really passed.
+    await add(ws, 'brief@example.com', { expires_at: new Date(Date.now() + 1500).toISOString() });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await sweepAt(new Date());
+    assert.equal((await get(ws, 'brief@example.com')).status, 'deactivated');
+    const back = await ctx.api(ws, 'POST', '/users', { body: userBody('brief@example.com') });
     assert.equal(back.statusCode, 201, back.body);
-    // The past expiry is cleared by the real clock's reactivation only once it has passed; set one that has.
     assert.equal(back.json().status, 'active');
+    assert.equal(back.json().expires_at, null);
+    const patchedBack = await ctx.api(ws, 'PATCH', '/users/temp@example.com', { body: { user: { status: 'active' } } });
+    assert.equal(patchedBack.json().expires_at, new Date(ends).toISOString(), 'an expiry still ahead is kept on reactivation');
   });
 
   test('a grant past its expires_at is removed, the user stays active: one user.updated with previous.apps and reason grant_expired', async () => {
