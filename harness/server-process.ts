@@ -70,6 +70,7 @@ const WUM_VARIABLES = [
   'OPERATOR_EMAILS',
   'SECRETS_KEY',
   'SECRETS_KEY_PREVIOUS',
+  'POLICY_MIN_DURATION',
 ];
 
 /** A server process started by a test, with its output so far. */

@@ -8,7 +8,14 @@ export type EventType = components['schemas']['Event']['type'];
  * compiler holds it to the generated `Event.type` both ways (none missing, none extra), so a
  * new type in the API fails the build until it is listed here.
  */
-export const EVENT_TYPES = ['user.created', 'user.updated', 'user.deactivated', 'user.reactivated'] as const satisfies readonly EventType[];
+export const EVENT_TYPES = [
+  'user.created',
+  'user.updated',
+  'user.deactivated',
+  'user.reactivated',
+  'user.expiry_deferred',
+  'user.access_expiring',
+] as const satisfies readonly EventType[];
 
 /** Fails to compile when the API has an event type {@link EVENT_TYPES} lacks. */
 type Unlisted = Exclude<EventType, (typeof EVENT_TYPES)[number]>;

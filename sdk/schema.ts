@@ -77,6 +77,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/external/v2/users/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report when people were last active
+         * @description Moves each named user's `last_active_at` forward to the time reported (never back), which the inactivity policy reads. Emails no user has are listed back, not refused. Needs only the `activity:write` scope.
+         */
+        post: operations["reportActivity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/policies/inactivity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The inactivity policy
+         * @description As `PUT` took it; `404 policy_not_found` when there is none.
+         */
+        get: operations["getInactivityPolicy"];
+        /**
+         * Set the inactivity policy
+         * @description Active users not seen for `deactivate_after` are deactivated (reason `inactive`); `warn_before` sends `user.access_expiring` ahead. Durations shorter than the server's minimum → `422 invalid_duration`.
+         */
+        put: operations["putInactivityPolicy"];
+        post?: never;
+        /**
+         * Remove the inactivity policy
+         * @description Nobody is deactivated for inactivity any more; `404 policy_not_found` when there was none.
+         */
+        delete: operations["deleteInactivityPolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/policies/expiry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The warning before expiries
+         * @description `warn_before` null when none is set.
+         */
+        get: operations["getExpiryPolicy"];
+        /**
+         * Set the warning before expiries
+         * @description `user.access_expiring` is sent `warn_before` ahead of each user's `expires_at`; null sends none.
+         */
+        put: operations["putExpiryPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/external/v2/products": {
         parameters: {
             query?: never;
@@ -502,7 +574,7 @@ export interface components {
              * @description What kind of actor: a person, an API key, SCIM, the operator, the server itself.
              * @enum {string}
              */
-            type: "person" | "api_key" | "scim" | "operator" | "system";
+            type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
             /** @description A stable id: the key's id (api_key, scim), the person's user id, `oidc:<sub>` for an operator signed in to the console; null for the operator token and system. */
             id: string | null;
             /** @description A readable name: the key's name and prefix, the person's email. */
@@ -523,8 +595,10 @@ export interface components {
          *         }
          *       ],
          *       "status": "active",
+         *       "expires_at": null,
          *       "created_at": "2025-01-15T09:30:00.000Z",
-         *       "updated_at": "2025-01-15T09:30:00.000Z"
+         *       "updated_at": "2025-01-15T09:30:00.000Z",
+         *       "last_active_at": null
          *     }
          */
         User: {
@@ -550,12 +624,22 @@ export interface components {
                 name: string;
                 /** @description Role in that product. */
                 role: string;
+                /**
+                 * Format: date-time
+                 * @description When this grant ends (RFC 3339, UTC); absent: never.
+                 */
+                expires_at?: string;
             }[];
             /**
              * @description A deactivated user holds no access.
              * @enum {string}
              */
             status: "active" | "deactivated";
+            /**
+             * Format: date-time
+             * @description When the membership ends (RFC 3339, UTC); null: never. Kept after the expiry deactivated the user; a reactivation clears a past one.
+             */
+            expires_at: string | null;
             /**
              * Format: date-time
              * @description When the user was first added (RFC 3339, UTC).
@@ -566,6 +650,11 @@ export interface components {
              * @description When the user last changed: later than `created_at` once deactivated or reactivated.
              */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description The latest activity a product reported (`POST /users/activity`, RFC 3339, UTC); null until one is.
+             */
+            last_active_at: string | null;
         };
         /** @description A product users can hold roles in. */
         Product: {
@@ -583,7 +672,7 @@ export interface components {
              */
             roles: string[];
         };
-        /** @description A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`). */
+        /** @description A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`) or a policy's notice about a user (`user.expiry_deferred`, `user.access_expiring`). */
         Event: {
             /**
              * @description `evt_` and 32 hex digits; the `webhook-id` of its deliveries, for de-duplication.
@@ -594,7 +683,7 @@ export interface components {
              * @description What happened to the user.
              * @enum {string}
              */
-            type: "user.created" | "user.updated" | "user.deactivated" | "user.reactivated";
+            type: "user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring";
             /** @description Increases strictly within the workspace, in commit order. */
             sequence: number;
             /**
@@ -613,6 +702,16 @@ export interface components {
                 previous?: {
                     [key: string]: unknown;
                 };
+                /**
+                 * @description Why a policy made the change or sends the notice (only on changes and notices of policies).
+                 * @enum {string}
+                 */
+                reason?: "expired" | "inactive" | "grant_expired";
+                /**
+                 * Format: date-time
+                 * @description When access ends (`user.access_expiring`) or was due to end (`user.expiry_deferred`).
+                 */
+                ends_at?: string;
             };
         };
     };
@@ -658,10 +757,20 @@ export interface operations {
                  */
                 app?: string;
                 /**
-                 * @description Order: by creation (`created_at`, the default, oldest first) or by email, ignoring case; `-` reverses.
+                 * @description Only users whose membership ends before this instant (RFC 3339).
+                 * @example 2026-07-01T00:00:00Z
+                 */
+                expires_before?: string;
+                /**
+                 * @description Only users not seen since this instant: `last_active_at` (or, never reported, `created_at`) before it (RFC 3339).
+                 * @example 2026-01-01T00:00:00Z
+                 */
+                inactive_since?: string;
+                /**
+                 * @description Order: by creation (`created_at`, the default, oldest first), by email ignoring case, or by `expires_at` (users that never expire last); `-` reverses.
                  * @example email
                  */
-                sort?: "created_at" | "-created_at" | "email" | "-email";
+                sort?: "created_at" | "-created_at" | "email" | "-email" | "expires_at" | "-expires_at";
             };
             header?: never;
             path?: never;
@@ -692,8 +801,10 @@ export interface operations {
                      *             }
                      *           ],
                      *           "status": "active",
+                     *           "expires_at": null,
                      *           "created_at": "2025-01-15T09:30:00.000Z",
-                     *           "updated_at": "2025-01-15T09:30:00.000Z"
+                     *           "updated_at": "2025-01-15T09:30:00.000Z",
+                     *           "last_active_at": null
                      *         }
                      *       ],
                      *       "pagination": {
@@ -851,11 +962,22 @@ export interface operations {
                              * @example admin
                              */
                             role: string;
+                            /**
+                             * Format: date-time
+                             * @description When this grant ends (RFC 3339, in the future): it is then removed and the user stays. Omitted or null: never.
+                             */
+                            expires_at?: string | null;
                         }[];
                         /** @description At most 255 characters; null or omitted means "-" on creation and "keep" on reactivation. */
                         first_name?: string | null;
                         /** @description At most 255 characters; null or omitted means "-" on creation and "keep" on reactivation. */
                         last_name?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When the membership ends (RFC 3339): the user is then deactivated as `DELETE` would. Must be in the future (`422 expires_at_not_in_future`); null: never.
+                         * @example 2026-06-30T17:00:00Z
+                         */
+                        expires_at?: string | null;
                     };
                 };
             };
@@ -884,8 +1006,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "status": "active",
+                     *       "expires_at": null,
                      *       "created_at": "2025-01-15T09:30:00.000Z",
-                     *       "updated_at": "2025-01-15T09:30:00.000Z"
+                     *       "updated_at": "2025-01-15T09:30:00.000Z",
+                     *       "last_active_at": null
                      *     } */
                     "application/json": components["schemas"]["User"];
                 };
@@ -955,7 +1079,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `idempotency_key_reused`. */
+            /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `expires_at_not_in_future` or `idempotency_key_reused`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1037,8 +1161,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "status": "active",
+                     *       "expires_at": null,
                      *       "created_at": "2025-01-15T09:30:00.000Z",
-                     *       "updated_at": "2025-01-15T09:30:00.000Z"
+                     *       "updated_at": "2025-01-15T09:30:00.000Z",
+                     *       "last_active_at": null
                      *     } */
                     "application/json": components["schemas"]["User"];
                 };
@@ -1308,12 +1434,23 @@ export interface operations {
                              * @example admin
                              */
                             role: string;
+                            /**
+                             * Format: date-time
+                             * @description When this grant ends (RFC 3339, in the future): it is then removed and the user stays. Omitted or null: never.
+                             */
+                            expires_at?: string | null;
                         }[];
                         /**
                          * @description `deactivated` deactivates; `active` reactivates, keeping role and apps.
                          * @enum {string}
                          */
                         status?: "active" | "deactivated";
+                        /**
+                         * Format: date-time
+                         * @description When the membership ends (RFC 3339): the user is then deactivated as `DELETE` would. Must be in the future (`422 expires_at_not_in_future`); null: never.
+                         * @example 2026-06-30T17:00:00Z
+                         */
+                        expires_at?: string | null;
                     };
                 };
             };
@@ -1340,8 +1477,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "status": "active",
+                     *       "expires_at": null,
                      *       "created_at": "2025-01-15T09:30:00.000Z",
-                     *       "updated_at": "2025-01-15T09:30:00.000Z"
+                     *       "updated_at": "2025-01-15T09:30:00.000Z",
+                     *       "last_active_at": null
                      *     } */
                     "application/json": components["schemas"]["User"];
                 };
@@ -1420,7 +1559,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `idempotency_key_reused`. */
+            /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `expires_at_not_in_future` or `idempotency_key_reused`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1535,7 +1674,9 @@ export interface operations {
                      *                 "role": "member"
                      *               }
                      *             ],
-                     *             "status": "active"
+                     *             "status": "active",
+                     *             "expires_at": null,
+                     *             "last_active_at": null
                      *           }
                      *         }
                      *       ],
@@ -1559,7 +1700,7 @@ export interface operations {
                              * @description Who made the change: `actor.type`.
                              * @enum {string}
                              */
-                            actor_type: "person" | "api_key" | "scim" | "operator" | "system";
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
                             /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
@@ -1625,6 +1766,728 @@ export interface operations {
             };
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportActivity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "activity": [
+                 *         {
+                 *           "email": "ada@example.com",
+                 *           "at": "2026-05-01T08:15:00Z"
+                 *         }
+                 *       ]
+                 *     } */
+                "application/json": {
+                    /** @description At most 1000 reports. */
+                    activity: {
+                        /** @description The user's email (any letter case). */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description When the person was active (RFC 3339).
+                         */
+                        at: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description How many users moved forward, and the unknown emails. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "updated": 1,
+                     *       "unchanged": 0,
+                     *       "unknown": []
+                     *     } */
+                    "application/json": {
+                        /** @description Users whose `last_active_at` moved forward. */
+                        updated: number;
+                        /** @description Users named whose `last_active_at` was as recent already (it never moves back). */
+                        unchanged: number;
+                        /** @description Emails no user of the workspace has, as sent. */
+                        unknown: string[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getInactivityPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "deactivate_after": "P90D",
+                     *       "applies_to": "non_owners",
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description An active user not seen for this long (no activity reported, else since its creation) is deactivated. ISO 8601, in weeks, days, hours, minutes or seconds.
+                         * @example P90D
+                         */
+                        deactivate_after: string;
+                        /**
+                         * @description Whom it deactivates: everyone but owners, or everyone (never the last active owner).
+                         * @enum {string}
+                         */
+                        applies_to: "non_owners" | "all";
+                        /**
+                         * @description When `user.access_expiring` is sent, before the deactivation (shorter than `deactivate_after`). ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before?: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putInactivityPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "deactivate_after": "P90D",
+                 *       "applies_to": "non_owners",
+                 *       "warn_before": "P7D"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description An active user not seen for this long (no activity reported, else since its creation) is deactivated. ISO 8601, in weeks, days, hours, minutes or seconds.
+                     * @example P90D
+                     */
+                    deactivate_after: string;
+                    /**
+                     * @description Whom it deactivates: everyone but owners, or everyone (never the last active owner).
+                     * @enum {string}
+                     */
+                    applies_to: "non_owners" | "all";
+                    /**
+                     * @description When `user.access_expiring` is sent, before the deactivation (shorter than `deactivate_after`). ISO 8601; null: none.
+                     * @example P7D
+                     */
+                    warn_before?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "deactivate_after": "P90D",
+                     *       "applies_to": "non_owners",
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description An active user not seen for this long (no activity reported, else since its creation) is deactivated. ISO 8601, in weeks, days, hours, minutes or seconds.
+                         * @example P90D
+                         */
+                        deactivate_after: string;
+                        /**
+                         * @description Whom it deactivates: everyone but owners, or everyone (never the last active owner).
+                         * @enum {string}
+                         */
+                        applies_to: "non_owners" | "all";
+                        /**
+                         * @description When `user.access_expiring` is sent, before the deactivation (shorter than `deactivate_after`). ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before?: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_duration`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteInactivityPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getExpiryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description When `user.access_expiring` is sent, before a user's `expires_at`. ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putExpiryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "warn_before": "P7D"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description When `user.access_expiring` is sent, before a user's `expires_at`. ISO 8601; null: none.
+                     * @example P7D
+                     */
+                    warn_before: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description When `user.access_expiring` is sent, before a user's `expires_at`. ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_duration`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1834,8 +2697,10 @@ export interface operations {
                      *                 }
                      *               ],
                      *               "status": "active",
+                     *               "expires_at": null,
                      *               "created_at": "2025-01-15T09:30:00.000Z",
-                     *               "updated_at": "2025-01-15T09:31:00.000Z"
+                     *               "updated_at": "2025-01-15T09:31:00.000Z",
+                     *               "last_active_at": null
                      *             },
                      *             "previous": {
                      *               "role": "non_owner"
@@ -2128,7 +2993,7 @@ export interface operations {
                              *       "*"
                              *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -2402,7 +3267,7 @@ export interface operations {
                              *       "*"
                              *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -2502,7 +3367,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
+                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
                     /**
                      * Format: date-time
                      * @description When the key stops working (in the future); never when omitted.
@@ -2561,7 +3426,7 @@ export interface operations {
                          *       "*"
                          *     ]
                          */
-                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "*")[];
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
                         /**
                          * Format: date-time
                          * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -2723,7 +3588,7 @@ export interface operations {
                  * @description Only events made by this kind of actor.
                  * @example api_key
                  */
-                actor_type?: "person" | "api_key" | "scim" | "operator" | "system";
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
                 /**
                  * @description Only events about this target (an email, key id, subdomain or product name).
                  * @example ada@example.com
@@ -2780,7 +3645,9 @@ export interface operations {
                      *                 "role": "member"
                      *               }
                      *             ],
-                     *             "status": "active"
+                     *             "status": "active",
+                     *             "expires_at": null,
+                     *             "last_active_at": null
                      *           }
                      *         }
                      *       ],
@@ -2804,7 +3671,7 @@ export interface operations {
                              * @description Who made the change: `actor.type`.
                              * @enum {string}
                              */
-                            actor_type: "person" | "api_key" | "scim" | "operator" | "system";
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
                             /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
@@ -2912,7 +3779,7 @@ export interface operations {
                  * @description Only events made by this kind of actor.
                  * @example api_key
                  */
-                actor_type?: "person" | "api_key" | "scim" | "operator" | "system";
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
                 /**
                  * @description Only events about this target (an email, key id, subdomain or product name).
                  * @example ada@example.com
@@ -2968,7 +3835,9 @@ export interface operations {
                      *                 "role": "member"
                      *               }
                      *             ],
-                     *             "status": "active"
+                     *             "status": "active",
+                     *             "expires_at": null,
+                     *             "last_active_at": null
                      *           }
                      *         }
                      *       ],
@@ -2992,7 +3861,7 @@ export interface operations {
                              * @description Who made the change: `actor.type`.
                              * @enum {string}
                              */
-                            actor_type: "person" | "api_key" | "scim" | "operator" | "system";
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
                             /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
                             actor_id: string | null;
                             /** @description X-Request-Id of the change. */
@@ -3951,7 +4820,7 @@ export interface operations {
                      *       "user.deactivated"
                      *     ]
                      */
-                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated")[] | null;
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
                 };
             };
         };
@@ -4272,7 +5141,7 @@ export interface operations {
                      *       "user.deactivated"
                      *     ]
                      */
-                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated")[] | null;
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
                     /** @description `false` stops deliveries; `true` resumes them (also after the service disabled it). */
                     enabled?: boolean;
                 };

@@ -4,7 +4,7 @@ import { adminClient, withJson } from './context.ts';
 import { printJson, say, table } from './output.ts';
 
 /** The scopes a key can carry (docs/security.md, "API keys and scopes"); `*` is every scope, present and future. */
-const SCOPES: readonly ApiKeyScope[] = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', '*'];
+const SCOPES: readonly ApiKeyScope[] = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', 'activity:write', 'policies:write', '*'];
 
 /** Milliseconds of each unit `--expires-in` accepts. */
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };

@@ -3,7 +3,7 @@ import type { WebhookDelivery, WebhookEndpoint, WebhookEndpointChanges, WebhookE
 import { adminClient, positiveInteger, withJson } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
 
-const EVENT_TYPES = ['user.created', 'user.updated', 'user.deactivated', 'user.reactivated'];
+const EVENT_TYPES = ['user.created', 'user.updated', 'user.deactivated', 'user.reactivated', 'user.expiry_deferred', 'user.access_expiring'];
 
 /** `--event-type`, repeatable. */
 const eventTypeOption = () =>

@@ -9,7 +9,39 @@ import { CSV_COLUMNS, parseApps, RowError, userToRecord } from '../../sdk/users-
 import { importRows, progressBar, readImportFile, summarize } from './users-import.ts';
 
 const STATUSES: StatusFilter[] = ['active', 'deactivated', 'all'];
-const SORTS = ['created_at', '-created_at', 'email', '-email'];
+const SORTS = ['created_at', '-created_at', 'email', '-email', 'expires_at', '-expires_at'];
+
+/** Units of `--expires-in`, in ms. */
+const EXPIRY_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** Parses `--expires-at` (an RFC 3339 instant) into the ISO form the API takes. */
+function expiresAt(value: string): string {
+  const at = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at.getTime())) {
+    throw new InvalidArgumentError('an RFC 3339 instant such as 2026-06-30T17:00:00Z.');
+  }
+  return at.toISOString();
+}
+
+/** Parses `--expires-in` (`90d`, `12h`, `2w`, `30m`) into the instant that far from now. */
+function expiresIn(value: string): string {
+  const match = /^(\d+)([mhdw])$/.exec(value);
+  if (!match || Number(match[1]) <= 0) throw new InvalidArgumentError('a positive number and a unit: m, h, d or w (e.g. 90d).');
+  return new Date(Date.now() + Number(match[1]) * EXPIRY_UNITS[match[2]!]!).toISOString();
+}
+
+/** The options that set when a membership ends (docs/contract.md Part B, "Access that ends on time"). */
+function withExpiry(command: Command): Command {
+  return command
+    .addOption(new Option('--expires-at <instant>', 'the membership ends then (RFC 3339), deactivating the user').argParser(expiresAt))
+    .addOption(new Option('--expires-in <duration>', 'the membership ends this long from now: 90d, 12h, 2w, 30m').argParser(expiresIn).conflicts('expiresAt'));
+}
+
+/** The `expires_at` of the expiry options, when one was given. */
+function expiryOf(options: { expiresAt?: string; expiresIn?: string }): { expires_at?: string } {
+  const at = options.expiresAt ?? options.expiresIn;
+  return at === undefined ? {} : { expires_at: at };
+}
 
 /** The filter options shared by `list` and `export` (docs/contract.md Part B, Finding users). */
 function withFilters(command: Command): Command {
@@ -48,13 +80,13 @@ export function usersCommand(): Command {
   const users = new Command('users').description("manage a workspace's users (--url, --api-key)");
 
   withJson(
-    users
+    withExpiry(users
       .command('add <email>')
       .description('add a user, or reactivate a deactivated one')
       .addOption(new Option('--role <role>', 'workspace role').choices(['owner', 'non_owner']).makeOptionMandatory())
       .option('--app <product:role>', 'a product role, e.g. crm:admin (repeat for several)', collectApp)
       .option('--first-name <name>', 'first name (default "-"; kept on reactivation when omitted)')
-      .option('--last-name <name>', 'last name (default "-"; kept on reactivation when omitted)'),
+      .option('--last-name <name>', 'last name (default "-"; kept on reactivation when omitted)')),
   ).action(async (email: string, options, command: Command) => {
     const user = await workspaceClient(command).users.add({
       email,
@@ -62,6 +94,7 @@ export function usersCommand(): Command {
       apps: options.app ?? [],
       ...(options.firstName !== undefined ? { first_name: options.firstName } : {}),
       ...(options.lastName !== undefined ? { last_name: options.lastName } : {}),
+      ...expiryOf(options),
     });
     if (options.json) return printJson(user);
     say(`${wasReactivated(user) ? 'Reactivated' : 'Added'} ${user.email}.`);
@@ -69,7 +102,7 @@ export function usersCommand(): Command {
   });
 
   withJson(
-    users
+    withExpiry(users
       .command('update <email>')
       .description('change a user in place: only the options given change (--app replaces all product roles)')
       .addOption(new Option('--role <role>', 'workspace role').choices(['owner', 'non_owner']))
@@ -79,7 +112,8 @@ export function usersCommand(): Command {
       .option('--last-name <name>', 'last name ("-" for none)')
       .option('--email <email>', 'a new email (rename)')
       .addOption(new Option('--status <status>', 'deactivate or reactivate').choices(['active', 'deactivated']))
-      .option('--if-match <etag>', 'change only if the user still has this ETag (from `users get --json`)'),
+      .option('--if-match <etag>', 'change only if the user still has this ETag (from `users get --json`)')
+      .addOption(new Option('--no-expiry', 'the membership never ends (clears expires_at)').conflicts(['expiresAt', 'expiresIn']))),
   ).action(async (email: string, options, command: Command) => {
     const changes: UserChanges = {
       ...(options.role === undefined ? {} : { role: options.role }),
@@ -89,6 +123,8 @@ export function usersCommand(): Command {
       ...(options.lastName === undefined ? {} : { last_name: options.lastName }),
       ...(options.email === undefined ? {} : { email: options.email }),
       ...(options.status === undefined ? {} : { status: options.status }),
+      ...expiryOf(options),
+      ...(options.expiry === false ? { expires_at: null } : {}),
     };
     const user = await workspaceClient(command).users.update(email, changes, options.ifMatch ? { ifMatch: options.ifMatch } : {});
     if (options.json) return printJson(user);

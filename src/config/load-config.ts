@@ -7,6 +7,8 @@ import { isLoopbackUrl } from './loopback.ts';
 import { foldEmail, isAsciiEmail } from '../core/users/email.ts';
 import { parse as parseIsoDuration } from 'tinyduration';
 import type { RetentionPeriod } from '../core/audit/audit-retention.ts';
+import { durationSeconds } from '../core/lifecycle/duration.ts';
+import type { PolicyLimits } from '../core/lifecycle/policy.ts';
 
 /**
  * The environment variables wum reads, with their defaults and bounds.
@@ -82,6 +84,8 @@ const EnvSchema = Type.Object({
   AUDIT_RETENTION: Type.String({ minLength: 1, default: 'P365D' }),
   SECRETS_KEY: Type.Optional(Type.String()),
   SECRETS_KEY_PREVIOUS: Type.Optional(Type.String()),
+  // Access that ends on time (docs/contract.md Part B): the shortest duration a policy accepts.
+  POLICY_MIN_DURATION: Type.String({ minLength: 2, default: 'P1D' }),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -313,6 +317,11 @@ export interface Config {
   readonly bounds: BoundsConfig;
   /** The key-encryption keys of secrets at rest (docs/security.md, "Secrets at rest"). */
   readonly secrets: SecretsKeyConfig;
+  /**
+   * The access policies (docs/contract.md Part B, "Access that ends on time"): `POLICY_MIN_DURATION`,
+   * the shortest `deactivate_after` or `warn_before` accepted (ISO 8601, default `P1D`; tests use seconds).
+   */
+  readonly policies: PolicyLimits;
 }
 
 /** Bounds on what anonymous clients and keys can make the server keep or show (docs/security.md, "Hardening controls"). */
@@ -591,5 +600,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     operatorSignIn: operatorSignIn(parsed),
     bounds: boundsConfig(parsed),
     secrets: secretsKeys(parsed),
+    policies: Object.freeze({ minDuration: policyMinDuration(parsed.POLICY_MIN_DURATION) }),
   });
+}
+
+/**
+ * `POLICY_MIN_DURATION` read as a duration of fixed length.
+ * @throws ConfigError when it is none (or uses years or months).
+ */
+function policyMinDuration(text: string): PolicyLimits['minDuration'] {
+  const seconds = durationSeconds(text);
+  if (seconds === undefined || seconds <= 0) {
+    throw new ConfigError(`invalid configuration: POLICY_MIN_DURATION must be a positive ISO 8601 duration in weeks, days, hours, minutes or seconds (e.g. P1D, PT1S), not "${text}"`);
+  }
+  return Object.freeze({ text, seconds });
 }

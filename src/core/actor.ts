@@ -1,5 +1,5 @@
 /** The kinds of actor the audit trail and the events feed name (docs/security.md, "Actors"). */
-export const ACTOR_TYPES = ['person', 'api_key', 'scim', 'operator', 'system'] as const;
+export const ACTOR_TYPES = ['person', 'api_key', 'scim', 'operator', 'system', 'policy'] as const;
 
 /** One of {@link ACTOR_TYPES}. */
 export type ActorType = (typeof ACTOR_TYPES)[number];

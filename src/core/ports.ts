@@ -3,9 +3,10 @@ import type { Actor, ActorJson } from './actor.ts';
 import type { StoredScope } from './api-keys/scopes.ts';
 import type { WorkspaceEvent } from './events/event.ts';
 import type { Group } from './groups/group.ts';
+import type { ExpiryPolicy, InactivityPolicy, WorkspacePolicies } from './lifecycle/policy.ts';
 import type { PageRequest } from './pagination.ts';
 import type { RowWindow, UserCondition, UserQuery } from './users/user-query.ts';
-import type { StatusFilter, StoredUser, UserChangeType, UserRef, UserWrite } from './users/user.ts';
+import type { PolicyReason, StatusFilter, StoredUser, UserChangeType, UserNoticeType, UserRef, UserWrite } from './users/user.ts';
 import type {
   NewWebhookEndpoint,
   WebhookDelivery,
@@ -104,6 +105,31 @@ export interface UserChangeRecord {
   readonly audit: AuditEntry;
   readonly eventType: UserChangeType;
   readonly previous: Readonly<Record<string, unknown>> | null;
+  /** Why a policy made the change: the event's `data.reason` (docs/contract.md Part B, "Access that ends on time"). */
+  readonly reason?: PolicyReason;
+}
+
+/**
+ * What a policy records about a user without changing it (a deferral, a warning): once per user,
+ * `mark` and due instant `dueAt`, with its audit entry and its event (`data`: the user,
+ * `reason`, `ends_at`).
+ */
+export interface UserNotice {
+  readonly type: UserNoticeType;
+  readonly mark: 'deferred_expiry' | 'deferred_inactivity' | 'warned_expiry' | 'warned_inactivity';
+  readonly reason: PolicyReason;
+  readonly dueAt: Date;
+  readonly audit: AuditEntry;
+}
+
+/** The result of recording activity reports. */
+export interface ActivityResult {
+  /** Users whose `last_active_at` moved forward. */
+  readonly updated: number;
+  /** Reports that named a user of the workspace but were not newer than what it had. */
+  readonly unchanged: number;
+  /** Emails of the reports no user of the workspace has, as sent. */
+  readonly unknown: string[];
 }
 
 /** Rows of one page plus the total over all pages. */
@@ -149,6 +175,17 @@ export interface UserRepository {
   findMatching(workspaceId: number, query: UserQuery, window: RowWindow): Promise<Slice<StoredUser>>;
   /** Locks every user matching `condition` until commit, in creation order (so that bulk changes cannot deadlock), and returns them. */
   lockMatching(workspaceId: number, condition: UserCondition): Promise<StoredUser[]>;
+  /**
+   * Records `notice` about user `userId` (its public id) unless the same mark and due instant
+   * is recorded already: the mark, the audit entry and the event in one statement.
+   * @returns whether it was recorded now.
+   */
+  recordNotice(workspaceId: number, userId: string, notice: UserNotice): Promise<boolean>;
+  /**
+   * Moves each named user's `last_active_at` forward to the instant reported (never back; the
+   * latest of several reports of one email), in one statement; neither a version nor an event.
+   */
+  recordActivity(workspaceId: number, reports: ReadonlyArray<{ readonly email: string; readonly at: Date }>): Promise<ActivityResult>;
 }
 
 /** The global product catalogue. */
@@ -383,6 +420,48 @@ export interface WebhookRepository {
   redeliver(workspaceId: number, endpointId: string, deliveryId: string): Promise<WebhookDelivery | undefined>;
 }
 
+/** Workspaces' access policies (docs/contract.md Part B, "Access that ends on time"). */
+export interface PolicyRepository {
+  /** The workspace's policies; undefined when it never set one. */
+  find(workspaceId: number): Promise<WorkspacePolicies | undefined>;
+  /** Replaces (null: removes) the inactivity policy; false when removing one that did not exist. */
+  putInactivity(workspaceId: number, policy: InactivityPolicy | null): Promise<boolean>;
+  /** Replaces the expiry policy. */
+  putExpiry(workspaceId: number, policy: ExpiryPolicy): Promise<void>;
+}
+
+/** A user a policy's change is due for, and the instant it was due. */
+export interface DueUser {
+  readonly workspaceId: number;
+  /** The user's public id. */
+  readonly userId: string;
+  readonly dueAt: Date;
+}
+
+/** A warning due: the user, when its access ends and why. */
+export interface DueWarning extends DueUser {
+  readonly reason: 'expired' | 'inactive';
+}
+
+/**
+ * What the scheduler finds due at `now` (docs/contract.md Part B, "Access that ends on time").
+ * The claims row-lock the users they return until the caller's transaction ends and skip those
+ * another transaction holds (`FOR UPDATE SKIP LOCKED`), so replicas share a sweep and never
+ * change one user twice; each returns at most `limit` users, earliest due first.
+ */
+export interface LifecycleRepository {
+  /** Active users past `expires_at`, except a deferred last owner while it is still the last one. */
+  claimExpired(now: Date, limit: number): Promise<DueUser[]>;
+  /** Active users the workspace's inactivity policy has made due, with the same exception. */
+  claimInactive(now: Date, limit: number): Promise<DueUser[]>;
+  /** Users holding a grant past its `expires_at` (`dueAt`: the earliest such). */
+  claimExpiredGrants(now: Date, limit: number): Promise<DueUser[]>;
+  /** Warnings due at `now` not yet recorded for their due instant (no lock: the mark is the guard). */
+  findWarnings(now: Date, limit: number): Promise<DueWarning[]>;
+  /** The earliest instant after `now` at which anything becomes due; undefined when nothing will. */
+  nextDue(now: Date): Promise<Date | undefined>;
+}
+
 /** Every repository, bound to one transaction (or to the pool outside one). */
 export interface Repositories {
   readonly users: UserRepository;
@@ -396,6 +475,8 @@ export interface Repositories {
   readonly audit: AuditRepository;
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;
+  readonly policies: PolicyRepository;
+  readonly lifecycle: LifecycleRepository;
 }
 
 /**

@@ -11,6 +11,7 @@ import { generateRequestId, setRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
 import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
+import { lifecycleRoutes } from './routes/external/lifecycle-routes.ts';
 import { eventsRoutes } from './routes/external/events-routes.ts';
 import { scimRoutes } from './routes/scim/scim-routes.ts';
 import { SCIM_PREFIX } from '../scim/constants.ts';
@@ -136,6 +137,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
+  await app.register(lifecycleRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, limits: config.policies });
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });

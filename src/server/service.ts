@@ -17,6 +17,7 @@ import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts'
 import { openKeyRing, type OpenedKeyRing } from './secrets-key.ts';
 import type { Store } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
+import { startLifecycleScheduler, type LifecycleScheduler } from '../lifecycle/scheduler.ts';
 
 /**
  * Encrypts in place the secrets stored in clear before encryption at rest existed, before any
@@ -42,6 +43,8 @@ export interface Service {
   readonly deliveryWorker: DeliveryWorker | undefined;
   /** The pruner of events past their retention (absent with `WEBHOOK_WORKER=false`). */
   readonly eventPruner: EventPruner | undefined;
+  /** The scheduler of expiries, inactivity and warnings (docs/contract.md Part B, "Access that ends on time"). */
+  readonly lifecycle: LifecycleScheduler;
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
@@ -83,10 +86,15 @@ export async function startService(config: Config, options: ServiceOptions = {})
   });
   // Who is told of committed deliveries: this process's worker, or (without one) the others'.
   let deliveriesDue = (): void => {};
+  // Bound below, once the scheduler runs: a user written here may be due sooner than it sleeps.
+  let userWritten = (): void => {};
   const store = createStore(database.db, {
     keyRing: keys.ring,
     cacheTtlMs: config.cacheTtlMs,
-    onDeliveriesDue: () => deliveriesDue(),
+    onDeliveriesDue: () => {
+      deliveriesDue();
+      userWritten();
+    },
     ...(options.onChange ? { onChange: options.onChange } : {}),
   });
   const registry = new Registry();
@@ -144,17 +152,21 @@ export async function startService(config: Config, options: ServiceOptions = {})
       onError: (err) => log.warn({ err }, 'could not announce webhook deliveries; a worker will find them at its next poll'),
     });
   }
+  const lifecycle = startLifecycleScheduler({ store, log: app.log.child({ component: 'access-policies' }) });
+  userWritten = () => lifecycle.wake();
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,
     store,
     database,
     maintenance,
+    lifecycle,
     listener,
     deliveryWorker: background?.deliveryWorker,
     eventPruner: background?.eventPruner,
     async close() {
       await app.close();
+      await lifecycle.stop();
       await background?.deliveryWorker.stop();
       await background?.eventPruner.stop();
       await listener?.close();

@@ -2,7 +2,6 @@ import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { WorkspaceEvent } from '../core/events/event.ts';
 import type { EventRepository } from '../core/ports.ts';
-import type { UserChangeType } from '../core/users/user.ts';
 import type { Database } from './database.ts';
 import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 import { NamedStatement, ph } from './named-statement.ts';
@@ -23,7 +22,7 @@ export function toWorkspaceEvent(row: {
 }): WorkspaceEvent {
   return {
     id: row.id,
-    type: row.type as UserChangeType,
+    type: row.type as WorkspaceEvent['type'],
     sequence: Number(row.sequence),
     createdAt: row.createdAt instanceof Date ? row.createdAt : new Date(row.createdAt),
     subdomain: row.subdomain,
@@ -96,13 +95,22 @@ export function createEventPruning(db: Database): EventPruning {
  * so that no crash can lose a delivery (docs/contract.md Part B, Events and webhooks). Three CTEs, to
  * follow others in a WITH list. `user` is the row as the API shows it (JSON), `previous` the
  * changed fields' values before (JSON or null), `type` the event type, `actor` who acted (a
- * `{type, id, label}` JSON object).
+ * `{type, id, label}` JSON object), `extra` further members of `data` (JSON object or null).
  */
 export function eventInsert(
   source: string,
-  params: { readonly workspaceId: SQL | Placeholder; readonly type: SQL | Placeholder; readonly user: SQL; readonly previous: SQL | Placeholder; readonly actor: SQL },
+  params: {
+    readonly workspaceId: SQL | Placeholder;
+    readonly type: SQL | Placeholder;
+    readonly user: SQL;
+    readonly previous: SQL | Placeholder;
+    readonly actor: SQL;
+    /** Further members of `data` (a JSON object or null), e.g. a policy's `reason`. */
+    readonly extra?: SQL | Placeholder;
+  },
 ): SQL {
   const { workspaceId, type, user, previous, actor } = params;
+  const extra = params.extra ? sql` || coalesce(${params.extra}::jsonb, '{}'::jsonb)` : sql``;
   return sql`sequenced as (
       update workspaces set event_sequence = event_sequence + 1
       where id = ${workspaceId} and exists (select 1 from ${sql.identifier(source)})
@@ -112,7 +120,7 @@ export function eventInsert(
       insert into events (workspace_id, sequence, id, type, data, actor)
       select ${workspaceId}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${type}::text,
         jsonb_build_object('user', ${user})
-          || case when ${previous}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${previous}::jsonb) end,
+          || case when ${previous}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${previous}::jsonb) end${extra},
         ${actor}
       from ${sql.identifier(source)} s, sequenced q
       returning type, sequence

@@ -238,9 +238,21 @@ export const users = pgTable(
     version: integer('version').notNull().default(1),
     createdAt: createdAt(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    /** When the membership ends (docs/contract.md Part B, "Access that ends on time"); null: never. */
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }),
+    /** The latest activity a product reported (`POST /users/activity`); only moves forward. */
+    lastActiveAt: timestamp('last_active_at', { withTimezone: true, precision: 6 }),
   },
   (t) => [
     primaryKey({ name: 'users__pk', columns: [t.workspaceId, t.id] }),
+    // What is due: the scheduler reads active users by expiry as one range of this small index.
+    index('users__due_expiry').on(t.expiresAt).where(sql`${t.status} = 'active' and ${t.expiresAt} is not null`),
+    // The `expires_before` filter and `sort=expires_at` within a workspace.
+    index('users__workspace_expires_at').on(t.workspaceId, t.expiresAt).where(sql`${t.expiresAt} is not null`),
+    // Inactivity: active users by the instant they were last seen (reported, else created).
+    index('users__workspace_last_seen')
+      .on(t.workspaceId, sql`coalesce(${t.lastActiveAt}, ${t.createdAt})`)
+      .where(sql`${t.status} = 'active'`),
     uniqueIndex('users__workspace_public_id').on(t.workspaceId, t.publicId),
     uniqueIndex('users__workspace_email').on(t.workspaceId, sql`lower(${t.email})`),
     index('users__workspace_status_id').on(t.workspaceId, t.status, t.id),
@@ -306,9 +318,13 @@ export const userApps = pgTable(
     product: text('product').notNull(),
     role: text('role').notNull(),
     position: integer('position').notNull(),
+    /** When this grant ends (it is then removed); null: never. */
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 6 }),
   },
   (t) => [
     primaryKey({ name: 'user_apps__pk', columns: [t.workspaceId, t.userId, t.product, t.role] }),
+    // Grants due: one range of this small index.
+    index('user_apps__due_expiry').on(t.expiresAt).where(sql`${t.expiresAt} is not null`),
     foreignKey({
       name: 'user_apps__user',
       columns: [t.workspaceId, t.userId],
@@ -498,5 +514,45 @@ export const idempotencyKeys = pgTable(
   (t) => [
     primaryKey({ name: 'idempotency_keys__pk', columns: [t.workspaceId, t.key] }),
     index('idempotency_keys__created_at').on(t.createdAt),
+  ],
+);
+
+/**
+ * A workspace's access policies (docs/contract.md Part B, "Access that ends on time"): the
+ * inactivity policy (`inactivity_after` null: none) and the warning before an expiry. Durations
+ * are ISO 8601 as the client wrote them, so `GET` answers them as `PUT` took them.
+ */
+export const workspacePolicies = pgTable('workspace_policies', {
+  workspaceId: bigint('workspace_id', { mode: 'number' })
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: 'cascade' }),
+  inactivityAfter: text('inactivity_after'),
+  /** The same duration in seconds, which the scheduler's SQL compares with. */
+  inactivityAfterSeconds: bigint('inactivity_after_seconds', { mode: 'number' }),
+  inactivityAppliesTo: text('inactivity_applies_to'),
+  inactivityWarnBefore: text('inactivity_warn_before'),
+  inactivityWarnBeforeSeconds: bigint('inactivity_warn_before_seconds', { mode: 'number' }),
+  expiryWarnBefore: text('expiry_warn_before'),
+  expiryWarnBeforeSeconds: bigint('expiry_warn_before_seconds', { mode: 'number' }),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+});
+
+/**
+ * What the scheduler has recorded once per user and due instant: a warning sent
+ * (`warned_expiry`, `warned_inactivity`) or a last owner's end deferred (`deferred`). A new due
+ * instant is another key, so changing the date re-arms it.
+ */
+export const lifecycleMarks = pgTable(
+  'lifecycle_marks',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' }).notNull(),
+    userId: bigint('user_id', { mode: 'number' }).notNull(),
+    kind: text('kind').notNull(),
+    dueAt: timestamp('due_at', { withTimezone: true, precision: 6 }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ name: 'lifecycle_marks__pk', columns: [t.workspaceId, t.userId, t.kind, t.dueAt] }),
+    foreignKey({ name: 'lifecycle_marks__user', columns: [t.workspaceId, t.userId], foreignColumns: [users.workspaceId, users.id] }).onDelete('cascade'),
   ],
 );

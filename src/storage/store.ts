@@ -10,6 +10,8 @@ import { announceCacheChange } from './notify.ts';
 import { mapDatabaseError } from './pg-errors.ts';
 import { afterCommit } from './request-transaction.ts';
 import { createIdentityProviderRepository } from './identity-providers.queries.ts';
+import { createLifecycleRepository } from './lifecycle.queries.ts';
+import { createPolicyRepository } from './policies.queries.ts';
 import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createSessionRepository } from './sessions.queries.ts';
@@ -32,6 +34,8 @@ function repositories(db: Database, keyRing: KeyRing): Repositories {
     audit: createAuditRepository(db),
     events: createEventRepository(db),
     webhooks: createWebhookRepository(db, keyRing),
+    policies: createPolicyRepository(db),
+    lifecycle: createLifecycleRepository(db),
   };
 }
 
@@ -92,6 +96,7 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
       insertIfAbsent: then(repos.users.insertIfAbsent),
       write: then(repos.users.write),
       writeIfUnchanged: then(repos.users.writeIfUnchanged),
+      recordNotice: then(repos.users.recordNotice),
     },
     webhooks: { ...repos.webhooks, redeliver: then(repos.webhooks.redeliver) },
   };

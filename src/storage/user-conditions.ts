@@ -201,6 +201,11 @@ function comparison(
       return compareInstant(sql`u.created_at`, op, value);
     case 'updatedAt':
       return compareInstant(sql`u.updated_at`, op, value);
+    case 'expiresAt':
+      return compareInstant(sql`u.expires_at`, op, value);
+    case 'lastSeenAt':
+      // The expression of the index users__workspace_last_seen.
+      return compareInstant(sql`coalesce(u.last_active_at, u.created_at)`, op, value);
     case 'app':
       return compareApp(op, value, caseExact ?? false);
     case 'product':
@@ -296,5 +301,10 @@ export function orderSql(sort: UserSort, alias: string): SQL {
       return sql`(lower(${row}.email) collate "C") asc`;
     case '-email':
       return sql`(lower(${row}.email) collate "C") desc`;
+    // Users that never expire come last either way; creation order breaks ties.
+    case 'expires_at':
+      return sql`${row}.expires_at asc nulls last, ${row}.id asc`;
+    case '-expires_at':
+      return sql`${row}.expires_at desc nulls last, ${row}.id asc`;
   }
 }

@@ -36,10 +36,16 @@ const COUNT_SLOTS = 4;
 /** The workspace every statement is confined to. */
 const workspaceParam = ph('workspaceId');
 
+/** One app as the API shows it: `{name, role}`, and `expires_at` (RFC 3339) only on a grant that ends. */
+function appJson(product: SQL, role: SQL, expiresAt: SQL): SQL {
+  return sql`(jsonb_build_object('name', ${product}, 'role', ${role})
+    || case when ${expiresAt} is null then '{}'::jsonb else jsonb_build_object('expires_at', ${isoTimestamp(expiresAt)}) end)`;
+}
+
 /** The apps of the user row of `table` as a JSON array, in the order they were given. */
 function appsOf(table: string, workspace: SQL = sql`${workspaceParam}`): SQL {
   return sql`coalesce((
-    select json_agg(json_build_object('name', ua.product, 'role', ua.role) order by ua.position)
+    select json_agg(${appJson(sql`ua.product`, sql`ua.role`, sql`ua.expires_at`)} order by ua.position)
     from user_apps ua
     where ua.workspace_id = ${workspace} and ua.user_id = ${sql.identifier(table)}.id
   ), '[]'::json)`;
@@ -49,7 +55,8 @@ function appsOf(table: string, workspace: SQL = sql`${workspaceParam}`): SQL {
 function userColumnsOf(table: string): SQL {
   const row = sql.identifier(table);
   return sql`${row}.id, ${row}.public_id, ${row}.email, ${row}.role, ${row}.first_name, ${row}.last_name, ${row}.status,
-    ${row}.external_id, ${row}.scim_attributes, ${row}.scim_deleted, ${row}.version, ${row}.created_at, ${row}.updated_at`;
+    ${row}.external_id, ${row}.scim_attributes, ${row}.scim_deleted, ${row}.version, ${row}.created_at, ${row}.updated_at,
+    ${row}.expires_at, ${row}.last_active_at`;
 }
 
 /** A user row as either driver returns it: int8 as number or string, timestamps as text. */
@@ -67,14 +74,28 @@ interface UserRow {
   version: number | string;
   created_at: string | Date;
   updated_at: string | Date;
-  apps?: AppRole[];
+  expires_at: string | Date | null;
+  last_active_at: string | Date | null;
+  apps?: WireAppRow[];
+}
+
+/** An app as {@link appJson} writes it. */
+interface WireAppRow {
+  name: string;
+  role: string;
+  expires_at?: string;
+}
+
+/** Apps read back from JSON → domain apps. */
+function toApps(apps: readonly WireAppRow[]): AppRole[] {
+  return apps.map((a) => (a.expires_at ? { name: a.name, role: a.role, expiresAt: new Date(a.expires_at) } : { name: a.name, role: a.role }));
 }
 
 function toDate(value: string | Date): Date {
   return value instanceof Date ? value : new Date(value);
 }
 
-function toUser(row: UserRow, apps: readonly AppRole[] = row.apps ?? []): StoredUser {
+function toUser(row: UserRow, apps: readonly AppRole[] = toApps(row.apps ?? [])): StoredUser {
   return {
     rowId: Number(row.id),
     id: row.public_id,
@@ -90,6 +111,8 @@ function toUser(row: UserRow, apps: readonly AppRole[] = row.apps ?? []): Stored
     version: Number(row.version),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
+    expiresAt: row.expires_at === null ? null : toDate(row.expires_at),
+    lastActiveAt: row.last_active_at === null ? null : toDate(row.last_active_at),
   };
 }
 
@@ -98,9 +121,13 @@ function isoTimestamp(column: SQL): SQL {
   return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
 
-/** The apps bound as `products[]`/`roles[]`, as the JSON array `[{name, role}]`, in order. */
-const appsParamJson = sql`(select coalesce(jsonb_agg(jsonb_build_object('name', a.product, 'role', a.role) order by a.position), '[]'::jsonb)
-  from unnest(${ph('products')}::text[], ${ph('roles')}::text[]) with ordinality as a(product, role, position))`;
+/** The apps bound as `products[]`/`roles[]`/`appExpiries[]`, in order, as the API shows them. */
+const appsParam = sql`unnest(${ph('products')}::text[], ${ph('roles')}::text[], ${ph('appExpiries')}::timestamptz[])
+  with ordinality as a(product, role, expires_at, position)`;
+
+/** The apps bound as {@link appsParam}, as the JSON array `[{name, role, expires_at?}]`. */
+const appsParamJson = sql`(select coalesce(jsonb_agg(${appJson(sql`a.product`, sql`a.role`, sql`a.expires_at`)} order by a.position), '[]'::jsonb)
+  from ${appsParam})`;
 
 /** The column of the user row `s` behind each field of the wire user (`apps` comes apart). */
 const WIRE_COLUMNS: Record<Exclude<WireUserSource, 'apps'>, SQL> = {
@@ -112,6 +139,8 @@ const WIRE_COLUMNS: Record<Exclude<WireUserSource, 'apps'>, SQL> = {
   status: sql`s.status`,
   createdAt: isoTimestamp(sql`s.created_at`),
   updatedAt: isoTimestamp(sql`s.updated_at`),
+  expiresAt: isoTimestamp(sql`s.expires_at`),
+  lastActiveAt: isoTimestamp(sql`s.last_active_at`),
 };
 
 /** The user row `s` as the API shows it (the wire user of core/users/wire-user.ts), with `apps` given. */
@@ -120,11 +149,12 @@ function wireUserJson(apps: SQL): SQL {
   return sql`jsonb_build_object(${sql.join(pairs, sql`, `)})`;
 }
 
+/** The actor bound by {@link auditEventParams}, as the event shows it. */
+const actorJson = sql`jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)`;
+
 /** The outbox event (and its deliveries) of the change of the user row `s` of CTE `source`. */
-function userEventInsert(source: string): SQL {
-  return eventInsert(source, { workspaceId: workspaceParam, type: ph('eventType'), user: wireUserJson(appsParamJson), previous: ph('previous'),
-    actor: sql`jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)`,
-  });
+function userEventInsert(source: string, user: SQL = wireUserJson(appsParamJson)): SQL {
+  return eventInsert(source, { workspaceId: workspaceParam, type: ph('eventType'), user, previous: ph('previous'), actor: actorJson, extra: ph('extra') });
 }
 
 /** The values of every statement that writes `user` with its change record. */
@@ -142,8 +172,11 @@ function writeParams(workspaceId: number, user: UserWrite, record: UserChangeRec
     scimDeleted: user.scimDeleted,
     products: user.apps.map((a) => a.name),
     roles: user.apps.map((a) => a.role),
+    appExpiries: user.apps.map((a) => a.expiresAt?.toISOString() ?? null),
+    expiresAt: user.expiresAt?.toISOString() ?? null,
     eventType: record.eventType,
     previous: record.previous === null ? null : JSON.stringify(record.previous),
+    extra: record.reason ? JSON.stringify({ reason: record.reason }) : null,
   };
 }
 
@@ -217,17 +250,17 @@ function insertStatement(name: string, withApps: boolean): NamedStatement {
         from ${requested} as a(product, role) join locked l on l.name = a.product and a.role = any(l.roles)
       ),`;
     const apps = sql`apps as (
-      insert into user_apps (workspace_id, user_id, product, role, position)
-      select ${workspaceParam}, s.id, a.product, a.role, a.position - 1
-      from inserted s, ${requested} with ordinality as a(product, role, position)
+      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
+      select ${workspaceParam}, s.id, a.product, a.role, a.position - 1, a.expires_at
+      from inserted s, ${appsParam}
     ),`;
     return sql`with ${withApps ? guard : sql``}
       inserted as (
         insert into users (workspace_id, public_id, email, role, first_name, last_name, status, external_id,
-          scim_attributes, scim_deleted)
+          scim_attributes, scim_deleted, expires_at)
         select ${workspaceParam}::int8, ${ph('publicId')}::uuid, ${ph('email')}::text, ${ph('role')}::text,
           ${ph('firstName')}::text, ${ph('lastName')}::text, ${ph('status')}::text, ${ph('externalId')}::text,
-          ${ph('scimAttributes')}::jsonb, ${ph('scimDeleted')}::boolean
+          ${ph('scimAttributes')}::jsonb, ${ph('scimDeleted')}::boolean, ${ph('expiresAt')}::timestamptz
         where ${withApps ? sql`(select ok from known)` : sql`true`}
         on conflict (workspace_id, lower(email)) do nothing
         returning ${userColumnsOf('users')}
@@ -278,7 +311,7 @@ const writeUser = new NamedStatement(
       update users set email = ${ph('email')}, role = ${ph('role')}, first_name = ${ph('firstName')},
         last_name = ${ph('lastName')}, status = ${ph('status')}, external_id = ${ph('externalId')},
         scim_attributes = ${ph('scimAttributes')}::jsonb, scim_deleted = ${ph('scimDeleted')},
-        version = users.version + 1, updated_at = now()
+        expires_at = ${ph('expiresAt')}::timestamptz, version = users.version + 1, updated_at = now()
       from old where users.workspace_id = ${workspaceParam} and users.id = ${ph('rowId')}
         and (${ph('expectedVersion')}::int4 is null or users.version = ${ph('expectedVersion')}::int4)
       returning ${userColumnsOf('users')}, old.status as old_status, old.email as old_email
@@ -291,11 +324,11 @@ const writeUser = new NamedStatement(
         and (ua.product, ua.role) not in (select * from unnest(${ph('products')}::text[], ${ph('roles')}::text[]))
     ),
     placed as (
-      insert into user_apps (workspace_id, user_id, product, role, position)
-      select ${workspaceParam}, ${ph('rowId')}, a.product, a.role, a.position - 1
-      from unnest(${ph('products')}::text[], ${ph('roles')}::text[]) with ordinality as a(product, role, position)
+      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
+      select ${workspaceParam}, ${ph('rowId')}, a.product, a.role, a.position - 1, a.expires_at
+      from ${appsParam}
       where ${ph('replaceApps')}::boolean
-      on conflict (workspace_id, user_id, product, role) do update set position = excluded.position
+      on conflict (workspace_id, user_id, product, role) do update set position = excluded.position, expires_at = excluded.expires_at
     ),
     audited as (${auditInsert('updated')}),
     ${userEventInsert('updated')}
@@ -349,9 +382,10 @@ const pageStatement = new NamedStatement(
     order by p.id`,
 );
 
-/** Same apps in the same order. */
+/** Same apps, with the same expiries, in the same order. */
 function sameApps(a: readonly AppRole[], b: readonly AppRole[]): boolean {
-  return a.length === b.length && a.every((app, i) => app.name === b[i]!.name && app.role === b[i]!.role);
+  const expiry = (app: AppRole) => app.expiresAt?.getTime() ?? null;
+  return a.length === b.length && a.every((app, i) => app.name === b[i]!.name && app.role === b[i]!.role && expiry(app) === expiry(b[i]!));
 }
 
 /** The filtered listing: exact total and one window of rows in one statement (one snapshot). */
@@ -393,6 +427,27 @@ function searchSql(workspaceId: number, ranges: readonly UserCondition[], where:
     ) p on true
     order by ${orderSql(sort, 'p')}`;
 }
+
+/**
+ * Records a notice about one user (users.queries: see {@link UserRepository.recordNotice}): the
+ * mark, unless that user has it for that due instant already (its key), and only then the
+ * audit entry and the event, whose `data` is the user as the API shows it with `reason` and
+ * `ends_at`.
+ */
+const recordNotice = new NamedStatement(
+  'wum_user_notice',
+  () => sql`with marked as (
+      insert into lifecycle_marks (workspace_id, user_id, kind, due_at)
+      select u.workspace_id, u.id, ${ph('mark')}::text, ${ph('dueAt')}::timestamptz from users u
+      where u.workspace_id = ${workspaceParam} and u.public_id = ${ph('userPublicId')}::uuid
+      on conflict do nothing
+      returning user_id
+    ),
+    noticed as (select u.* from users u join marked m on m.user_id = u.id where u.workspace_id = ${workspaceParam}),
+    audited as (${auditInsert('noticed')}),
+    ${userEventInsert('noticed', wireUserJson(appsOf('s')))}
+    select count(*) as n from noticed`,
+);
 
 /**
  * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
@@ -494,6 +549,46 @@ export function createUserRepository(db: Database): UserRepository {
         where u.workspace_id = ${workspaceId} and u.id = any(${sql.param(locked.map((r) => Number(r.id)))}::int8[])
         order by u.id`);
       return rows.map((row) => toUser(row));
+    },
+
+    async recordNotice(workspaceId, userId, notice) {
+      if (!isUuid(userId)) return false;
+      const [row] = await recordNotice.run<{ n: number | string }>(db, {
+        ...auditEventParams({ ...notice.audit, workspaceId }),
+        workspaceId,
+        userPublicId: userId,
+        mark: notice.mark,
+        dueAt: notice.dueAt.toISOString(),
+        eventType: notice.type,
+        previous: null,
+        extra: JSON.stringify({ reason: notice.reason, ends_at: notice.dueAt.toISOString() }),
+      });
+      return Number(row?.n ?? 0) > 0;
+    },
+
+    async recordActivity(workspaceId, reports) {
+      if (reports.length === 0) return { updated: 0, unchanged: 0, unknown: [] };
+      // The latest report of each email (any letter case), then one update of the rows it moves forward.
+      const rows = await list(sql`with reports as (
+          select lower(r.email) as key, max(r.at) as at
+          from unnest(${sql.param(reports.map((r) => r.email))}::text[], ${sql.param(reports.map((r) => r.at.toISOString()))}::timestamptz[]) as r(email, at)
+          group by lower(r.email)
+        ),
+        moved as (
+          update users u set last_active_at = r.at from reports r
+          where u.workspace_id = ${workspaceId} and lower(u.email) = r.key and (u.last_active_at is null or u.last_active_at < r.at)
+          returning lower(u.email) as key
+        )
+        select r.key, exists (select 1 from users u where u.workspace_id = ${workspaceId} and lower(u.email) = r.key) as known,
+          r.key in (select key from moved) as moved
+        from reports r`) as unknown as Array<{ key: string; known: boolean; moved: boolean }>;
+      const known = new Set(rows.filter((r) => r.known).map((r) => r.key));
+      const updated = rows.filter((r) => r.moved).length;
+      return {
+        updated,
+        unchanged: known.size - updated,
+        unknown: [...new Set(reports.map((r) => r.email).filter((email) => !known.has(email.toLowerCase())))],
+      };
     },
   };
 }

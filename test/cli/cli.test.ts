@@ -314,6 +314,24 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(table.stdout, /user\.updated .*│ email, apps /);
   });
 
+  test('users add/update --expires-in, --expires-at, --no-expiry; a past date is the API\'s 422 (exit 1)', TIMEOUT, async () => {
+    const created = await runWum(['admin', 'workspaces', 'create', 'expiring', '--json'], adminEnv);
+    assert.equal(created.code, 0, created.stderr);
+    keys.expiring = created.json().api_key.key;
+    const added = await runWum(['users', 'add', 'temp@example.com', '--role', 'non_owner', '--expires-in', '90d', '--json'], env('expiring'));
+    assert.equal(added.code, 0, added.stderr);
+    const ends = Date.parse(added.json().expires_at);
+    assert.ok(Math.abs(ends - (Date.now() + 90 * 86_400_000)) < 600_000, 'about 90 days from now');
+    const moved = await runWum(['users', 'update', 'temp@example.com', '--expires-at', '2031-01-02T03:04:05Z', '--json'], env('expiring'));
+    assert.equal(moved.json().expires_at, '2031-01-02T03:04:05.000Z');
+    const cleared = await runWum(['users', 'update', 'temp@example.com', '--no-expiry', '--json'], env('expiring'));
+    assert.equal(cleared.json().expires_at, null);
+    const past = await runWum(['users', 'update', 'temp@example.com', '--expires-at', '2001-01-01T00:00:00Z'], env('expiring'));
+    assert.equal(past.code, 1);
+    assert.match(past.stderr, /^error: expires_at_not_in_future: /m);
+    assert.equal((await runWum(['users', 'add', 'x@example.com', '--role', 'non_owner', '--expires-in', '90 days'], env('expiring'))).code, 2);
+  });
+
   test('users list --all and export walk every page', TIMEOUT, async () => {
     const wum = createClient({ baseUrl: server.workspaceUrl('source'), apiKey: keys.source! });
     const awkward = [

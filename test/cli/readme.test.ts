@@ -131,6 +131,7 @@ if (BACKEND === 'pglite') {
       assert.equal(ada.first_name, 'Augusta Ada', 'the If-Match PATCH applied');
       assert.equal(ada.last_name, 'King');
       assert.equal(ada.status, 'active', 'reactivated at the end');
+      assert.match(result.stdout, /"email":"contractor@example\.com"[^}]*"expires_at":"2030-06-30T17:00:00\.000Z"/, 'the expiring user was added and found');
       assert.match(result.stdout, /"users":\[\{"id":"[^"]+","email":"ada@example\.com"/, 'the search found Ada');
       assert.match(result.stdout, /"audit_events":\[\{/, 'the history was listed');
       assert.doesNotMatch(result.stdout, /precondition_failed/);

@@ -25,10 +25,12 @@ function user(add: NewUser, reactivated = false): User {
     role: add.role,
     first_name: add.first_name ?? '-',
     last_name: add.last_name ?? '-',
-    apps: add.apps,
+    apps: add.apps.map((app) => ({ name: app.name, role: app.role })),
     status: 'active',
+    expires_at: null,
     created_at: '2025-01-15T09:30:00.000Z',
     updated_at: reactivated ? '2025-02-01T10:00:00.000Z' : '2025-01-15T09:30:00.000Z',
+    last_active_at: null,
   };
 }
 

@@ -306,6 +306,14 @@ describe(`loadConfig [${BACKEND}]`, () => {
     ]);
   });
 
+  test('POLICY_MIN_DURATION: P1D by default; seconds accepted; no duration, a zero or a month refused', () => {
+    assert.deepEqual(loadConfig({}).policies, { minDuration: { text: 'P1D', seconds: 86_400 } });
+    assert.deepEqual(loadConfig({ POLICY_MIN_DURATION: 'PT2S' }).policies, { minDuration: { text: 'PT2S', seconds: 2 } });
+    for (const bad of ['90 days', 'PT0S', 'P1M']) {
+      assert.throws(() => loadConfig({ POLICY_MIN_DURATION: bad }), /POLICY_MIN_DURATION/);
+    }
+  });
+
   test('operator sign-in: off by default; all three OIDC settings with OPERATOR_EMAILS (trimmed, lower-cased); a partial set is refused naming what is missing', () => {
     assert.equal(loadConfig({}).operatorSignIn, undefined);
     const full = {

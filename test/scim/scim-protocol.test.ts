@@ -34,9 +34,11 @@ const USER: User = {
   externalId: 'ext-1',
   scimAttributes: { displayName: 'Ada', emails: [{ value: 'ada@home.example', type: 'home', primary: false }] },
   scimDeleted: false,
+  expiresAt: null,
   createdAt: new Date('2025-01-01T00:00:00Z'),
   updatedAt: new Date('2025-01-02T00:00:00Z'),
   version: 3,
+  lastActiveAt: null,
 };
 
 describe('filters', () => {

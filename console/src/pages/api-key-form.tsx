@@ -15,6 +15,8 @@ const SCOPE_HINTS: Record<NamedApiKeyScope, string> = {
   'events:read': 'read the events feed',
   scim: 'provision through SCIM (an identity provider)',
   'owners:write': 'make owners: add, promote, reactivate or rename one (with users:write or scim)',
+  'activity:write': 'report when people were last active (nothing else)',
+  'policies:write': 'change the inactivity and expiry policies',
 };
 
 /** Expiry choices, in days; 0 is never. */

@@ -5,9 +5,11 @@ import { AppError } from '../errors.ts';
  * (docs/security.md, "API keys and scopes"). A request outside its key's scopes is refused
  * with `403 insufficient_scope` naming the scope it lacks. `owners:write` is asked for by no
  * route of its own: the user change that creates, promotes, reactivates or renames an owner
- * needs it beside the route's scope.
+ * needs it beside the route's scope. `activity:write` only reports when people were last
+ * active, and `policies:write` changes a workspace's access policies (which can deactivate many
+ * people at once): each apart, so a product reporting sign-ins cannot add users.
  */
-export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write'] as const;
+export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', 'activity:write', 'policies:write'] as const;
 
 /** One of {@link API_KEY_SCOPES}. */
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];

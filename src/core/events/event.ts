@@ -1,5 +1,5 @@
 import type { ActorJson } from '../actor.ts';
-import type { UserChangeType } from '../users/user.ts';
+import type { UserChangeType, UserNoticeType } from '../users/user.ts';
 
 /**
  * One event of a workspace's feed, as stored in the outbox (docs/contract.md Part B, Events and
@@ -9,7 +9,7 @@ import type { UserChangeType } from '../users/user.ts';
 export interface WorkspaceEvent {
   /** `evt_` and 32 hex digits; the `webhook-id` of every delivery of it. */
   readonly id: string;
-  readonly type: UserChangeType;
+  readonly type: UserChangeType | UserNoticeType;
   /** Increases strictly within the workspace, in commit order. */
   readonly sequence: number;
   readonly createdAt: Date;
@@ -20,7 +20,14 @@ export interface WorkspaceEvent {
 }
 
 /** The event types a webhook endpoint can subscribe to. */
-export const EVENT_TYPES = ['user.created', 'user.updated', 'user.deactivated', 'user.reactivated'] as const satisfies readonly UserChangeType[];
+export const EVENT_TYPES = [
+  'user.created',
+  'user.updated',
+  'user.deactivated',
+  'user.reactivated',
+  'user.expiry_deferred',
+  'user.access_expiring',
+] as const satisfies ReadonlyArray<UserChangeType | UserNoticeType>;
 
 /** How long events are kept for the feed, in days (docs/contract.md Part B: "kept 30 days"). */
 export const EVENT_RETENTION_DAYS = 30;

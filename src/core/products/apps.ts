@@ -3,7 +3,8 @@ import type { ProductRepository } from '../ports.ts';
 import type { AppRole } from '../users/user.ts';
 
 /**
- * Collapses exact duplicate `{name, role}` pairs, keeping the first occurrence's order.
+ * Collapses exact duplicate `{name, role}` pairs, keeping the first occurrence's order (and its
+ * `expiresAt`), each in one shape: `expiresAt` only on a grant that ends.
  * Source: docs/contract.md Part B, Users ("Exact duplicate pairs collapse into one").
  */
 export function dedupeApps(apps: readonly AppRole[]): AppRole[] {
@@ -13,7 +14,7 @@ export function dedupeApps(apps: readonly AppRole[]): AppRole[] {
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
-  });
+  }).map((app) => (app.expiresAt ? { name: app.name, role: app.role, expiresAt: app.expiresAt } : { name: app.name, role: app.role }));
 }
 
 /**

@@ -17,6 +17,10 @@ export type UserField =
   | 'externalId'
   | 'createdAt'
   | 'updatedAt'
+  /** When the membership ends (null: never). */
+  | 'expiresAt'
+  /** When the user was last seen: its reported activity, else its creation. */
+  | 'lastSeenAt'
   /** The user's product roles, each as the text `"product:role"`: true when any one matches. */
   | 'app'
   /** The product names of the user's apps: true when any one matches. */
@@ -62,7 +66,7 @@ export type UserCondition =
     };
 
 /** Orders of a listing (docs/contract.md Part B, Finding users); `-` means descending. */
-export const USER_SORTS = ['created_at', '-created_at', 'email', '-email'] as const;
+export const USER_SORTS = ['created_at', '-created_at', 'email', '-email', 'expires_at', '-expires_at'] as const;
 /** One of {@link USER_SORTS}. */
 export type UserSort = (typeof USER_SORTS)[number];
 
@@ -90,6 +94,10 @@ export interface UserSearch {
   readonly role?: WorkspaceRole;
   /** A product (`crm`) or one role of it (`crm:admin`). */
   readonly app?: string;
+  /** Only users whose membership ends before this instant. */
+  readonly expiresBefore?: Date;
+  /** Only users not seen since this instant (no activity reported after it, nor created after it). */
+  readonly inactiveSince?: Date;
 }
 
 /**
@@ -115,6 +123,8 @@ export function searchCondition(search: UserSearch): UserCondition | undefined {
         : { op: 'eq', field: 'app', value: search.app, caseExact: true },
     );
   }
+  if (search.expiresBefore) conditions.push({ op: 'lt', field: 'expiresAt', value: search.expiresBefore });
+  if (search.inactiveSince) conditions.push({ op: 'lt', field: 'lastSeenAt', value: search.inactiveSince });
   if (conditions.length === 0) return undefined;
   return conditions.length === 1 ? conditions[0] : { op: 'and', conditions };
 }

@@ -8,6 +8,8 @@ export type UserStatus = 'active' | 'deactivated';
 export interface AppRole {
   readonly name: string;
   readonly role: string;
+  /** When this grant ends; absent or null: never (docs/contract.md Part B, "Access that ends on time"). */
+  readonly expiresAt?: Date | null;
 }
 
 /**
@@ -35,6 +37,8 @@ export interface UserWrite {
    * reactivated (docs/contract.md Part B, SCIM 2.0 provisioning). False again on any reactivation.
    */
   readonly scimDeleted: boolean;
+  /** When the membership ends (the user is then deactivated); null: never. */
+  readonly expiresAt: Date | null;
 }
 
 /**
@@ -48,6 +52,8 @@ export interface User extends UserWrite {
   readonly updatedAt: Date;
   /** 1 at creation, one more on every change: the user's strong ETag (RFC 9110 §8.8.3). */
   readonly version: number;
+  /** The latest activity reported for the user (`POST /users/activity`); null until one is. */
+  readonly lastActiveAt: Date | null;
 }
 
 /** A stored user with its row id: a per-table sequence that orders users by creation. */
@@ -63,3 +69,12 @@ export type UserRef = { readonly email: string } | { readonly id: string };
 
 /** The kinds of user change, as audit actions and event types (docs/contract.md Part B, Events and webhooks). */
 export type UserChangeType = 'user.created' | 'user.updated' | 'user.deactivated' | 'user.reactivated';
+
+/**
+ * Events a policy records about a user without changing it: a last owner's end deferred, an end
+ * coming (docs/contract.md Part B, "Access that ends on time").
+ */
+export type UserNoticeType = 'user.expiry_deferred' | 'user.access_expiring';
+
+/** Why a policy changed a user or records a notice: the event's `data.reason`. */
+export type PolicyReason = 'expired' | 'inactive' | 'grant_expired';

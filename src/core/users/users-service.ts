@@ -9,6 +9,7 @@ import { auditSnapshot, previousWireFields } from './wire-user.ts';
 import { foldEmail } from './email.ts';
 import type {
   AppRole,
+  PolicyReason,
   ScimAttributes,
   StoredUser,
   User,
@@ -33,6 +34,8 @@ export interface AddUserInput {
   readonly status?: UserStatus | undefined;
   readonly externalId?: string | null | undefined;
   readonly scimAttributes?: ScimAttributes | null | undefined;
+  /** When the membership ends; must be in the future. Omitted: never (a reactivation clears a past one). */
+  readonly expiresAt?: Date | null | undefined;
 }
 
 /** Result of {@link addUser}: the user, and whether an existing deactivated user was reactivated. */
@@ -57,6 +60,8 @@ export interface UserChanges {
   readonly scimAttributes?: ScimAttributes | null;
   /** Set by a SCIM DELETE; any reactivation clears it. */
   readonly scimDeleted?: boolean;
+  /** When the membership ends (in the future); null: never. */
+  readonly expiresAt?: Date | null;
 }
 
 /**
@@ -71,6 +76,8 @@ export interface ChangeOptions {
   readonly ifMatch?: Precondition;
   /** The audit action to record (default `user.updated`); the event type follows the status. */
   readonly action?: UserChangeType;
+  /** Why a policy made the change: the event's `data.reason` (docs/contract.md Part B, "Access that ends on time"). */
+  readonly reason?: PolicyReason;
 }
 
 /** The result of a change: the user as it is now, and whether anything changed. */
@@ -97,7 +104,24 @@ function writeOf(user: User): UserWrite {
     externalId: user.externalId,
     scimAttributes: user.scimAttributes,
     scimDeleted: user.scimDeleted,
+    expiresAt: user.expiresAt,
   };
+}
+
+/**
+ * Refuses an expiry (of the membership or of a grant) that is not in the future: a write that
+ * would end access at once is a mistake, not an intent (docs/contract.md Part B, "Access that
+ * ends on time").
+ * @throws AppError `expires_at_not_in_future` (422), naming each field.
+ */
+export function assertExpiriesInFuture(expiresAt: Date | null | undefined, apps: readonly AppRole[] | undefined, now: Date = new Date()): void {
+  const errors = [
+    ...(expiresAt && expiresAt <= now ? [{ field: 'user.expires_at', message: 'must be later than now' }] : []),
+    ...(apps ?? []).flatMap((app, i) =>
+      app.expiresAt && app.expiresAt <= now ? [{ field: `user.apps[${i}].expires_at`, message: 'must be later than now' }] : [],
+    ),
+  ];
+  if (errors.length > 0) throw new AppError('expires_at_not_in_future', 'An expiry must be in the future.', errors);
 }
 
 /** What the change of user `id` from `before` (undefined: created) to `after` records. */
@@ -108,6 +132,7 @@ function changeRecord(
   id: string,
   before: UserWrite | undefined,
   after: UserWrite,
+  reason?: PolicyReason,
 ): UserChangeRecord {
   const audit: AuditEntry = {
     workspaceId,
@@ -126,7 +151,7 @@ function changeRecord(
       : after.status === 'active'
         ? 'user.reactivated'
         : 'user.deactivated';
-  return { audit, eventType, previous: before ? previousWireFields(before, after) : null };
+  return { audit, eventType, previous: before ? previousWireFields(before, after) : null, ...(reason ? { reason } : {}) };
 }
 
 /** `current` with `changes` applied (names reset to `-` on null, apps de-duplicated). */
@@ -145,6 +170,13 @@ function applyChanges(current: User, changes: UserChanges): UserWrite {
     externalId: changes.externalId === undefined ? current.externalId : changes.externalId,
     scimAttributes: changes.scimAttributes === undefined ? current.scimAttributes : changes.scimAttributes,
     scimDeleted: reactivated ? false : (changes.scimDeleted ?? current.scimDeleted),
+    // A reactivation clears an expiry already past, which would end the membership again at once.
+    expiresAt:
+      changes.expiresAt !== undefined
+        ? changes.expiresAt
+        : reactivated && current.expiresAt && current.expiresAt <= new Date()
+          ? null
+          : current.expiresAt,
   };
 }
 
@@ -198,6 +230,7 @@ async function writeChange(
   next: UserWrite,
   actor: Actor,
   action: UserChangeType,
+  reason?: PolicyReason,
 ): Promise<StoredUser> {
   requireOwnerGrant(actor, current, next);
   const checks = checksOf(current, next);
@@ -223,7 +256,7 @@ async function writeChange(
       throw new AppError('last_owner', `${current.email} is the last active owner of this workspace.`);
     }
   }
-  return tx.users.write(workspaceId, current, next, changeRecord(workspaceId, actor, action, current.id, current, next));
+  return tx.users.write(workspaceId, current, next, changeRecord(workspaceId, actor, action, current.id, current, next, reason));
 }
 
 /** The detail of `user_not_found` for a reference. */
@@ -259,6 +292,7 @@ export async function addUser(
   input: AddUserInput,
   actor: Actor,
 ): Promise<AddUserResult> {
+  assertExpiriesInFuture(input.expiresAt, input.apps);
   const apps = dedupeApps(input.apps);
   const user: UserWrite = {
     email: input.email,
@@ -270,6 +304,7 @@ export async function addUser(
     externalId: input.externalId ?? null,
     scimAttributes: input.scimAttributes ?? null,
     scimDeleted: false,
+    expiresAt: input.expiresAt ?? null,
   };
   requireOwnerGrant(actor, undefined, user);
   const id = crypto.randomUUID();
@@ -297,6 +332,7 @@ export async function addUser(
       ...(input.lastName === undefined ? {} : { lastName: input.lastName }),
       ...(input.externalId === undefined ? {} : { externalId: input.externalId }),
       ...(input.scimAttributes === undefined ? {} : { scimAttributes: input.scimAttributes }),
+      ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
     });
     const action = next.status === 'active' ? 'user.reactivated' : 'user.updated';
     const written = await writeChange(tx, workspaceId, existing, { ...next, scimDeleted: false }, actor, action);
@@ -330,7 +366,7 @@ async function changeWithoutLock(
   requireOwnerGrant(actor, current, next);
   const checks = checksOf(current, next);
   if (checks.catalogue || checks.email || checks.owner) return undefined;
-  const record = changeRecord(workspaceId, actor, options.action ?? 'user.updated', current.id, current, next);
+  const record = changeRecord(workspaceId, actor, options.action ?? 'user.updated', current.id, current, next, options.reason);
   const written = await store.users.writeIfUnchanged(workspaceId, current, next, record);
   return written ? { user: snapshot(written), changed: true } : undefined;
 }
@@ -345,7 +381,8 @@ async function changeWithoutLock(
  *
  * @returns the user as it is after the call, and whether it changed.
  * @throws AppError `user_not_found` (404); `precondition_failed` (412) when `ifMatch` does not
- *   match; `unknown_product` / `unknown_product_role` (422); `user_already_exists` (409) for
+ *   match; `unknown_product` / `unknown_product_role` (422); `expires_at_not_in_future` (422)
+ *   for an expiry (given as fields) not later than now; `user_already_exists` (409) for
  *   an email another user holds; `last_owner` (409) for demoting or deactivating the last
  *   active owner; whatever `change` throws.
  */
@@ -357,6 +394,7 @@ export async function updateUser(
   actor: Actor,
   options: ChangeOptions = {},
 ): Promise<ChangeResult> {
+  if (typeof change !== 'function') assertExpiriesInFuture(change.expiresAt, change.apps);
   const unlocked = await changeWithoutLock(store, workspaceId, ref, change, actor, options);
   if (unlocked) return unlocked;
   return store.transaction(async (tx) => {
@@ -365,7 +403,7 @@ export async function updateUser(
     checkPrecondition(current, options.ifMatch);
     const next = applyChanges(current, typeof change === 'function' ? await change(snapshot(current)) : change);
     if (unchanged(current, next)) return { user: snapshot(current), changed: false };
-    const written = await writeChange(tx, workspaceId, current, next, actor, options.action ?? 'user.updated');
+    const written = await writeChange(tx, workspaceId, current, next, actor, options.action ?? 'user.updated', options.reason);
     return { user: snapshot(written), changed: true };
   });
 }
@@ -385,16 +423,25 @@ export async function deactivateUser(
   workspaceId: number,
   ref: UserRef,
   actor: Actor,
-  options: { readonly ifMatch?: Precondition; readonly scimDelete?: boolean } = {},
+  options: {
+    readonly ifMatch?: Precondition;
+    readonly scimDelete?: boolean;
+    /** Why a policy deactivates the user: the event's `data.reason`. */
+    readonly reason?: PolicyReason;
+    /**
+     * Deactivate only while this holds of the user as it is when changed (under its lock, or at
+     * the version written): a policy's deactivation of a user still due, never of one changed since.
+     */
+    readonly onlyIf?: (current: User) => boolean;
+  } = {},
 ): Promise<{ changed: boolean }> {
-  const { changed } = await updateUser(
-    store,
-    workspaceId,
-    ref,
-    { status: 'deactivated', ...(options.scimDelete ? { scimDeleted: true } : {}) },
-    actor,
-    { action: 'user.deactivated', ...(options.ifMatch === undefined ? {} : { ifMatch: options.ifMatch }) },
-  );
+  const changes: UserChanges = { status: 'deactivated', ...(options.scimDelete ? { scimDeleted: true } : {}) };
+  const { onlyIf } = options;
+  const { changed } = await updateUser(store, workspaceId, ref, onlyIf ? (current) => (onlyIf(current) ? changes : {}) : changes, actor, {
+    action: 'user.deactivated',
+    ...(options.ifMatch === undefined ? {} : { ifMatch: options.ifMatch }),
+    ...(options.reason ? { reason: options.reason } : {}),
+  });
   return { changed };
 }
 

@@ -14,6 +14,7 @@ export const CHANGEABLE_WIRE_FIELDS = [
   ['last_name', 'lastName'],
   ['apps', 'apps'],
   ['status', 'status'],
+  ['expires_at', 'expiresAt'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof UserWrite]>;
 
 /** Every field of the wire user, in the API's order: `id`, the changeable fields, the timestamps. */
@@ -22,17 +23,38 @@ export const WIRE_USER_FIELDS = [
   ...CHANGEABLE_WIRE_FIELDS,
   ['created_at', 'createdAt'],
   ['updated_at', 'updatedAt'],
+  ['last_active_at', 'lastActiveAt'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof User]>;
 
 /** A domain field the wire user shows. */
 export type WireUserSource = (typeof WIRE_USER_FIELDS)[number][1];
 
-/** The user as the API shows it (timestamps as instants; the serializer writes RFC 3339). */
-export type WireUser = { -readonly [F in (typeof WIRE_USER_FIELDS)[number] as F[0]]: F[0] extends 'apps' ? AppRole[] : User[F[1]] };
+/** One product role as the API shows it: `expires_at` only when the grant ends. */
+export interface WireAppRole {
+  name: string;
+  role: string;
+  expires_at?: Date;
+}
 
-/** Domain user → wire user: `{id, email, role, first_name, last_name, apps, status, created_at, updated_at}`. */
+/** The user as the API shows it (timestamps as instants; the serializer writes RFC 3339). */
+export type WireUser = { -readonly [F in (typeof WIRE_USER_FIELDS)[number] as F[0]]: F[0] extends 'apps' ? WireAppRole[] : User[F[1]] };
+
+/** Domain apps → wire apps (`expires_at` present only on a grant that ends). */
+export function toWireApps(apps: readonly AppRole[]): WireAppRole[] {
+  return apps.map((app) => (app.expiresAt ? { name: app.name, role: app.role, expires_at: app.expiresAt } : { name: app.name, role: app.role }));
+}
+
+/** Domain value of a wire field: apps in their wire shape, everything else as is. */
+function wireValue(user: UserWrite, field: keyof UserWrite): unknown {
+  return field === 'apps' ? toWireApps(user.apps) : user[field];
+}
+
+/**
+ * Domain user → wire user: `{id, email, role, first_name, last_name, apps, status, expires_at,
+ * created_at, updated_at, last_active_at}`.
+ */
 export function toWireUser(user: User): WireUser {
-  return Object.fromEntries(WIRE_USER_FIELDS.map(([wire, field]) => [wire, field === 'apps' ? [...user.apps] : user[field]])) as unknown as WireUser;
+  return Object.fromEntries(WIRE_USER_FIELDS.map(([wire, field]) => [wire, field === 'apps' ? toWireApps(user.apps) : user[field]])) as unknown as WireUser;
 }
 
 /**
@@ -40,7 +62,7 @@ export function toWireUser(user: User): WireUser {
  * without timestamps.
  */
 export function auditSnapshot(id: string, user: UserWrite): Record<string, unknown> {
-  return { id, ...Object.fromEntries(CHANGEABLE_WIRE_FIELDS.map(([wire, field]) => [wire, user[field]])) };
+  return { id, ...Object.fromEntries(CHANGEABLE_WIRE_FIELDS.map(([wire, field]) => [wire, wireValue(user, field)])) };
 }
 
 /** The changeable fields that differ between `before` and `after`, with their values before (API names). */
@@ -48,7 +70,7 @@ export function previousWireFields(before: UserWrite, after: UserWrite): Record<
   return Object.fromEntries(
     CHANGEABLE_WIRE_FIELDS.filter(([, field]) => JSON.stringify(before[field]) !== JSON.stringify(after[field])).map(([wire, field]) => [
       wire,
-      before[field],
+      wireValue(before, field),
     ]),
   );
 }

@@ -82,6 +82,15 @@ const PROBLEM_EXAMPLES: Partial<Record<ErrorCode, { detail: string; errors?: Fie
     errors: [{ field: 'user.apps[0].role', message: '"wizard" is not a role of product "crm" (roles: admin, member)' }],
   },
   idempotency_key_reused: { detail: 'This Idempotency-Key was used with a different request.' },
+  expires_at_not_in_future: {
+    detail: 'An expiry must be in the future.',
+    errors: [{ field: 'user.expires_at', message: 'must be later than now' }],
+  },
+  invalid_duration: {
+    detail: 'The duration is invalid.',
+    errors: [{ field: 'deactivate_after', message: 'must be at least P1D' }],
+  },
+  policy_not_found: { detail: 'Workspace "acme" has no inactivity policy.' },
   rate_limited: { detail: 'Too many requests for this API key; retry after the time in Retry-After.' },
   internal_error: { detail: 'An unexpected error occurred; the request id identifies it in our logs.' },
   service_unavailable: { detail: 'The database is busy; retry shortly.' },

@@ -37,9 +37,22 @@ export const EventSchema = Type.Object(
       previous: Type.Optional(
         Type.Record(Type.String(), Type.Unknown(), { description: 'The fields the change altered, with their values before it (absent for `user.created`).' }),
       ),
+      reason: Type.Optional(
+        StringEnum(['expired', 'inactive', 'grant_expired'], {
+          description: 'Why a policy made the change or sends the notice (only on changes and notices of policies).',
+        }),
+      ),
+      ends_at: Type.Optional(
+        Type.String({ format: 'date-time', description: 'When access ends (`user.access_expiring`) or was due to end (`user.expiry_deferred`).' }),
+      ),
     }),
   },
-  { $id: 'Event', description: 'A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`).' },
+  {
+    $id: 'Event',
+    description:
+      'A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`) or a policy\'s ' +
+      'notice about a user (`user.expiry_deferred`, `user.access_expiring`).',
+  },
 );
 
 /** The example event of the OpenAPI document. */

@@ -1,6 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { USER_SORTS } from '../../core/users/user-query.ts';
-import { PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
+import { NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
+
+/** `expires_at` as a client writes it: an RFC 3339 instant in the future, or null for never. */
+const ExpiresAtInput = {
+  ...NullableTimestamp,
+  description: 'When the membership ends (RFC 3339): the user is then deactivated as `DELETE` would. Must be in the future (`422 expires_at_not_in_future`); null: never.',
+  examples: ['2026-06-30T17:00:00Z'],
+};
 
 const Name = Type.Unsafe<string | null>({
   type: ['string', 'null'],
@@ -13,7 +20,14 @@ const RoleName = Type.String({ minLength: 1, maxLength: 64, description: 'One of
 
 /** One product role of a user (`apps[]`). */
 export const AppRoleSchema = Type.Object(
-  { name: ProductName, role: RoleName },
+  {
+    name: ProductName,
+    role: RoleName,
+    expires_at: Type.Optional({
+      ...NullableTimestamp,
+      description: 'When this grant ends (RFC 3339, in the future): it is then removed and the user stays. Omitted or null: never.',
+    }),
+  },
   { additionalProperties: false, description: 'A role of the user in one product.' },
 );
 
@@ -26,8 +40,10 @@ export const USER_EXAMPLE = {
   last_name: 'Lovelace',
   apps: [{ name: 'crm', role: 'member' }],
   status: 'active',
+  expires_at: null,
   created_at: '2025-01-15T09:30:00.000Z',
   updated_at: '2025-01-15T09:30:00.000Z',
+  last_active_at: null,
 } as const;
 
 /** Body of `POST /users` (docs/contract.md Part A; unknown fields rejected, Part B). */
@@ -47,6 +63,7 @@ export const AddUserBody = Type.Object(
         }),
         first_name: Type.Optional(Name),
         last_name: Type.Optional(Name),
+        expires_at: Type.Optional(ExpiresAtInput),
       },
       { additionalProperties: false, description: 'The user to add; unknown fields are refused.' },
     ),
@@ -76,12 +93,24 @@ export const UserSchema = Type.Object(
     first_name: Type.String({ description: '`-` when never given.' }),
     last_name: Type.String({ description: '`-` when never given.' }),
     apps: Type.Array(
-      Type.Object({ name: Type.String({ description: 'Product name.' }), role: Type.String({ description: 'Role in that product.' }) }),
+      Type.Object({
+        name: Type.String({ description: 'Product name.' }),
+        role: Type.String({ description: 'Role in that product.' }),
+        expires_at: Type.Optional({ ...Timestamp, description: 'When this grant ends (RFC 3339, UTC); absent: never.' }),
+      }),
       { description: 'Product roles; a deactivated user keeps them, inactive, until reactivated.' },
     ),
     status: StringEnum(['active', 'deactivated'], { description: 'A deactivated user holds no access.' }),
+    expires_at: {
+      ...NullableTimestamp,
+      description: 'When the membership ends (RFC 3339, UTC); null: never. Kept after the expiry deactivated the user; a reactivation clears a past one.',
+    },
     created_at: { ...Timestamp, description: 'When the user was first added (RFC 3339, UTC).' },
     updated_at: { ...Timestamp, description: 'When the user last changed: later than `created_at` once deactivated or reactivated.' },
+    last_active_at: {
+      ...NullableTimestamp,
+      description: 'The latest activity a product reported (`POST /users/activity`, RFC 3339, UTC); null until one is.',
+    },
   },
   { $id: 'User', description: 'A user of the workspace.', examples: [USER_EXAMPLE] },
 );
@@ -112,9 +141,21 @@ export const ListUsersQuery = Type.Object({
       examples: ['crm:admin'],
     }),
   ),
+  expires_before: Type.Optional({
+    ...Timestamp,
+    description: 'Only users whose membership ends before this instant (RFC 3339).',
+    examples: ['2026-07-01T00:00:00Z'],
+  }),
+  inactive_since: Type.Optional({
+    ...Timestamp,
+    description: 'Only users not seen since this instant: `last_active_at` (or, never reported, `created_at`) before it (RFC 3339).',
+    examples: ['2026-01-01T00:00:00Z'],
+  }),
   sort: StringEnum(USER_SORTS, {
     default: 'created_at',
-    description: 'Order: by creation (`created_at`, the default, oldest first) or by email, ignoring case; `-` reverses.',
+    description:
+      'Order: by creation (`created_at`, the default, oldest first), by email ignoring case, or by `expires_at` (users that never ' +
+      'expire last); `-` reverses.',
     examples: ['email'],
   }),
 });
@@ -152,6 +193,7 @@ export const PatchUserBody = Type.Object(
         status: Type.Optional(
           StringEnum(['active', 'deactivated'], { description: '`deactivated` deactivates; `active` reactivates, keeping role and apps.' }),
         ),
+        expires_at: Type.Optional(ExpiresAtInput),
       },
       { additionalProperties: false, description: 'The fields to change; omitted fields stay as they are.' },
     ),

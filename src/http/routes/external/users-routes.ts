@@ -6,7 +6,7 @@ import type { Actor } from '../../../core/actor.ts';
 import { keyActor } from '../../../core/api-keys/authenticate.ts';
 import type { Store } from '../../../core/ports.ts';
 import { searchCondition } from '../../../core/users/user-query.ts';
-import type { User } from '../../../core/users/user.ts';
+import type { AppRole, User } from '../../../core/users/user.ts';
 import {
   addUser,
   deactivateUser,
@@ -80,6 +80,21 @@ const IfMatchHeaders = Type.Object({
   ),
 });
 
+/** An instant of a body or query (RFC 3339 text, checked by the schema). */
+function instant(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+/** `expires_at` of a body → the domain's (undefined: omitted, null: never). */
+function expiresAtOf(value: Date | string | null | undefined): Date | null | undefined {
+  return value === undefined || value === null ? value : instant(value);
+}
+
+/** Apps of a body → the domain's, with each grant's expiry. */
+function appsOf(apps: ReadonlyArray<{ name: string; role: string; expires_at?: Date | string | null }>): AppRole[] {
+  return apps.map((app) => (app.expires_at ? { name: app.name, role: app.role, expiresAt: instant(app.expires_at) } : { name: app.name, role: app.role }));
+}
+
 /** Sends `user` with its ETag. */
 function sendUser(reply: FastifyReply, user: User) {
   return reply.header('etag', userEtag(user.version)).send(toWireUser(user));
@@ -115,7 +130,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         ),
         ...problemResponses(...EXTERNAL_API_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
           'validation_failed', 'invalid_parameter', 'unknown_product', 'unknown_product_role', 'user_already_exists',
-          'idempotency_key_reused', 'idempotency_key_in_use'),
+          'expires_at_not_in_future', 'idempotency_key_reused', 'idempotency_key_in_use'),
       },
     },
     config: { idempotent: true },
@@ -128,9 +143,10 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         {
           email: user.email,
           role: user.role,
-          apps: user.apps,
+          apps: appsOf(user.apps),
           firstName: user.first_name ?? undefined,
           lastName: user.last_name ?? undefined,
+          expiresAt: expiresAtOf(user.expires_at),
         },
         requestActor(request),
       );
@@ -161,6 +177,8 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         ...(query.q ? { q: query.q } : {}),
         ...(query.role ? { role: query.role } : {}),
         ...(query.app ? { app: query.app } : {}),
+        ...(query.expires_before ? { expiresBefore: instant(query.expires_before) } : {}),
+        ...(query.inactive_since ? { inactiveSince: instant(query.inactive_since) } : {}),
       });
       const page = await listUsers(
         store,
@@ -218,7 +236,8 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
           200: jsonResponse('The user after the change, with its new `ETag`.', Type.Ref(UserSchema), USER_EXAMPLE, EtagHeader),
           ...problemResponses(...EXTERNAL_API_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
             'validation_failed', 'invalid_parameter', 'user_not_found', 'precondition_failed', 'unknown_product',
-            'unknown_product_role', 'user_already_exists', 'last_owner', 'idempotency_key_reused', 'idempotency_key_in_use'),
+            'unknown_product_role', 'user_already_exists', 'last_owner', 'expires_at_not_in_future', 'idempotency_key_reused',
+            'idempotency_key_in_use'),
         },
       },
       config: { idempotent: true },
@@ -235,8 +254,9 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
             ...(user.role === undefined ? {} : { role: user.role }),
             ...(user.first_name === undefined ? {} : { firstName: user.first_name }),
             ...(user.last_name === undefined ? {} : { lastName: user.last_name }),
-            ...(user.apps === undefined ? {} : { apps: user.apps }),
+            ...(user.apps === undefined ? {} : { apps: appsOf(user.apps) }),
             ...(user.status === undefined ? {} : { status: user.status }),
+            ...(user.expires_at === undefined ? {} : { expiresAt: expiresAtOf(user.expires_at) }),
           },
           requestActor(request),
           ifMatch === undefined ? {} : { ifMatch },

@@ -1,0 +1,136 @@
+import { deactivateInactive, expireGrants, expireMemberships, sendWarnings } from '../core/lifecycle/sweep.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Store } from '../core/ports.ts';
+
+/*
+ * The scheduler of access that ends on time (docs/contract.md Part B, "Access that ends on
+ * time"; docs/architecture.md, background work): runs in every server process against the
+ * shared database. A sweep drains each kind of due work in batches, each its own short
+ * transaction whose claim skips the users another process holds, so replicas share a sweep and
+ * a crash undoes only the batch in flight. Between sweeps it sleeps until the next due instant
+ * the database knows, never longer than `maxWaitMs` (so anything written by another process is
+ * done within that), and `wake()` (this process wrote a user) looks at the next due instant again.
+ */
+
+/** Users per batch: a batch's transaction, and the row locks it holds, stay short. */
+const BATCH_SIZE = 100;
+/** Longest sleep between two sweeps, in ms: the bound on how late a due change is on an idle server. */
+const MAX_WAIT_MS = 5_000;
+/** Pause between two batches of one sweep, in ms, leaving the database to the requests in between. */
+const BATCH_PAUSE_MS = 5;
+
+/** A running scheduler. */
+export interface LifecycleScheduler {
+  /** Looks at the next due instant again (a nearer one may have been written) and sleeps until then. */
+  wake(): void;
+  /** Sweeps now and resolves with how many users it claimed or warned (for tests and the benchmark). */
+  sweepNow(): Promise<number>;
+  /** Stops sweeping; resolves once the sweep under way has finished. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startLifecycleScheduler}. */
+export interface LifecycleSchedulerOptions {
+  readonly store: Store;
+  readonly log: Logger;
+  /** The clock the scheduler compares due instants with; default the system's (tests inject one). */
+  readonly now?: () => Date;
+  readonly maxWaitMs?: number;
+  readonly batchSize?: number;
+  /** Sweep on a timer (default); false: only when `sweepNow()` is called (tests with an injected clock). */
+  readonly timer?: boolean;
+}
+
+/**
+ * Starts the scheduler: a first sweep at once, then as described above. Failures of a sweep are
+ * logged and retried at the next one; nothing throws out of it.
+ */
+export function startLifecycleScheduler(options: LifecycleSchedulerOptions): LifecycleScheduler {
+  const { store, log } = options;
+  const now = options.now ?? (() => new Date());
+  const maxWaitMs = options.maxWaitMs ?? MAX_WAIT_MS;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
+  const timed = options.timer ?? true;
+  let stopping = false;
+  let running: Promise<number> | undefined;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+  let waking = false;
+
+  /** Runs `batch` until it returns less than a whole batch. */
+  async function drain(batch: (at: Date, limit: number) => Promise<number>): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const done = await batch(now(), batchSize);
+      total += done;
+      if (done < batchSize || stopping) return total;
+      await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+    }
+  }
+
+  async function sweep(): Promise<number> {
+    let total = 0;
+    total += await drain((at, limit) => expireGrants(store, at, limit));
+    total += await drain((at, limit) => expireMemberships(store, at, limit));
+    total += await drain((at, limit) => deactivateInactive(store, at, limit));
+    total += await drain((at, limit) => sendWarnings(store, at, limit));
+    if (total > 0) log.info({ changed: total }, 'access policies: due changes done');
+    return total;
+  }
+
+  function schedule(delayMs: number): void {
+    if (!timed || stopping) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void sweepNow().catch(() => {}), delayMs);
+    timer.unref();
+  }
+
+  /** Sleeps until the next due instant, at most `maxWaitMs`. */
+  async function scheduleNext(): Promise<void> {
+    if (!timed || stopping) return;
+    let delay = maxWaitMs;
+    try {
+      const next = await store.lifecycle.nextDue(now());
+      if (next) delay = Math.min(maxWaitMs, Math.max(0, next.getTime() - now().getTime()));
+    } catch (err) {
+      log.warn({ err }, 'access policies: could not read the next due instant');
+    }
+    schedule(delay);
+  }
+
+  function sweepNow(): Promise<number> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = sweep()
+      .catch((err: unknown) => {
+        log.warn({ err }, 'access policies: a sweep failed; the next one retries');
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+        if (again && !stopping) {
+          again = false;
+          void sweepNow();
+        } else void scheduleNext();
+      });
+    return running;
+  }
+
+  if (timed) schedule(0);
+  return {
+    wake: () => {
+      // One look at the next due instant at a time: a burst of writes costs one query, not one each.
+      if (stopping || running || waking) return;
+      waking = true;
+      void scheduleNext().finally(() => (waking = false));
+    },
+    sweepNow,
+    async stop() {
+      stopping = true;
+      clearTimeout(timer);
+      await running?.catch(() => {});
+    },
+  };
+}
