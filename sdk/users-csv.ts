@@ -10,7 +10,7 @@ type NewUser = operations['addUser']['requestBody']['content']['application/json
 type AppRole = NewUser['apps'][number];
 
 /** The columns of `wum users import` and `wum users export`, in export order. */
-export const CSV_COLUMNS = ['email', 'role', 'first_name', 'last_name', 'apps'] as const;
+export const CSV_COLUMNS = ['email', 'role', 'first_name', 'last_name', 'apps', 'expires_at'] as const;
 /** Columns an import file must have. */
 export const REQUIRED_COLUMNS = ['email', 'role'] as const;
 
@@ -61,6 +61,8 @@ export function recordToUser(record: CsvRecord): NewUser {
     apps: parseApps(record.apps),
     ...(record.first_name ? { first_name: record.first_name } : {}),
     ...(record.last_name ? { last_name: record.last_name } : {}),
+    // Empty: the membership never ends (docs/contract.md Part B, "Access that ends on time").
+    ...(record.expires_at?.trim() ? { expires_at: record.expires_at.trim() } : {}),
   };
 }
 
@@ -107,7 +109,7 @@ export function unescapeCell(cell: string): string {
 
 /** A user as an export row, in {@link CSV_COLUMNS} order, each cell escaped with {@link escapeCell}. */
 export function userToRecord(user: User): string[] {
-  return [user.email, user.role, user.first_name, user.last_name, formatApps(user.apps)].map(escapeCell);
+  return [user.email, user.role, user.first_name, user.last_name, formatApps(user.apps), user.expires_at ?? ''].map(escapeCell);
 }
 
 /** An import file that cannot be read as a whole: empty, or a header that is not {@link CSV_COLUMNS}. */

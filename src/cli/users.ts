@@ -196,7 +196,7 @@ export function usersCommand(): Command {
     users
       .command('import <file>')
       .description(
-        'add the users of a CSV file (columns email,role,first_name,last_name,apps; apps as crm:admin;analytics:viewer); ' +
+        'add the users of a CSV file (columns email,role,first_name,last_name,apps,expires_at; apps as crm:admin;analytics:viewer; expires_at RFC 3339 or empty); ' +
           'rows already active are skipped, so a re-run resumes. Exit code 0 only when no row is rejected.',
       )
       .addOption(new Option('--concurrency <n>', 'rows sent at once').argParser(positiveInteger).default(8)),

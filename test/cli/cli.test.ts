@@ -366,7 +366,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const exported = await runWum(['users', 'export'], env('source'));
     assert.equal(exported.code, 0, exported.stderr);
     const records = parse(exported.stdout, { columns: true }) as Array<Record<string, string>>;
-    assert.deepEqual(Object.keys(records[0]!), ['email', 'role', 'first_name', 'last_name', 'apps']);
+    assert.deepEqual(Object.keys(records[0]!), ['email', 'role', 'first_name', 'last_name', 'apps', 'expires_at']);
     assert.equal(records.length, 141);
     assert.equal(records.find((r) => r.email === 'user002@example.com')!.apps, 'crm:admin;analytics:editor');
     const file = join(dir, 'export.csv');

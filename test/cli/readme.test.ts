@@ -79,10 +79,10 @@ if (BACKEND === 'pglite') {
         assert.equal(result.code, 0, `${block}\n--- stdout ---\n${result.stdout}\n--- stderr ---\n${result.stderr}`);
       }
       const exported = readFileSync(join(dir, 'users.csv'), 'utf8');
-      assert.match(exported, /^email,role,first_name,last_name,apps$/m);
-      assert.match(exported, /^alan@example\.com,non_owner,Alan,Turing,crm:admin$/m);
-      assert.match(exported, /^katherine@example\.com,non_owner,Katherine,Johnson,crm:member;analytics:viewer$/m);
-      assert.match(exported, /^linus@example\.com,non_owner,Linus,-,helpdesk:agent$/m);
+      assert.match(exported, /^email,role,first_name,last_name,apps,expires_at$/m);
+      assert.match(exported, /^alan@example\.com,non_owner,Alan,Turing,crm:admin,$/m);
+      assert.match(exported, /^katherine@example\.com,non_owner,Katherine,Johnson,crm:member;analytics:viewer,$/m);
+      assert.match(exported, /^linus@example\.com,non_owner,Linus,-,helpdesk:agent,$/m);
     });
 
     test('## SDK: the TypeScript example runs where the package is installed', TIMEOUT, async () => {

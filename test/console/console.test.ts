@@ -382,9 +382,9 @@ describe(`web console [${BACKEND}]`, () => {
     const text = await readFile((await download.path()), 'utf8');
     assert.equal(
       text,
-      'email,role,first_name,last_name,apps\n' +
-        'ada@example.com,owner,Augusta,King,analytics:viewer;crm:admin;crm:member\n' +
-        'grace@example.com,non_owner,Grace,Hopper,crm:member;analytics:editor\n',
+      'email,role,first_name,last_name,apps,expires_at\n' +
+        'ada@example.com,owner,Augusta,King,analytics:viewer;crm:admin;crm:member,\n' +
+        'grace@example.com,non_owner,Grace,Hopper,crm:member;analytics:editor,\n',
     );
   });
 

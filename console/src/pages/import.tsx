@@ -83,7 +83,7 @@ type State =
 
 /**
  * Imports a CSV file of users, the format of `wum users import` (columns
- * email,role,first_name,last_name,apps; apps as `crm:admin;analytics:viewer`), with the CLI's
+ * email,role,first_name,last_name,apps,expires_at; apps as `crm:admin;analytics:viewer`), with the CLI's
  * own rules (sdk/users-import-rows.ts): rows already active are skipped, deactivated ones
  * reactivated, bad rows rejected with the reason. A progress bar while it runs, then a report
  * of every row.
