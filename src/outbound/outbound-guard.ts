@@ -133,6 +133,7 @@ export async function assertOutboundUrlAllowed(raw: string, policy: OutboundPoli
   const literal = literalAddress(url.hostname);
   let addresses: string[];
   if (literal !== undefined) addresses = [literal];
+  else if (!mayResolve(url.hostname, policy)) addresses = [];
   else {
     // A slow resolver must not hold an admin request: past the timeout the name counts as unresolved.
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('DNS timeout')), CONFIGURE_DNS_TIMEOUT_MS).unref());
@@ -150,6 +151,17 @@ export async function assertOutboundUrlAllowed(raw: string, policy: OutboundPoli
   return url;
 }
 
+/**
+ * False when a name must not even be looked up: with `policy.loopbackOnly` only `localhost` and
+ * its subdomains may name a loopback address (RFC 6761 §6.3), and a DNS query for any other name
+ * would itself leave the machine.
+ */
+function mayResolve(hostname: string, policy: OutboundPolicy): boolean {
+  if (!policy.loopbackOnly) return true;
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
@@ -159,6 +171,9 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
  */
 export function guardedLookup(protocol: 'http:' | 'https:', policy: OutboundPolicy) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    if (!mayResolve(hostname, policy)) {
+      return callback(new OutboundRefusedError('address', `${hostname} is not looked up outside loopback (WEBHOOK_LOOPBACK_ONLY)`), []);
+    }
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       for (const { address } of addresses) {

@@ -8,6 +8,7 @@ import { createClient } from 'wum/sdk';
 import { freePort } from '../../harness/postgres-cluster.ts';
 import { SERVER_ARGS, REPO_ROOT, spawnServer, waitForDemoKey, type ServerProcess } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
+import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 
@@ -37,10 +38,13 @@ if (BACKEND === 'pglite') {
     let dir: string;
     let port: number;
     let env: NodeJS.ProcessEnv;
-    /** The README's addresses (port 3000) with this server's port. */
-    const onPort = (text: string) => text.replaceAll('localhost:3000', `localhost:${port}`);
+    /** An OpenID Provider on loopback, standing in for the README's: saving one discovers it. */
+    let op: TestOpenIdProvider;
+    /** The README's addresses (port 3000, the example provider) with this test's. */
+    const onPort = (text: string) => text.replaceAll('localhost:3000', `localhost:${port}`).replaceAll('https://login.acme.example', op.issuer);
 
     before(async () => {
+      op = await startOpenIdProvider([]);
       dir = mkdtempSync(join(tmpdir(), 'wum-readme-'));
       port = await freePort();
       server = spawnServer(process.execPath, SERVER_ARGS, {
@@ -65,7 +69,8 @@ if (BACKEND === 'pglite') {
       env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, WUM_API_KEY: apiKey, ADMIN_TOKEN };
       for (const name of ['WUM_URL', 'WUM_ADMIN_URL', 'WUM_ADMIN_TOKEN']) delete env[name];
     }, TIMEOUT);
-    after(() => {
+    after(async () => {
+      await op?.close();
       server?.kill();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
