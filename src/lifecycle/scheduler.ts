@@ -12,12 +12,16 @@ import type { Store } from '../core/ports.ts';
  * done within that), and `wake()` (this process wrote a user) looks at the next due instant again.
  */
 
-/** Users per batch: a batch's transaction, and the row locks it holds, stay short. */
+/** Most users per batch: a batch's transaction, and the row locks it holds, stay short. */
 const BATCH_SIZE = 100;
 /** Longest sleep between two sweeps, in ms: the bound on how late a due change is on an idle server. */
 const MAX_WAIT_MS = 5_000;
-/** Pause between two batches of one sweep, in ms, leaving the database to the requests in between. */
+/** Shortest pause between two batches of one sweep, in ms, leaving the database to the requests in between. */
 const BATCH_PAUSE_MS = 5;
+/** How long one batch should take, in ms: the longest a request waits behind the sweep. */
+const BATCH_TARGET_MS = 50;
+/** Users in a sweep's first batch; later ones adapt to {@link BATCH_TARGET_MS}. */
+const BATCH_START_SIZE = 20;
 
 /** A running scheduler. */
 export interface LifecycleScheduler {
@@ -57,14 +61,25 @@ export function startLifecycleScheduler(options: LifecycleSchedulerOptions): Lif
   let timer: NodeJS.Timeout | undefined;
   let waking = false;
 
-  /** Runs `batch` until it returns less than a whole batch. */
+  /**
+   * Runs `batch` until it returns less than it was asked for. The batch size adapts so that one
+   * batch takes about {@link BATCH_TARGET_MS} (halved after a slower batch, doubled after a much
+   * faster one, at most `batchSize`), and each batch is followed by a pause as long as it took:
+   * requests get at least half of the time during a sweep. On the embedded store, whose one
+   * connection serves the requests too, a batch of 100 held every request for a second.
+   */
   async function drain(batch: (at: Date, limit: number) => Promise<number>): Promise<number> {
     let total = 0;
+    let size = Math.min(batchSize, BATCH_START_SIZE);
     for (;;) {
-      const done = await batch(now(), batchSize);
+      const started = performance.now();
+      const done = await batch(now(), size);
+      const took = performance.now() - started;
       total += done;
-      if (done < batchSize || stopping) return total;
-      await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+      if (done < size || stopping) return total;
+      if (took > BATCH_TARGET_MS) size = Math.max(1, Math.floor(size / 2));
+      else if (took < BATCH_TARGET_MS / 2) size = Math.min(batchSize, size * 2);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(BATCH_PAUSE_MS, took)));
     }
   }
 
