@@ -78,9 +78,13 @@ function expiringAdd(ws: SeededWorkspace, due: Date) {
   return { ...spec, body: JSON.stringify({ user: { ...body.user, expires_at: due.toISOString() } }) };
 }
 
-/** How many active users `ws` has (`total_records` of `GET /users?status=active`). */
-async function activeCount(port: number, ws: SeededWorkspace): Promise<number> {
+/**
+ * How many active users `ws` has (`total_records` of `GET /users?status=active`); undefined
+ * when the server sheds the request (503 while overloaded: the sweep's load is what is measured).
+ */
+async function activeCount(port: number, ws: SeededWorkspace): Promise<number | undefined> {
   const res = await sendRequest(port, 'GET', `${API}/users?status=active&page_size=1`, { host: `${ws.subdomain}.localhost`, headers: headersOf(ws) });
+  if (res.status === 503) return undefined;
   if (res.status !== 200) throw new Error(`GET /users?status=active: ${res.status} ${res.body}`);
   return (res.json() as { pagination: { total_records: number } }).pagination.total_records;
 }
@@ -153,7 +157,8 @@ async function measureExpiry(
   const idleStart = due.getTime() - windowMs - 2_000;
   const earlyPlan = await before(due);
   if (Date.now() > idleStart) throw new Error(`${backend}: the seed ended ${((Date.now() - idleStart) / 1000).toFixed(0)} s too late for the idle window; pass a larger --lead-seconds`);
-  const activeBefore = await activeCount(server.port, ws);
+  let activeBefore: number | undefined;
+  while ((activeBefore = await activeCount(server.port, ws)) === undefined) await sleep(POLL_MS);
   await sleep(idleStart - Date.now());
   const list = () => listRequest(ws, 1);
   await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: WARMUP_SECONDS, next: list });
@@ -169,7 +174,7 @@ async function measureExpiry(
     let last = activeBefore;
     let progressAt = Date.now();
     for (;;) {
-      const active = await activeCount(server.port, ws);
+      const active = (await activeCount(server.port, ws)) ?? last;
       const since = (Date.now() - due.getTime()) / 1000;
       if (active < activeBefore && Number.isNaN(firstSeconds)) firstSeconds = since;
       if (active !== last) [last, progressAt] = [active, Date.now()];
@@ -179,7 +184,7 @@ async function measureExpiry(
       await sleep(POLL_MS);
     }
   })();
-  const sweep = await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: 3600, next: list, until: done });
+  const sweep = await runHttpLoad({ port: server.port, connections: CONNECTIONS, seconds: 3600, next: list, until: done.catch(() => {}) });
   const allSeconds = await done;
   log(`${backend}: ${USERS - remaining} of ${USERS} deactivated ${allSeconds.toFixed(1)} s after the due instant; GET /users p99 during the sweep ${sweep.p99Ms.toFixed(1)} ms`);
   const counts = await after(ws, due);
