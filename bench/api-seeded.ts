@@ -56,7 +56,7 @@ export interface ApiSeededOptions {
  * Runs `count` requests built by `next`, `SEED_CONCURRENCY` in flight; throws on the first
  * failure. Returns requests per second; `progress` hears every 10,000th request (a long seed).
  */
-async function sendAll(port: number, count: number, next: (i: number) => HttpRequestSpec, progress?: (sent: number, perSecond: number) => void): Promise<number> {
+export async function sendAll(port: number, count: number, next: (i: number) => HttpRequestSpec, progress?: (sent: number, perSecond: number) => void): Promise<number> {
   const started = performance.now();
   let issued = 0;
   const worker = async () => {
@@ -76,7 +76,7 @@ async function sendAll(port: number, count: number, next: (i: number) => HttpReq
 }
 
 /** Creates a workspace through the admin API (and the products the adds name, once). */
-async function createWorkspace(port: number, subdomain: string): Promise<SeededWorkspace> {
+export async function createWorkspace(port: number, subdomain: string): Promise<SeededWorkspace> {
   const admin = { host: '127.0.0.1', headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } };
   for (const [name, roles] of [['crm', ['admin', 'member']], ['analytics', ['editor', 'viewer']]] as const) {
     await sendRequest(port, 'PUT', `/admin/v1/products/${name}`, { ...admin, body: { roles } });

@@ -28,6 +28,8 @@ export interface HttpLoad {
   readonly expected?: readonly number[];
   /** Requests per second across all connections (paced); default: as fast as answers come. */
   readonly overallRate?: number;
+  /** Ends the load early when it settles (then `seconds` is only the longest it may run). */
+  readonly until?: Promise<unknown>;
 }
 
 /** Runs one load and measures it; never throws for failed requests (they are counted). */
@@ -51,6 +53,7 @@ export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
     latencies.record(responseTime);
     if (!ok(statusCode)) failures.add(String(statusCode));
   });
+  void load.until?.then(() => instance.stop());
   const result = await instance;
   failures.add('timeout', result.timeouts);
   failures.add('socket error', result.errors - result.timeouts);
