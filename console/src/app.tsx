@@ -12,6 +12,7 @@ import { WorkspacePage } from './pages/workspace.tsx';
 import { WebhookDeliveriesPage } from './pages/webhook-deliveries.tsx';
 import { ProductsPage } from './pages/products.tsx';
 import { AuditPage } from './pages/audit.tsx';
+import { PoliciesPage } from './pages/policies.tsx';
 import { Page } from './components/page.tsx';
 
 /**
@@ -58,6 +59,9 @@ function Header() {
                 </li>
                 <li>
                   <NavLink href="/import">Import</NavLink>
+                </li>
+                <li>
+                  <NavLink href="/policies">Policies</NavLink>
                 </li>
               </>
             )}
@@ -139,6 +143,11 @@ export function App() {
             <Route path="/import">
               <Needs what="workspace">
                 <ImportPage />
+              </Needs>
+            </Route>
+            <Route path="/policies">
+              <Needs what="workspace">
+                <PoliciesPage />
               </Needs>
             </Route>
             <Route path="/workspaces">

@@ -681,4 +681,88 @@ describe(`web console [${BACKEND}]`, () => {
     await section.getByText('No webhook endpoints yet').waitFor();
     assert.equal((await call('GET', endpointPath)).status, 404);
   });
+
+  test('access that ends: an expiry date on the user form, "expires in N days", the 30-day filter, and the policy page', TEST_TIMEOUT, async () => {
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    await addUser('forever@example.com');
+    const page = await signedIn('/console/users/new');
+    await page.getByRole('heading', { name: 'Add a user' }).waitFor();
+    await page.getByLabel('Email').fill('temp@example.com');
+    // A day already over: the API's 422 shows beside the date.
+    await page.getByLabel('Access ends').fill(day(-1));
+    await page.getByRole('button', { name: 'Add user' }).click();
+    await page.locator('#new-expires-error').getByText('must be later than now').waitFor();
+    assert.equal(await page.getByLabel('Access ends').getAttribute('aria-invalid'), 'true');
+    assert.match(await page.getByRole('alert').innerText(), /expires_at_not_in_future/);
+    assert.equal((await call('GET', `${API}/users/temp@example.com`)).status, 404, 'nothing stored');
+    await page.getByLabel('Access ends').fill(day(10));
+    await assertAccessible(page, 'add user with an expiry');
+    await page.getByRole('button', { name: 'Add user' }).click();
+    await page.getByRole('status').getByText('Added.').waitFor();
+    assert.equal(Date.parse((await call('GET', `${API}/users/temp@example.com`)).json().expires_at), Date.parse(`${day(10)}T23:59:59Z`), 'the end of that UTC day');
+    await page.getByText('(expires in 10 days)').waitFor();
+
+    // The list says when; the 30-day filter, kept in the URL, finds them and not a user who never expires.
+    await page.getByRole('link', { name: '← All users' }).click();
+    await page.getByLabel('Access ends').selectOption('30');
+    await page.locator('tbody tr', { hasText: 'temp@example.com' }).getByText('expires in 10 days').waitFor();
+    await page.getByText('Page 1 of 1 · 1 user').waitFor();
+    assert.deepEqual(await page.locator('tbody th').allInnerTexts(), ['temp@example.com']);
+    assert.equal(new URL(page.url()).searchParams.get('expiring'), '30');
+    await assertAccessible(page, 'users expiring within 30 days');
+    await page.goto(`${origin}/console/users?q=forever&expiring=30`);
+    await page.getByText('No users match these filters.').waitFor();
+    assert.equal(await page.getByLabel('Access ends').inputValue(), '30');
+    await page.goto(`${origin}/console/users?q=forever`);
+    await page.locator('tbody th', { hasText: 'forever@example.com' }).getByText('forever@example.com').waitFor();
+    assert.equal(await page.locator('tbody tr', { hasText: 'forever@example.com' }).getByText('never').count(), 1);
+
+    // Clearing the date on edit sends null.
+    await page.goto(`${origin}/console/users/temp%40example.com`);
+    await page.getByRole('heading', { name: 'Edit' }).waitFor();
+    assert.equal(await page.getByLabel('Access ends').inputValue(), day(10));
+    await page.getByLabel('Access ends').fill('');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    assert.equal((await call('GET', `${API}/users/temp@example.com`)).json().expires_at, null);
+
+    // The policy page: set, the API's errors beside the field, remove.
+    await page.getByRole('link', { name: 'Policies' }).click();
+    await page.getByRole('heading', { name: 'Access policies' }).waitFor();
+    await page.getByText('No inactivity policy').waitFor();
+    await page.getByLabel('Deactivate after').fill('P2D');
+    await page.getByLabel('Warn before', { exact: true }).fill('P3D');
+    await page.getByRole('button', { name: 'Set inactivity policy' }).click();
+    await page.locator('#inactivity-warn-error').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /invalid_duration/);
+    await page.getByLabel('Deactivate after').fill('P90D');
+    await page.getByLabel('Warn before', { exact: true }).fill('P7D');
+    await page.getByLabel('Everyone (never the last active owner)').check();
+    await page.getByRole('button', { name: 'Set inactivity policy' }).click();
+    await page.getByText('Users not seen for P90D are deactivated').waitFor();
+    assert.deepEqual((await call('GET', `${API}/policies/inactivity`)).json(), { deactivate_after: 'P90D', applies_to: 'all', warn_before: 'P7D' });
+    await page.getByLabel('Warn before (empty: no warning)').fill('P14D');
+    await page.getByRole('button', { name: 'Save warning' }).click();
+    await page.getByText('sent P14D before each user').waitFor();
+    assert.deepEqual((await call('GET', `${API}/policies/expiry`)).json(), { warn_before: 'P14D' });
+    await assertAccessible(page, 'policies');
+    if (SCREENSHOTS) await saveScreenshot(page, 'policies');
+    await page.getByRole('button', { name: 'Remove inactivity policy' }).click();
+    await page.getByRole('dialog', { name: 'Remove the inactivity policy?' }).getByRole('button', { name: 'Remove' }).click();
+    await page.getByText('No inactivity policy').waitFor();
+    assert.equal((await call('GET', `${API}/policies/inactivity`)).status, 404);
+
+    // A session without policies:write sees the policies, with the controls off and the reason.
+    const readOnly = await call('POST', `/admin/v1/workspaces/${WORKSPACE}/api-keys`, { name: 'reader', scopes: ['users:read'] });
+    assert.equal(readOnly.status, 201, readOnly.body);
+    const reader = await open();
+    await reader.goto(`${origin}/console/policies`);
+    await reader.getByLabel('API key').fill(readOnly.json().key);
+    await reader.getByRole('button', { name: `Sign in to ${WORKSPACE}` }).click();
+    await reader.getByText('You can see the policies but not change them').waitFor();
+    await reader.getByText('sent P14D before each user').waitFor();
+    assert.equal(await reader.getByRole('button', { name: 'Set inactivity policy' }).isDisabled(), true);
+    assert.equal(await reader.getByLabel('Warn before (empty: no warning)').isDisabled(), true);
+    await assertAccessible(reader, 'policies (read only)');
+  });
 });

@@ -8,6 +8,8 @@ export interface UserFormValues {
   last_name: string;
   role: 'owner' | 'non_owner';
   apps: string[];
+  /** The last day of access (`YYYY-MM-DD`, a UTC day); '' for never. */
+  expires_at: string;
 }
 
 /** `product:role` strings (the pickers' values) as the API's apps. */
@@ -35,7 +37,7 @@ export function invalid(id: string, message?: string): { 'aria-invalid'?: 'true'
 /**
  * The fields the add and edit forms share: names, the workspace role (radio buttons) and the
  * product roles as checkboxes grouped by product, from the catalogue, so role names are picked,
- * never typed. Errors from the API's `errors[]` show beside their field.
+ * never typed, and the optional last day of access (docs/console.md, "Access that ends on time"). Errors from the API's `errors[]` show beside their field.
  */
 export function UserFields({
   register,
@@ -73,6 +75,21 @@ export function UserFields({
         </label>
         <FieldError id={id('role-error')} message={errors.role?.message} />
       </fieldset>
+      <div class="field">
+        <label for={id('expires')}>Access ends</label>
+        <input
+          id={id('expires')}
+          type="date"
+          min={new Date().toISOString().slice(0, 10)}
+          aria-invalid={errors.expires_at?.message ? 'true' : undefined}
+          aria-describedby={errors.expires_at?.message ? `${id('expires-hint')} ${id('expires-error')}` : id('expires-hint')}
+          {...register('expires_at')}
+        />
+        <p id={id('expires-hint')} class="field-hint">
+          Optional: the last day of access (through the end of that day, UTC). Empty: never ends.
+        </p>
+        <FieldError id={id('expires-error')} message={errors.expires_at?.message} />
+      </div>
       <fieldset class="field" {...invalid(id('apps-error'), errors.apps?.message)}>
         <legend>Product roles</legend>
         {products.length === 0 && <p>The catalogue has no products yet.</p>}

@@ -10,7 +10,7 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
 import { Page } from '../components/page.tsx';
 import { FieldError, invalid, toApps, UserFields, type UserFormValues } from '../components/user-fields.tsx';
-import { userHref } from '../format.ts';
+import { expiresAtOf, userHref } from '../format.ts';
 
 /** What the email typed so far belongs to: nobody, an active user, or a deactivated one. */
 function EmailOwner({ email }: { email: string }) {
@@ -45,7 +45,7 @@ export function NewUserPage() {
   const [, navigate] = useLocation();
   const [checkedEmail, setCheckedEmail] = useState('');
   const { register, handleSubmit, setError, formState } = useForm<UserFormValues>({
-    defaultValues: { email: '', first_name: '', last_name: '', role: 'non_owner', apps: [] },
+    defaultValues: { email: '', first_name: '', last_name: '', role: 'non_owner', apps: [], expires_at: '' },
   });
   const add = useMutation({
     mutationFn: (values: UserFormValues) =>
@@ -53,6 +53,7 @@ export function NewUserPage() {
         email: values.email.trim(),
         role: values.role,
         apps: toApps(values.apps),
+        ...(values.expires_at ? { expires_at: expiresAtOf(values.expires_at) } : {}),
         ...(values.first_name.trim() ? { first_name: values.first_name.trim() } : {}),
         ...(values.last_name.trim() ? { last_name: values.last_name.trim() } : {}),
       }),
@@ -60,7 +61,7 @@ export function NewUserPage() {
       void queryClient.invalidateQueries({ queryKey: [USERS_KEY] });
       navigate(userHref(user.email), { state: { notice: wasReactivated(user) ? 'Reactivated.' : 'Added.' } });
     },
-    onError: (error) => showFieldErrors(error, ['email', 'first_name', 'last_name', 'role', 'apps'], setError),
+    onError: (error) => showFieldErrors(error, ['email', 'first_name', 'last_name', 'role', 'apps', 'expires_at'], setError),
   });
   const { errors } = formState;
   const emailField = register('email', { required: 'Enter the user’s email.' });

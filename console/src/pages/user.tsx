@@ -4,7 +4,7 @@ import { useForm } from 'react-hook-form';
 import { Link } from 'wouter-preact';
 import { WumApiError } from '../../../sdk/errors.ts';
 import { formatApps } from '../../../sdk/users-csv.ts';
-import { usersApi, type User, type UserChanges, type VersionedUser } from '../api/users.ts';
+import { usersApi, type AppRole, type User, type UserChanges, type VersionedUser } from '../api/users.ts';
 import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { AuditEventRow } from '../components/audit-changes.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
@@ -13,7 +13,7 @@ import { showFieldErrors } from '../components/field-errors.ts';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
 import { toApps, UserFields, type UserFormValues } from '../components/user-fields.tsx';
-import { dateTime, roleLabel } from '../format.ts';
+import { dateTime, expiresAtOf, expiryDate, expiryLabel, roleLabel } from '../format.ts';
 import { positiveParam, useUrlParams } from '../url-state.ts';
 import { Table } from '../components/table.tsx';
 
@@ -25,7 +25,19 @@ function formValues(user: User): UserFormValues {
     last_name: user.last_name === '-' ? '' : user.last_name,
     role: user.role,
     apps: user.apps.map((app) => `${app.name}:${app.role}`),
+    expires_at: expiryDate(user.expires_at),
   };
+}
+
+/**
+ * The picked product roles with the `expires_at` each kept grant already had: `apps` replaces
+ * the whole list, and the form does not edit grant expiries, so saving must not clear them.
+ */
+function keepGrantExpiries(picked: AppRole[], held: User['apps']): AppRole[] {
+  return picked.map((app) => {
+    const expiresAt = held.find((h) => h.name === app.name && h.role === app.role)?.expires_at;
+    return expiresAt ? { ...app, expires_at: expiresAt } : app;
+  });
 }
 
 /** True for the answer to a stale `If-Match`: someone else changed the user meanwhile. */
@@ -74,7 +86,7 @@ function History({ email }: { email: string }) {
   );
 }
 
-/** The edit form: names, workspace role and product roles, saved with `PATCH` and `If-Match`. */
+/** The edit form: names, workspace role, product roles and the last day of access, saved with `PATCH` and `If-Match`. */
 function EditUser({ current, onSaved }: { current: VersionedUser; onSaved: (saved: VersionedUser) => void }) {
   const catalogue = useCatalogue();
   const queryClient = useQueryClient();
@@ -87,12 +99,14 @@ function EditUser({ current, onSaved }: { current: VersionedUser; onSaved: (save
         first_name: values.first_name.trim() || null,
         last_name: values.last_name.trim() || null,
         role: values.role,
-        apps: toApps(values.apps),
+        apps: keepGrantExpiries(toApps(values.apps), current.user.apps),
+        // Sent only when changed: an untouched date keeps the exact instant the API holds.
+        ...(values.expires_at !== expiryDate(current.user.expires_at) ? { expires_at: expiresAtOf(values.expires_at) } : {}),
       };
       return usersApi.update(current.user.email, changes, current.etag);
     },
     onSuccess: onSaved,
-    onError: (error) => showFieldErrors(error, ['first_name', 'last_name', 'role', 'apps'], setError),
+    onError: (error) => showFieldErrors(error, ['first_name', 'last_name', 'role', 'apps', 'expires_at'], setError),
   });
   const reload = () => {
     save.reset();
@@ -222,6 +236,8 @@ export function UserPage({ email: encoded }: { email: string }) {
             <dd>{roleLabel(user.role)}</dd>
             <dt>Product roles</dt>
             <dd>{formatApps(user.apps).replaceAll(';', ', ') || 'none'}</dd>
+            <dt>Access ends</dt>
+            <dd>{user.expires_at ? `${dateTime(user.expires_at)} (${expiryLabel(user.expires_at)})` : 'never'}</dd>
             <dt>Created</dt>
             <dd>{dateTime(user.created_at)}</dd>
             <dt>Last changed</dt>

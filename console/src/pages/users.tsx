@@ -15,19 +15,21 @@ import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager, PAGE_SIZES } from '../components/pager.tsx';
-import { dateTime, roleLabel, userHref } from '../format.ts';
+import { dateTime, expiringWithin, expiryLabel, roleLabel, userHref } from '../format.ts';
 import { choiceParam, positiveParam, useUrlParams, type UrlParams } from '../url-state.ts';
 import { BulkDeactivate } from './users-bulk.tsx';
 import { ExportButton } from './users-export.tsx';
 
 const STATUSES = ['active', 'deactivated', 'all'] as const;
 const ROLES = ['', 'owner', 'non_owner'] as const;
-const SORTS = ['created_at', '-created_at', 'email', '-email'] as const;
+const SORTS = ['created_at', '-created_at', 'email', '-email', 'expires_at', '-expires_at'] as const;
+/** The window of the "expiring within 30 days" filter (`expiring=30` in the URL). */
+const EXPIRING_DAYS = 30;
 type Sort = (typeof SORTS)[number];
 /** Wait after the last keystroke before searching: results within 300 ms of it (docs/console.md). */
 const SEARCH_DELAY_MS = 60;
 
-/** The listing's filters as the URL holds them (`q`, `status`, `role`, `app`, `sort`, `page`, `size`). */
+/** The listing's filters as the URL holds them (`q`, `status`, `role`, `app`, `expiring`, `sort`, `page`, `size`). */
 function readFilters(params: URLSearchParams): ListUsersQuery & { page_number: number; page_size: number } {
   const size = positiveParam(params, 'size', 30);
   const role = choiceParam(params, 'role', ROLES, '');
@@ -36,6 +38,7 @@ function readFilters(params: URLSearchParams): ListUsersQuery & { page_number: n
     status: choiceParam(params, 'status', STATUSES, 'active'),
     ...(role ? { role } : {}),
     ...(params.get('app') ? { app: params.get('app')! } : {}),
+    ...(params.get('expiring') === String(EXPIRING_DAYS) ? { expires_before: expiringWithin(EXPIRING_DAYS) } : {}),
     sort: choiceParam(params, 'sort', SORTS, 'created_at'),
     page_number: positiveParam(params, 'page', 1),
     page_size: (PAGE_SIZES as readonly number[]).includes(size) ? size : 30,
@@ -141,11 +144,17 @@ function Filters({ url, filters }: { url: UrlParams; filters: ReturnType<typeof 
           </optgroup>
         ))}
       </FilterSelect>
+      <FilterSelect url={url} name="expiring" label="Access ends" value={filters.expires_before ? String(EXPIRING_DAYS) : ''}>
+        <option value="">Any time or never</option>
+        <option value={String(EXPIRING_DAYS)}>Expiring within {EXPIRING_DAYS} days</option>
+      </FilterSelect>
       <FilterSelect url={url} name="sort" label="Sort by" value={filters.sort ?? 'created_at'}>
         <option value="created_at">Oldest first</option>
         <option value="-created_at">Newest first</option>
         <option value="email">Email A–Z</option>
         <option value="-email">Email Z–A</option>
+        <option value="expires_at">Access ends soonest</option>
+        <option value="-expires_at">Access ends latest</option>
       </FilterSelect>
     </div>
   );
@@ -207,6 +216,13 @@ function columns(): ColumnDef<User>[] {
       enableSorting: false,
       cell: ({ row }) => <span class={`status status-${row.original.status}`}>{row.original.status === 'active' ? 'Active' : 'Deactivated'}</span>,
     },
+    {
+      id: 'expires_at',
+      accessorKey: 'expires_at',
+      header: 'Access ends',
+      cell: ({ row }) =>
+        row.original.expires_at ? <span title={dateTime(row.original.expires_at)}>{expiryLabel(row.original.expires_at)}</span> : 'never',
+    },
     { id: 'created_at', accessorKey: 'created_at', header: 'Created', cell: ({ row }) => dateTime(row.original.created_at) },
   ];
 }
@@ -218,7 +234,7 @@ function EmptyState({ url, filtered }: { url: UrlParams; filtered: boolean }) {
       {filtered ? (
         <>
           <p>No users match these filters.</p>
-          <button type="button" class="button" onClick={() => url.update({ q: undefined, status: undefined, role: undefined, app: undefined, page: undefined })}>
+          <button type="button" class="button" onClick={() => url.update({ q: undefined, status: undefined, role: undefined, app: undefined, expiring: undefined, page: undefined })}>
             Clear the filters
           </button>
         </>
@@ -235,8 +251,8 @@ function EmptyState({ url, filtered }: { url: UrlParams; filtered: boolean }) {
 }
 
 /**
- * The users of the workspace: search as you type, filters for status, workspace role and
- * product role, sort, and pagination, all in the URL; exact totals; bulk deactivation and CSV
+ * The users of the workspace: search as you type, filters for status, workspace role, product
+ * role and access ending within 30 days, sort, and pagination, all in the URL; exact totals; bulk deactivation and CSV
  * export of the current filter. One `GET /users` per state (docs/contract.md Part B, Finding users).
  */
 export function UsersPage() {
@@ -270,7 +286,7 @@ export function UsersPage() {
     },
   });
   const selected = Object.keys(rowSelection);
-  const filtered = Boolean(filters.q || filters.role || filters.app || filters.status !== 'active');
+  const filtered = Boolean(filters.q || filters.role || filters.app || filters.expires_before || filters.status !== 'active');
   const { page_number: _page, page_size: _size, ...exportFilters } = filters;
 
   return (
