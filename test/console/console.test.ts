@@ -476,7 +476,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Create the key' }).click();
     await page.getByText('Name the key after what will use it').waitFor();
     await page.getByText('Pick at least one scope.').waitFor();
-    await page.getByLabel('Name').fill('reader');
+    await page.getByLabel('Name', { exact: true }).fill('reader');
     await page.getByRole('checkbox', { name: /users:read/ }).check();
     await page.getByRole('button', { name: 'Create the key' }).click();
     const second = await page.getByLabel('New API key of acme', { exact: true }).inputValue();
