@@ -1,3 +1,4 @@
+import { EVERY_SCOPE } from '../../../sdk/api-key-scopes.ts';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { useForm, type UseFormRegisterReturn } from 'react-hook-form';
@@ -163,7 +164,8 @@ export function PoliciesPage() {
   const scopes = useQuery({ queryKey: ['session-scopes'], queryFn: ({ signal }) => sessionScopes(signal) });
   const inactivity = useQuery({ queryKey: [POLICIES_KEY, 'inactivity'], queryFn: ({ signal }) => policiesApi.inactivity(signal) });
   const expiry = useQuery({ queryKey: [POLICIES_KEY, 'expiry'], queryFn: ({ signal }) => policiesApi.expiry(signal) });
-  const canWrite = scopes.data?.includes('policies:write') ?? false;
+  // `*` is every scope, present and future (docs/security.md, "API keys and scopes").
+  const canWrite = scopes.data?.some((scope) => scope === 'policies:write' || scope === EVERY_SCOPE) ?? false;
   return (
     <Page title="Access policies">
       {scopes.data && !canWrite && <ReadOnlyReason />}
