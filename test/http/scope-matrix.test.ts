@@ -34,7 +34,7 @@ describe(`scope matrix: every route with a key of each scope [${BACKEND}]`, () =
   const keys = new Map<string, TestWorkspace>();
 
   before(async () => {
-    ctx = await createTestContext();
+    ctx = await createTestContext({ RATE_LIMIT_PER_KEY: '0' });
     await ctx.seedProducts();
     ws = await ctx.createWorkspace('matrix');
     for (const email of ['owner@example.com', 'member@example.com']) {
