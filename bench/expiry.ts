@@ -173,6 +173,7 @@ async function measureExpiry(
   const done = (async () => {
     let last = activeBefore;
     let progressAt = Date.now();
+    let reportedAt = Date.now();
     for (;;) {
       const active = (await activeCount(server.port, ws)) ?? last;
       const since = (Date.now() - due.getTime()) / 1000;
@@ -180,6 +181,11 @@ async function measureExpiry(
       if (active !== last) [last, progressAt] = [active, Date.now()];
       remaining = active - target;
       if (remaining <= 0) return since;
+      // A long sweep says how far it is, so a slow one is seen before it ends.
+      if (Date.now() - reportedAt >= 10_000) {
+        reportedAt = Date.now();
+        log(`${backend}: ${USERS - remaining} of ${USERS} deactivated after ${since.toFixed(0)} s`);
+      }
       if (Date.now() - progressAt > STALL_MS) return since;
       await sleep(POLL_MS);
     }

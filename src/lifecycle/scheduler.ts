@@ -43,6 +43,13 @@ export interface LifecycleSchedulerOptions {
   readonly batchSize?: number;
   /** Sweep on a timer (default); false: only when `sweepNow()` is called (tests with an injected clock). */
   readonly timer?: boolean;
+  /**
+   * True when one connection serves the requests and the sweep alike (the embedded store): a
+   * batch's transaction then holds every request, so batches adapt to {@link BATCH_TARGET_MS}.
+   * False (a pool, PostgreSQL): readers never wait on the sweep's row locks, so every batch is
+   * `batchSize` users. Default false.
+   */
+  readonly sharedConnection?: boolean;
 }
 
 /**
@@ -55,6 +62,7 @@ export function startLifecycleScheduler(options: LifecycleSchedulerOptions): Lif
   const maxWaitMs = options.maxWaitMs ?? MAX_WAIT_MS;
   const batchSize = options.batchSize ?? BATCH_SIZE;
   const timed = options.timer ?? true;
+  const sharedConnection = options.sharedConnection ?? false;
   let stopping = false;
   let running: Promise<number> | undefined;
   let again = false;
@@ -62,21 +70,28 @@ export function startLifecycleScheduler(options: LifecycleSchedulerOptions): Lif
   let waking = false;
 
   /**
-   * Runs `batch` until it returns less than it was asked for. The batch size adapts so that one
-   * batch takes about {@link BATCH_TARGET_MS} (halved after a slower batch, doubled after a much
-   * faster one, at most `batchSize`), and each batch is followed by a pause as long as it took:
-   * requests get at least half of the time during a sweep. On the embedded store, whose one
-   * connection serves the requests too, a batch of 100 held every request for a second.
+   * Runs `batch` until it returns less than it was asked for. On a shared connection the batch
+   * size adapts so that one batch takes about {@link BATCH_TARGET_MS} (halved after a slower
+   * batch, doubled after a much faster one, at most `batchSize`), and each batch is followed by
+   * a pause as long as it took: requests get at least half of the time during a sweep (a batch
+   * of 100 held every request of the embedded store for a second). On a pool the size stays
+   * `batchSize`: there a batch's time under load is mostly its wait for a busy process, not a
+   * lock anyone waits on, and adapting to it shrank batches to one user (20 users/s at 100,000
+   * due; docs/performance.md, "Access that ends on time, at scale").
    */
   async function drain(batch: (at: Date, limit: number) => Promise<number>): Promise<number> {
     let total = 0;
-    let size = Math.min(batchSize, BATCH_START_SIZE);
+    let size = sharedConnection ? Math.min(batchSize, BATCH_START_SIZE) : batchSize;
     for (;;) {
       const started = performance.now();
       const done = await batch(now(), size);
       const took = performance.now() - started;
       total += done;
       if (done < size || stopping) return total;
+      if (!sharedConnection) {
+        await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
+        continue;
+      }
       if (took > BATCH_TARGET_MS) size = Math.max(1, Math.floor(size / 2));
       else if (took < BATCH_TARGET_MS / 2) size = Math.min(batchSize, size * 2);
       await new Promise((resolve) => setTimeout(resolve, Math.max(BATCH_PAUSE_MS, took)));

@@ -152,7 +152,11 @@ export async function startService(config: Config, options: ServiceOptions = {})
       onError: (err) => log.warn({ err }, 'could not announce webhook deliveries; a worker will find them at its next poll'),
     });
   }
-  const lifecycle = startLifecycleScheduler({ store, log: app.log.child({ component: 'access-policies' }) });
+  const lifecycle = startLifecycleScheduler({
+    store,
+    log: app.log.child({ component: 'access-policies' }),
+    sharedConnection: database.kind === 'pglite',
+  });
   userWritten = () => lifecycle.wake();
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
