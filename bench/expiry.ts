@@ -1,7 +1,7 @@
 /*
  * `npm run bench:expiry [-- --users 100000] [-- --backend pglite|postgres] [-- --seconds 10]
  * [-- --lead-seconds S] [-- --skip-build]`: access that ends on time, at scale
- * (docs/contract.md Part B, "Access that ends on time"; docs/performance.md, "Expiry at scale").
+ * (docs/contract.md Part B, "Access that ends on time"; docs/performance.md, "Access that ends on time, at scale").
  *
  * One workspace of N users, all with the same `expires_at` a little in the future, added as a
  * user adds expiring users: `POST /users` with `expires_at` (what `wum users add --expires-at`

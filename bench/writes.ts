@@ -9,7 +9,7 @@
  * service, … over `rounds`), one at a time, each on a workspace of its own seeded with
  * `users` users; the ratio of each write is the service's mean rate over the plain route's,
  * and beside it the CPU per request of the server process and of the database (PostgreSQL's
- * backends; PGlite runs inside the server process). Goal: ≥ 0.8× (docs/performance.md, "4. Writes against the plain SQL").
+ * backends; PGlite runs inside the server process). Goal: ≥ 0.8× (docs/performance.md, "Writes against the plain SQL").
  * With `--waits` (PostgreSQL), what the server's connections were doing during each measured
  * window: `pg_stat_activity` sampled every 10 ms, the commonest (state, wait event, statement).
  */

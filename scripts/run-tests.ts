@@ -149,7 +149,7 @@ const startPostgres = async (): Promise<Awaited<ReturnType<typeof migratedPostgr
 };
 
 const tallies: Tally[] = [];
-// Types and lint are checked on a full run, or when asked for by `npm test -- lint`.
+// Types, lint and the dependencies are checked on a full run, or when asked for by `npm test -- lint`.
 const staticChecks = only.length === 0 || only.includes('lint') ? runStaticChecks() : undefined;
 let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
 try {
@@ -169,7 +169,7 @@ try {
   if (staticChecks) {
     const { checks, passed, report } = await staticChecks;
     process.stdout.write(report);
-    tallies.push({ backend: 'tsc and eslint', tests: checks, passed, skipped: 0, failed: checks - passed, exitCode: 0 });
+    tallies.push({ backend: 'tsc, eslint and knip', tests: checks, passed, skipped: 0, failed: checks - passed, exitCode: 0 });
   }
   if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
   if (!postgresUrl) {

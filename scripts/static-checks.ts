@@ -1,6 +1,8 @@
 /*
- * The checks `npm test` runs beside the suites: the type checker (server and console) and
- * ESLint with no finding allowed (eslint.config.js). Each runs as the package's own binary.
+ * The checks `npm test` runs beside the suites: the type checker (server and console), ESLint
+ * with no finding allowed (eslint.config.js), and knip's dependency check (knip.json: a package
+ * in package.json that nothing imports, or one imported without being listed, fails it;
+ * docs/architecture.md, "Dependencies"). Each runs as the package's own binary.
  */
 import { spawn } from 'node:child_process';
 
@@ -9,6 +11,7 @@ const CHECKS: readonly { name: string; command: readonly string[] }[] = [
   { name: 'tsc', command: ['tsc', '--noEmit'] },
   { name: 'tsc (console)', command: ['tsc', '--noEmit', '-p', 'console'] },
   { name: 'eslint', command: ['eslint', '--max-warnings', '0', '.'] },
+  { name: 'knip', command: ['knip', '--no-progress'] },
 ];
 
 /** What the checks found: how many ran and passed, and the output of the failed ones. */
