@@ -1,5 +1,8 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { routeOf } from './log-serializers.ts';
+
+/** True when `log` writes `debug` lines (pino's check; Fastify's silent logger has none, and writes nothing). */
+const atDebug = (log: FastifyBaseLogger) => (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('debug') ?? false;
 
 /** The message of the one line each answered request logs (the one Fastify's own used). */
 export const REQUEST_COMPLETED = 'request completed';
@@ -12,7 +15,7 @@ function requestLine(request: FastifyRequest, reply: FastifyReply): Record<strin
     statusCode: reply.statusCode,
     responseTime: Math.round(reply.elapsedTime * 10) / 10,
   };
-  return request.log.isLevelEnabled('debug') ? { ...line, req: request } : line;
+  return atDebug(request.log) ? { ...line, req: request } : line;
 }
 
 /**
@@ -28,7 +31,7 @@ function requestLine(request: FastifyRequest, reply: FastifyReply): Record<strin
  */
 export class RequestLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
-    if (request.log.isLevelEnabled('debug')) request.log.debug({ req: request }, 'incoming request');
+    if (atDebug(request.log)) request.log.debug({ req: request }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {

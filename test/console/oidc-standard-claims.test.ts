@@ -234,6 +234,6 @@ describe(`sign-in with the standard OpenID Connect claims, and its refusals [${B
     }
     const bad = await start('?prompt=consent');
     assert.equal(bad.statusCode, 400, bad.body);
-    assert.equal(bad.json().code, 'validation_failed');
+    assert.equal(bad.json().code, 'invalid_parameter');
   });
 });

@@ -46,7 +46,7 @@ const MISCONFIGURED: Refusal = {
 /** The `prompt` values the sign-in start accepts (`?prompt=`), for "Sign in with another account". */
 export const SIGN_IN_PROMPTS: readonly SignInPrompt[] = ['select_account', 'login'];
 
-/** The sign-in start's query: `prompt` only among {@link SIGN_IN_PROMPTS} (anything else is `400 validation_failed`). */
+/** The sign-in start's query: `prompt` only among {@link SIGN_IN_PROMPTS} (anything else is `400 invalid_parameter`). */
 export const START_QUERY = {
   type: 'object',
   properties: { prompt: { type: 'string', enum: SIGN_IN_PROMPTS } },
