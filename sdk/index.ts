@@ -76,6 +76,7 @@ export {
   type WorkspacesApi,
   type WumAdminClient,
 } from './admin-client.ts';
+export { API_KEY_SCOPES, EVERY_SCOPE, type NamedApiKeyScope } from './api-key-scopes.ts';
 export { EVENT_TYPES, type EventType } from './events.ts';
 export { WumApiError, type FieldError, type Problem, type WumApiErrorInit } from './errors.ts';
 export { parseRetryAfter, retryDelay, retryPolicy, type RetryEvent, type RetryOptions, type RetryPolicy } from './retry.ts';

@@ -1,10 +1,13 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { ApiKey, ApiKeyScope, CreatedApiKey } from 'wum/sdk';
-import { adminClient, withJson } from './context.ts';
+import { API_KEY_SCOPES, EVERY_SCOPE, type ApiKey, type ApiKeyScope, type CreatedApiKey } from 'wum/sdk';
+import { adminClient, UsageError, withJson } from './context.ts';
 import { printJson, say, table } from './output.ts';
 
 /** The scopes a key can carry (docs/security.md, "API keys and scopes"); `*` is every scope, present and future. */
-const SCOPES: readonly ApiKeyScope[] = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', 'activity:write', 'policies:write', '*'];
+const SCOPES: readonly ApiKeyScope[] = [...API_KEY_SCOPES, EVERY_SCOPE];
+
+/** How long a new key lives unless told otherwise: the console's default (console/src/pages/api-key-form.tsx). */
+export const DEFAULT_KEY_EXPIRY = '90d';
 
 /** Milliseconds of each unit `--expires-in` accepts. */
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -20,36 +23,53 @@ export function expiresIn(value: string, now = Date.now()): string {
   return new Date(now + Number(match[1]) * UNIT_MS[match[2]!]!).toISOString();
 }
 
-/** `--scope`, repeatable. */
+/** `--scope`, repeatable, each a scope or a comma-separated list of them. */
 const scopeOption = () =>
-  new Option('--scope <scope>', `what the key may call (repeat for several; default: every scope): ${SCOPES.join(', ')}`).argParser(
+  new Option('--scope <scopes>', `what the key may call (required; repeat, or separate with commas): ${SCOPES.join(', ')}`).argParser(
     (value: string, previous: string[] = []) => {
-      if (!(SCOPES as readonly string[]).includes(value)) throw new InvalidArgumentError(`Allowed choices are ${SCOPES.join(', ')}.`);
-      return [...previous, value];
+      const given = value.split(',').map((scope) => scope.trim());
+      const unknown = given.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
+      if (unknown.length > 0) throw new InvalidArgumentError(`${unknown.join(', ')}: not a scope. The scopes are ${SCOPES.join(', ')}.`);
+      return [...new Set([...previous, ...given])];
     },
   );
+
+/**
+ * When a new key expires: `--expires-in`, else never with `--no-expiry`, else in
+ * {@link DEFAULT_KEY_EXPIRY}; undefined is never.
+ */
+const expiryOf = (options: { expiresIn?: string; expiry?: boolean }): string | undefined =>
+  options.expiresIn ?? (options.expiry === false ? undefined : expiresIn(DEFAULT_KEY_EXPIRY));
 
 /** A key's creator, readable. */
 const creator = (k: ApiKey | CreatedApiKey) => k.created_by?.label ?? '';
 
 /**
- * `keys create|list|revoke <subdomain>`: a workspace's API keys with their names, scopes and
- * expiry (operator API; --admin-url, --admin-token). Mounted as `wum admin keys` and `wum keys`.
+ * `wum admin keys create|list|revoke <subdomain>`: a workspace's API keys with their names,
+ * scopes and expiry (operator API; --admin-url, --admin-token). A new key carries only the
+ * scopes given (`--scope` is required, as the console preselects none) and expires in
+ * {@link DEFAULT_KEY_EXPIRY} unless `--expires-in` or `--no-expiry` says otherwise: the
+ * console's defaults (README, "CLI").
  */
 export function keysCommand(): Command {
   const keys = new Command('keys').description("create, list and revoke a workspace's API keys (operator)");
   withJson(
     keys
       .command('create <subdomain>')
-      .description('create an API key (shown only this once)')
+      .description(`create an API key (shown only this once); it expires in ${DEFAULT_KEY_EXPIRY} unless --expires-in or --no-expiry`)
       .option('--name <name>', 'a name to recognise the key by, e.g. okta-scim')
       .addOption(scopeOption())
-      .addOption(new Option('--expires-in <duration>', 'expire after this long: 30m, 12h, 90d (default: never)').argParser((v) => expiresIn(v))),
+      .addOption(new Option('--expires-in <duration>', `expire after this long: 30m, 12h, 90d (default: ${DEFAULT_KEY_EXPIRY})`).argParser((v) => expiresIn(v)))
+      .addOption(new Option('--no-expiry', 'the key never expires').conflicts('expiresIn')),
   ).action(async (subdomain: string, options, command: Command) => {
+    if (!options.scope) {
+      throw new UsageError(`give the key's scopes with --scope (repeat, or separate with commas): ${SCOPES.join(', ')}; ${EVERY_SCOPE} is every scope.`);
+    }
+    const expiresAt = expiryOf(options);
     const key = await adminClient(command).apiKeys.create(subdomain, {
       ...(options.name ? { name: options.name } : {}),
-      ...(options.scope ? { scopes: options.scope } : {}),
-      ...(options.expiresIn ? { expires_at: options.expiresIn } : {}),
+      scopes: options.scope,
+      ...(expiresAt ? { expires_at: expiresAt } : {}),
     });
     if (options.json) return printJson(key);
     say(`Created API key ${key.id}${key.name ? ` "${key.name}"` : ''} for ${subdomain}. It is shown only this once:`);

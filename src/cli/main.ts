@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { WumApiError } from 'wum/sdk';
 import { adminCommand } from './admin.ts';
-import { keysCommand } from './admin-keys.ts';
 import { addGlobalOptions, closeClients, EXIT, UsageError } from './context.ts';
 import { eventsCommand } from './events.ts';
 import { productsCommand } from './products.ts';
@@ -24,7 +23,7 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError('(add --help for usage)');
   addGlobalOptions(program);
-  for (const command of [usersCommand(), productsCommand(), eventsCommand(), keysCommand(), adminCommand()]) program.addCommand(command);
+  for (const command of [usersCommand(), productsCommand(), eventsCommand(), adminCommand()]) program.addCommand(command);
   // Added commands do not inherit settings: apply them to the whole tree.
   const apply = (command: Command) => {
     command.exitOverride().showHelpAfterError('(add --help for usage)').configureHelp({ showGlobalOptions: true });

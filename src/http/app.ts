@@ -6,6 +6,7 @@ import { registerMetrics } from './plugins/metrics.ts';
 import { registerConnectionLimits } from './plugins/connection-limits.ts';
 import { LOG_SERIALIZERS } from './log-serializers.ts';
 import { resilientStdout } from './log-destination.ts';
+import { RequestLogController } from './request-log.ts';
 import { registerApiReference, registerOpenApi } from './plugins/openapi.ts';
 import { generateRequestId, setRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
@@ -85,6 +86,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const app = Fastify({
     // Route patterns, not URLs, and errors without statement values (log-serializers.ts).
     logger: loggerOptions(deps.logger, config.logLevel, deps.logStream),
+    // One line per request instead of Fastify's two with whole objects (request-log.ts).
+    logController: new RequestLogController(),
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,

@@ -39,11 +39,14 @@ export function serializeError(error: unknown, depth = 0): Record<string, unknow
   return out;
 }
 
+/** The route pattern a request matched (`/api/external/v2/users/:email`), or `unmatched`: what the log names it by. */
+export const routeOf = (request: FastifyRequest): string => request.routeOptions?.url ?? 'unmatched';
+
 /** A request as the log shows it: method, route pattern (or `unmatched`), host and client address. */
 export function serializeRequest(request: FastifyRequest): Record<string, unknown> {
   return {
     method: request.method,
-    route: request.routeOptions?.url ?? 'unmatched',
+    route: routeOf(request),
     host: request.hostname,
     remoteAddress: request.ip,
   };

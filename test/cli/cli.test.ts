@@ -145,32 +145,52 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const table = await runWum(['admin', 'workspaces', 'list'], adminEnv);
     assert.match(table.stdout, /The source/);
 
-    const key = await runWum(['admin', 'keys', 'create', 'source', '--json'], adminEnv);
+    const key = await runWum(['admin', 'keys', 'create', 'source', '--scope', '*', '--no-expiry', '--json'], adminEnv);
+    assert.equal(key.code, 0, key.stderr);
     const { id } = key.json();
+    assert.deepEqual(key.json().scopes, ['*']);
+    assert.equal(key.json().expires_at, null, '--no-expiry: never');
     assert.match((await runWum(['admin', 'keys', 'list', 'source'], adminEnv)).stdout, new RegExp(id));
     assert.equal((await runWum(['admin', 'keys', 'revoke', 'source', id], adminEnv)).code, 0);
     const revoked = (await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json();
     assert.ok(revoked.find((k: { id: string }) => k.id === id).revoked_at);
 
-    // A named, scoped, expiring key (`wum keys` is `wum admin keys`), refused outside its scope.
-    const scoped = await runWum(['keys', 'create', 'source', '--name', 'reader', '--scope', 'users:read', '--expires-in', '90d', '--json'], adminEnv);
+    // A named, scoped key, expiring in 90 days by default as the console's, refused outside its scope.
+    const scoped = await runWum(['admin', 'keys', 'create', 'source', '--name', 'reader', '--scope', 'users:read', '--json'], adminEnv);
     assert.equal(scoped.code, 0, scoped.stderr);
     const reader = scoped.json();
     assert.equal(reader.name, 'reader');
     assert.deepEqual(reader.scopes, ['users:read']);
     const days = (Date.parse(reader.expires_at) - Date.now()) / 86_400_000;
     assert.ok(days > 89.9 && days <= 90, `expires in ${days} days`);
-    const listedKeys = await runWum(['keys', 'list', 'source'], adminEnv);
+    const listedKeys = await runWum(['admin', 'keys', 'list', 'source'], adminEnv);
     assert.match(listedKeys.stdout, /reader .*users:read/);
     const readerEnv = { WUM_URL: server.workspaceUrl('source'), WUM_API_KEY: reader.key };
     assert.equal((await runWum(['users', 'list'], readerEnv)).code, 0);
     const refusedAdd = await runWum(['users', 'add', 'nobody@example.com', '--role', 'non_owner'], readerEnv);
     assert.equal(refusedAdd.code, 1);
     assert.match(refusedAdd.stderr, /^error: insufficient_scope: .*users:write/m);
-    const badDuration = await runWum(['keys', 'create', 'source', '--expires-in', '90 days'], adminEnv);
+    // Scopes as a comma list, an expiry of one's choosing.
+    const several = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'users:read,products:read', '--scope', 'scim', '--expires-in', '30d', '--json'], adminEnv);
+    assert.equal(several.code, 0, several.stderr);
+    assert.deepEqual([...several.json().scopes].sort(), ['products:read', 'scim', 'users:read']);
+    const thirty = (Date.parse(several.json().expires_at) - Date.now()) / 86_400_000;
+    assert.ok(thirty > 29.9 && thirty <= 30, `expires in ${thirty} days`);
+    const badDuration = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'scim', '--expires-in', '90 days'], adminEnv);
     assert.equal(badDuration.code, 2, badDuration.stderr);
-    const badScope = await runWum(['keys', 'create', 'source', '--scope', 'users:delete'], adminEnv);
+    const badScope = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'users:read,users:delete'], adminEnv);
     assert.equal(badScope.code, 2, badScope.stderr);
+    assert.match(badScope.stderr, /users:delete: not a scope\. The scopes are users:read, users:write, .*scim.*, \*/);
+    // No scope given: a usage error naming every scope, and no key made.
+    const before = (await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json().length;
+    const noScope = await runWum(['admin', 'keys', 'create', 'source', '--name', 'everything'], adminEnv);
+    assert.equal(noScope.code, 2, noScope.stderr);
+    assert.match(noScope.stderr, /^error: give the key's scopes with --scope .*users:read, users:write, .*scim/m);
+    assert.equal((await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json().length, before, 'no key made');
+    const both = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'scim', '--no-expiry', '--expires-in', '30d'], adminEnv);
+    assert.equal(both.code, 2, both.stderr);
+    // One spelling: the keys are an operator command, under `wum admin`.
+    assert.equal((await runWum(['keys', 'list', 'source'], adminEnv)).code, 2);
 
     assert.equal((await runWum(['admin', 'workspaces', 'create', 'doomed'], adminEnv)).code, 0);
     assert.equal((await runWum(['admin', 'workspaces', 'delete', 'doomed'], adminEnv)).code, 0);

@@ -3,6 +3,7 @@ import { AppError } from '../errors.ts';
 import type { Store } from '../ports.ts';
 import { canonicalEmail } from '../users/email.ts';
 import { verifiedEmail, type VerifiedIdentity } from './person-sign-in.ts';
+import { SignInRefusedError } from './sign-in-refused.ts';
 import { hashSessionId, newSessionId, type OpenedSession, type SessionLifetime } from './sessions-service.ts';
 
 /** Who may sign in as operator: the configured provider's issuer and the listed emails (canonical: `canonicalEmail`). */
@@ -27,13 +28,14 @@ const isListed = (policy: OperatorPolicy, email: string) => policy.emails.has(ca
  * (docs/security.md, "Operators signing in"): a verified email listed in `OPERATOR_EMAILS`, and,
  * after that email's first sign-in, only with the provider account (`sub`) it used then.
  * Returns the operator's actor: id `oidc:<sub>` (stable at that provider), label the email.
- * @throws AppError `sign_in_refused` (403) saying why.
+ * @throws SignInRefusedError (`sign_in_refused`, 403) saying why: the reasons of `verifiedEmail`,
+ *   `not_operator`, `another_account`.
  */
 export async function admitOperator(store: Store, policy: OperatorPolicy, identity: VerifiedIdentity): Promise<ActorJson> {
   const email = verifiedEmail(identity);
-  if (!isListed(policy, email)) throw new AppError('sign_in_refused', `${email} is not one of this server's operators.`);
+  if (!isListed(policy, email)) throw new SignInRefusedError('not_operator', `${email} is not one of this server's operators.`);
   const bound = await store.operatorSessions.bindSubject(policy.issuer, canonicalEmail(email)!, identity.sub);
-  if (bound !== identity.sub) throw new AppError('sign_in_refused', `${email} signed in before as another account of the identity provider.`);
+  if (bound !== identity.sub) throw new SignInRefusedError('another_account', `${email} signed in before as another account of the identity provider.`);
   return { type: 'operator', id: `oidc:${identity.sub}`, label: email };
 }
 

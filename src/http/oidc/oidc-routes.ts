@@ -9,7 +9,7 @@ import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 import type { ProviderSettings } from './relying-party.ts';
-import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
+import { finishSignIn, START_QUERY, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 
@@ -56,10 +56,13 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       return await workspaceOf(request);
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      sendRefusal(reply, 404, error.message);
+      const subdomain = subdomainOf(request.hostname, baseDomain);
+      sendRefusal(request, reply, subdomain ? { workspace: subdomain } : {}, { status: 404, reason: 'workspace_not_found', message: error.message });
       return undefined;
     }
   }
+  /** Where a refusal of `workspace`'s sign-in happened: its subdomain, and the start to try again at. */
+  const placeOf = (workspace: Workspace) => ({ workspace: workspace.subdomain, startPath: OIDC_START_PATH });
 
   app.get(OIDC_OPTIONS_PATH, { schema: { hide: true } }, async (request) => {
     const workspace = await workspaceOf(request);
@@ -74,14 +77,18 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
 
   // Limited before anything is looked up: every start is stored and may reach the provider.
   const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, (request) => subdomainOf(request.hostname, baseDomain)) } : {};
-  app.get(OIDC_START_PATH, { schema: { hide: true }, ...limited }, async (request, reply) => {
+  app.get(OIDC_START_PATH, { schema: { hide: true, querystring: START_QUERY }, ...limited }, async (request, reply) => {
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;
     const provider = await store.identityProviders.find(workspace.id);
-    if (!provider) return sendRefusal(reply, 404, `Workspace "${workspace.subdomain}" has no identity provider to sign in with.`);
+    if (!provider) {
+      const message = `Workspace "${workspace.subdomain}" has no identity provider to sign in with.`;
+      return sendRefusal(request, reply, { workspace: workspace.subdomain }, { status: 404, reason: 'no_identity_provider', message });
+    }
     return startSignIn(
       request,
       reply,
+      placeOf(workspace),
       settings(provider),
       outbound,
       OIDC_CALLBACK_PATH,
@@ -95,9 +102,10 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;
     let provider: IdentityProvider | undefined;
-    const claims = await verifySignIn(
+    const identity = await verifySignIn(
       request,
       reply,
+      placeOf(workspace),
       outbound,
       (stateHash) => store.identityProviders.takeSignIn(workspace.id, stateHash),
       async (pending) => {
@@ -105,12 +113,13 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
         return provider && provider.revision === pending.idpRevision ? settings(provider) : 'The workspace\'s identity provider changed during the sign-in. Start the sign-in again.';
       },
     );
-    if (!claims || !provider) return reply;
+    if (!identity || !provider) return reply;
     const { issuer, revision } = provider;
     return finishSignIn(
       request,
       reply,
-      async () => openPersonSession(store, workspace, await admitPerson(store, workspace, issuer, claims), revision, sessions, request.id),
+      placeOf(workspace),
+      async () => openPersonSession(store, workspace, await admitPerson(store, workspace, issuer, identity), revision, sessions, request.id),
       'oidc',
     );
   });

@@ -9,7 +9,7 @@ import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
 import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
 import { clearSessionCookie, requireSameOrigin, sessionIdOf } from '../session-cookie.ts';
 import type { ProviderSettings } from './relying-party.ts';
-import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
+import { finishSignIn, START_QUERY, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 
@@ -24,6 +24,9 @@ export const OPERATOR_SESSION_PATH = '/console/operator/session';
 
 /** The name the operators' sign-in starts are counted under in the per-workspace limit (not a DNS label, so no workspace's). */
 const OPERATOR_SIGN_IN_SCOPE = '@operator';
+
+/** Where an operator's refused sign-in starts again (no workspace: the log line names none). */
+const PLACE = { startPath: OPERATOR_START_PATH } as const;
 
 /** Options of {@link operatorSignInRoutes}. */
 export interface OperatorSignInOptions {
@@ -80,10 +83,11 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
 
   // After the host check above (a workspace's host gets its 404 without spending a start).
   const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, () => OPERATOR_SIGN_IN_SCOPE) } : {};
-  app.get(OPERATOR_START_PATH, { schema: { hide: true }, ...limited }, async (request, reply) =>
+  app.get(OPERATOR_START_PATH, { schema: { hide: true, querystring: START_QUERY }, ...limited }, async (request, reply) =>
     startSignIn(
       request,
       reply,
+      PLACE,
       provider,
       outbound,
       OPERATOR_CALLBACK_PATH,
@@ -94,10 +98,10 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
 
   app.get(OPERATOR_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
-    const claims = await verifySignIn(request, reply, outbound, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
-    if (!claims) return reply;
+    const identity = await verifySignIn(request, reply, PLACE, outbound, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
+    if (!identity) return reply;
     const { policy } = operators;
-    return finishSignIn(request, reply, async () => openOperatorSession(store, policy, await admitOperator(store, policy, claims), sessions, request.id), 'operator');
+    return finishSignIn(request, reply, PLACE, async () => openOperatorSession(store, policy, await admitOperator(store, policy, identity), sessions, request.id), 'operator');
   });
 
   app.get(OPERATOR_SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {

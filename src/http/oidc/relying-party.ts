@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import * as oidc from 'openid-client';
 import { isLoopbackUrl } from '../../config/loopback.ts';
 import type { IdentityProvider } from '../../core/ports.ts';
+import type { VerifiedIdentity } from '../../core/sessions/person-sign-in.ts';
 import { guardedFetch } from '../../outbound/guarded-fetch.ts';
 import { assertOutboundUrlAllowed, OutboundRefusedError, parseOutboundUrl, type OutboundPolicy } from '../../outbound/outbound-guard.ts';
 
@@ -134,8 +135,24 @@ export function newChecks(): SignInChecks {
   return { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier() };
 }
 
-/** The provider's authorization URL for this sign-in: code flow, `openid email`, PKCE S256, state, nonce. */
-export async function authorizationUrl(config: oidc.Configuration, redirectUri: string, checks: SignInChecks): Promise<URL> {
+/** A `prompt` a sign-in may ask the provider for (OpenID Connect Core §3.1.2.1): choose an account, or log in again. */
+export type SignInPrompt = 'select_account' | 'login';
+
+/**
+ * The `prompt` sent for the one asked: `select_account` only where the provider's discovery
+ * lists it in `prompt_values_supported`, else `login` (every provider knows it, and it too lets
+ * the person sign in as someone else).
+ */
+export function promptFor(config: oidc.Configuration, asked: SignInPrompt): SignInPrompt {
+  const supported = config.serverMetadata().prompt_values_supported;
+  return asked === 'select_account' && Array.isArray(supported) && supported.includes('select_account') ? 'select_account' : 'login';
+}
+
+/**
+ * The provider's authorization URL for this sign-in: code flow, `openid email`, PKCE S256,
+ * state, nonce, and the `prompt` asked for if any ({@link promptFor}).
+ */
+export async function authorizationUrl(config: oidc.Configuration, redirectUri: string, checks: SignInChecks, prompt?: SignInPrompt): Promise<URL> {
   return oidc.buildAuthorizationUrl(config, {
     redirect_uri: redirectUri,
     scope: 'openid email',
@@ -144,16 +161,23 @@ export async function authorizationUrl(config: oidc.Configuration, redirectUri: 
     nonce: checks.nonce,
     code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier),
     code_challenge_method: 'S256',
+    ...(prompt ? { prompt: promptFor(config, prompt) } : {}),
   });
+}
+
+/** What the token endpoint gave for a verified code: the ID token's claims and the access token. */
+export interface RedeemedSignIn {
+  readonly claims: oidc.IDToken;
+  readonly accessToken: string;
 }
 
 /**
  * Redeems the code of `callbackUrl` and verifies the ID token (signature against the
  * provider's keys, issuer, audience = our client id, expiry, nonce), the state and the PKCE
- * verifier, all by openid-client. Returns the ID token's claims.
+ * verifier, all by openid-client.
  * @throws the openid-client error when anything does not verify.
  */
-export async function redeem(config: oidc.Configuration, callbackUrl: URL, checks: SignInChecks): Promise<oidc.IDToken> {
+export async function redeem(config: oidc.Configuration, callbackUrl: URL, checks: SignInChecks): Promise<RedeemedSignIn> {
   const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, {
     pkceCodeVerifier: checks.codeVerifier,
     expectedState: checks.state,
@@ -162,5 +186,37 @@ export async function redeem(config: oidc.Configuration, callbackUrl: URL, check
   });
   const claims = tokens.claims();
   if (!claims) throw new Error('the provider sent no ID token');
-  return claims;
+  return { claims, accessToken: tokens.access_token };
+}
+
+/** The UserInfo response named another subject than the ID token (OpenID Connect Core §5.3.2): its claims are not this person's. */
+export class UserInfoSubjectMismatchError extends Error {
+  override readonly name = 'UserInfoSubjectMismatchError';
+}
+
+/**
+ * Who signed in: the ID token's `sub`, with `email` and `email_verified` from the ID token when
+ * it carries the email, else from the provider's UserInfo endpoint, where OpenID Connect Core
+ * §5.4 lets a provider return the claims of a requested scope (`email`) in the code flow
+ * (oidc-provider at its defaults does). The UserInfo request goes through the configuration's
+ * guarded fetch like every other request to the provider ({@link discoverProvider}), and its
+ * `sub` must be the ID token's (§5.3.2). Without a UserInfo endpoint the ID token is all there is.
+ * @throws UserInfoSubjectMismatchError when UserInfo names another `sub`; the openid-client
+ *   error (OutboundRefusedError as a cause when the guard refused) when the request fails.
+ */
+export async function identityOf(config: oidc.Configuration, signIn: RedeemedSignIn): Promise<VerifiedIdentity> {
+  const { claims } = signIn;
+  if (claims.email !== undefined || config.serverMetadata().userinfo_endpoint === undefined) {
+    return { sub: claims.sub, email: claims.email, email_verified: claims.email_verified };
+  }
+  try {
+    const info = await oidc.fetchUserInfo(config, signIn.accessToken, claims.sub);
+    return { sub: claims.sub, email: info.email, email_verified: info.email_verified };
+  } catch (error) {
+    // Not kept as the cause: openid-client's holds the response body, the person's claims.
+    if ((error as { code?: unknown }).code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
+      throw new UserInfoSubjectMismatchError('the UserInfo response names another subject than the ID token');
+    }
+    throw error;
+  }
 }

@@ -1,13 +1,25 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type * as oidc from 'openid-client';
-import { AppError } from '../../core/errors.ts';
+import type { VerifiedIdentity } from '../../core/sessions/person-sign-in.ts';
 import type { OpenedSession } from '../../core/sessions/sessions-service.ts';
+import { SignInRefusedError } from '../../core/sessions/sign-in-refused.ts';
 import { setSessionCookie } from '../session-cookie.ts';
 import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
 import { discoveryProblem } from './discovery-problem.ts';
-import { authorizationUrl, newChecks, redeem, relyingParty, type ProviderSettings, type SignInChecks } from './relying-party.ts';
-import { sendRefusal } from './sign-in-page.ts';
+import {
+  authorizationUrl,
+  identityOf,
+  newChecks,
+  redeem,
+  relyingParty,
+  UserInfoSubjectMismatchError,
+  type ProviderSettings,
+  type RedeemedSignIn,
+  type SignInChecks,
+  type SignInPrompt,
+} from './relying-party.ts';
+import { sendRefusal, type Refusal, type RefusalDetails, type RefusalPlace } from './sign-in-page.ts';
 import { SIGN_IN_TTL_MS, setStateCookie, stateCookieOf } from './state-cookie.ts';
 
 /** The `state` is stored hashed, like session ids: a copy of the table redeems nothing. */
@@ -23,20 +35,36 @@ export interface StoredChecks {
   readonly expiresAt: Date;
 }
 
-/** The refusal page's reason when a stored provider's configuration can never work under the outbound policy. */
-const MISCONFIGURED =
-  'The identity provider\'s configuration cannot be used by this server (its issuer is not a valid https URL, or names an address the server may not call). Ask the operator to set it again.';
+/** The refusal when a stored provider's configuration can never work under the outbound policy. */
+const MISCONFIGURED: Refusal = {
+  status: 409,
+  reason: 'provider_misconfigured',
+  message:
+    'The identity provider\'s configuration cannot be used by this server (its issuer is not a valid https URL, or names an address the server may not call). Ask the operator to set it again.',
+};
+
+/** The `prompt` values the sign-in start accepts (`?prompt=`), for "Sign in with another account". */
+export const SIGN_IN_PROMPTS: readonly SignInPrompt[] = ['select_account', 'login'];
+
+/** The sign-in start's query: `prompt` only among {@link SIGN_IN_PROMPTS} (anything else is `400 invalid_parameter`). */
+export const START_QUERY = {
+  type: 'object',
+  properties: { prompt: { type: 'string', enum: SIGN_IN_PROMPTS } },
+} as const;
 
 /**
  * Starts a sign-in at `provider`, discovered under the outbound `policy`: new `state`, `nonce`
  * and PKCE verifier, kept by `save` (with the state's hash) and the state also in this
- * browser's cookie, then the browser is sent to the provider. A provider whose configuration
- * the outbound guard refuses (or whose issuer does not parse: a row stored before the check at
- * save) gets a refusal page (409); one that cannot be discovered now, `unreachable` (502).
+ * browser's cookie, then the browser is sent to the provider, with the `prompt` of the request's
+ * query if any (validated by {@link START_QUERY}). A provider whose configuration the outbound
+ * guard refuses (or whose issuer does not parse: a row stored before the check at save) gets a
+ * refusal page (409, `provider_misconfigured`); one that cannot be discovered now, `unreachable`
+ * (502, `provider_unreachable`).
  */
 export async function startSignIn(
   request: FastifyRequest,
   reply: FastifyReply,
+  place: RefusalPlace,
   provider: ProviderSettings,
   policy: OutboundPolicy,
   callbackPath: string,
@@ -44,14 +72,15 @@ export async function startSignIn(
   unreachable: string,
 ): Promise<FastifyReply> {
   const checks = newChecks();
+  const { prompt } = request.query as { prompt?: SignInPrompt };
   let url: URL;
   try {
-    url = await authorizationUrl(await relyingParty(provider, policy), redirectUri(request, callbackPath), checks);
+    url = await authorizationUrl(await relyingParty(provider, policy), redirectUri(request, callbackPath), checks, prompt);
   } catch (err) {
     const { problem, message } = discoveryProblem(err);
-    request.log.warn({ err, problem, reason: message }, 'identity provider discovery failed');
     const misconfigured = problem === 'invalid_url' || problem === 'http_refused' || problem === 'address_refused';
-    return sendRefusal(reply, misconfigured ? 409 : 502, misconfigured ? MISCONFIGURED : unreachable);
+    const refusal: Refusal = misconfigured ? MISCONFIGURED : { status: 502, reason: 'provider_unreachable', message: unreachable };
+    return sendRefusal(request, reply, place, refusal, { err: Object.assign(new Error(message, { cause: err }), { problem }) });
   }
   await save(hashState(checks.state), { codeVerifier: checks.codeVerifier, nonce: checks.nonce, expiresAt: new Date(Date.now() + SIGN_IN_TTL_MS) });
   setStateCookie(request, reply, checks.state);
@@ -63,55 +92,74 @@ export async function startSignIn(
  * server issued (taken at once by `take`: it serves one sign-in however the rest goes), not
  * expired, started in this very browser (its state cookie), then the code redeemed and the ID
  * token verified by openid-client against the provider `providerFor` names (or a refusal
- * reason it gives instead), every request to the provider under the outbound `policy`. Returns
- * the ID token's claims, or undefined once a refusal page is sent.
+ * message it gives instead), every request to the provider under the outbound `policy`, and the
+ * email taken from the ID token or the UserInfo endpoint ({@link identityOf}). Returns who signed
+ * in, or undefined once a refusal page is sent (each with its reason code: docs/security.md,
+ * "Sign-in refusals").
  */
 export async function verifySignIn<P extends StoredChecks>(
   request: FastifyRequest,
   reply: FastifyReply,
+  place: RefusalPlace,
   policy: OutboundPolicy,
   take: (stateHash: string) => Promise<P | undefined>,
   providerFor: (pending: P) => Promise<ProviderSettings | string>,
-): Promise<oidc.IDToken | undefined> {
+): Promise<VerifiedIdentity | undefined> {
+  const refuse = (refusal: Refusal, details?: RefusalDetails) => {
+    sendRefusal(request, reply, place, refusal, details);
+    return undefined;
+  };
   const query = request.query as Record<string, unknown>;
   if (typeof query.error === 'string') {
-    sendRefusal(reply, 403, `The identity provider refused the sign-in: ${query.error}${typeof query.error_description === 'string' ? ` (${query.error_description})` : ''}.`);
-    return undefined;
+    const description = typeof query.error_description === 'string' ? ` (${query.error_description})` : '';
+    const message = `The identity provider refused the sign-in: ${query.error}${description}.`;
+    return refuse({ status: 403, reason: 'provider_error', message }, { providerError: query.error });
   }
   const state = typeof query.state === 'string' ? query.state : '';
   const pending = state ? await take(hashState(state)) : undefined;
   if (!pending || pending.expiresAt.getTime() <= Date.now()) {
-    sendRefusal(reply, 400, 'This sign-in link was already used or has expired. Start the sign-in again from the console.');
-    return undefined;
+    return refuse({ status: 400, reason: 'state_invalid', message: 'This sign-in link was already used or has expired. Start the sign-in again from the console.' });
   }
   if (stateCookieOf(request) !== state) {
-    sendRefusal(reply, 400, 'This sign-in was started in another browser. Start the sign-in again from the console.');
-    return undefined;
+    return refuse({ status: 400, reason: 'state_cookie_mismatch', message: 'This sign-in was started in another browser. Start the sign-in again from the console.' });
   }
   const provider = await providerFor(pending);
-  if (typeof provider === 'string') {
-    sendRefusal(reply, 400, provider);
-    return undefined;
+  if (typeof provider === 'string') return refuse({ status: 400, reason: 'provider_changed', message: provider });
+  let config: oidc.Configuration;
+  let redeemed: RedeemedSignIn;
+  try {
+    config = await relyingParty(provider, policy);
+  } catch (err) {
+    return refuse({ status: 502, reason: 'provider_unreachable', message: 'The identity provider cannot be reached now. Start the sign-in again later.' }, { err });
   }
   try {
     const callbackUrl = new URL(request.url, `${request.protocol}://${request.host}`);
-    return await redeem(await relyingParty(provider, policy), callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier } satisfies SignInChecks);
+    redeemed = await redeem(config, callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier } satisfies SignInChecks);
   } catch (err) {
-    request.log.warn({ err }, 'OpenID Connect sign-in did not verify');
-    sendRefusal(reply, 403, 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.');
-    return undefined;
+    const message = 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.';
+    return refuse({ status: 403, reason: 'token_invalid', message }, { err });
+  }
+  try {
+    return await identityOf(config, redeemed);
+  } catch (err) {
+    if (err instanceof UserInfoSubjectMismatchError) {
+      return refuse({ status: 403, reason: 'userinfo_subject_mismatch', message: 'The identity provider described another account than the one that signed in. Start the sign-in again or ask the operator.' });
+    }
+    const message = 'The identity provider did not answer the request for your email address (its UserInfo endpoint). Start the sign-in again later or ask the operator.';
+    return refuse({ status: 502, reason: 'userinfo_failed', message }, { err });
   }
 }
 
 /**
  * Ends a verified sign-in: `open` decides who may enter and opens their session; a refusal it
- * throws (`sign_in_refused`) becomes a page saying why (403), otherwise the session cookie is
- * set and the browser sent back to the console, which reads the session when it sees
- * `signed_in` (console/src/pages/sign-in.tsx).
+ * throws (SignInRefusedError) becomes a page saying why (403, with the error's reason code in
+ * the log), otherwise the session cookie is set and the browser sent back to the console, which
+ * reads the session when it sees `signed_in` (console/src/pages/sign-in.tsx).
  */
 export async function finishSignIn(
   request: FastifyRequest,
   reply: FastifyReply,
+  place: RefusalPlace,
   open: () => Promise<OpenedSession>,
   signedIn: 'oidc' | 'operator',
 ): Promise<FastifyReply> {
@@ -119,7 +167,7 @@ export async function finishSignIn(
   try {
     opened = await open();
   } catch (error) {
-    if (error instanceof AppError && error.code === 'sign_in_refused') return sendRefusal(reply, 403, error.message);
+    if (error instanceof SignInRefusedError) return sendRefusal(request, reply, place, { status: 403, reason: error.reason, message: error.message });
     throw error;
   }
   setSessionCookie(request, reply, opened.id, opened.expiresAt);
