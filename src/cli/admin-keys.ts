@@ -1,10 +1,10 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { ApiKey, ApiKeyScope, CreatedApiKey } from 'wum/sdk';
+import { API_KEY_SCOPES, EVERY_SCOPE, type ApiKey, type ApiKeyScope, type CreatedApiKey } from 'wum/sdk';
 import { adminClient, withJson } from './context.ts';
 import { printJson, say, table } from './output.ts';
 
 /** The scopes a key can carry (docs/security.md, "API keys and scopes"); `*` is every scope, present and future. */
-const SCOPES: readonly ApiKeyScope[] = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', 'activity:write', 'policies:write', '*'];
+export const SCOPES: readonly ApiKeyScope[] = [...API_KEY_SCOPES, EVERY_SCOPE];
 
 /** Milliseconds of each unit `--expires-in` accepts. */
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -31,6 +31,14 @@ const scopeOption = () =>
 
 /** A key's creator, readable. */
 const creator = (k: ApiKey | CreatedApiKey) => k.created_by?.label ?? '';
+
+/** Keys as a table, one row each: never a secret (a listing has none). */
+export function keysTable(list: readonly ApiKey[]): string {
+  return table(
+    ['id', 'name', 'prefix', 'scopes', 'expires_at', 'created_by', 'created_at', 'last_used_at', 'revoked_at'],
+    list.map((k) => [k.id, k.name, k.prefix, k.scopes.join(' '), k.expires_at ?? '', creator(k), k.created_at, k.last_used_at ?? '', k.revoked_at ?? '']),
+  );
+}
 
 /**
  * `keys create|list|revoke <subdomain>`: a workspace's API keys with their names, scopes and
@@ -62,22 +70,7 @@ export function keysCommand(): Command {
     async (subdomain: string, options, command: Command) => {
       const list = await adminClient(command).apiKeys.list(subdomain);
       if (options.json) return printJson(list);
-      say(
-        table(
-          ['id', 'name', 'prefix', 'scopes', 'expires_at', 'created_by', 'created_at', 'last_used_at', 'revoked_at'],
-          list.map((k) => [
-            k.id,
-            k.name,
-            k.prefix,
-            k.scopes.join(' '),
-            k.expires_at ?? '',
-            creator(k),
-            k.created_at,
-            k.last_used_at ?? '',
-            k.revoked_at ?? '',
-          ]),
-        ),
-      );
+      say(keysTable(list));
     },
   );
   withJson(keys.command('revoke <subdomain> <id>').description('revoke an API key (doing it again succeeds too)')).action(
