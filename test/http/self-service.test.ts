@@ -76,6 +76,11 @@ describe(`self-service on the workspace host [${BACKEND}]`, () => {
       ],
     );
 
+    // Another workspace's key is not found from here, and stays live.
+    const other = await ctx.createWorkspace('self-keys-other');
+    assertProblem(await ctx.api(ws, 'DELETE', `/api-keys/${other.apiKeyId}`), 404, 'api_key_not_found');
+    assert.equal((await ctx.api(other, 'GET', '/api-keys')).statusCode, 200);
+
     // The operator's route keeps its default: no scopes is every scope.
     const operator = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'operator-made' });
     assert.equal(operator.statusCode, 201, operator.body);
