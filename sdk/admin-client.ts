@@ -28,7 +28,7 @@ export type AuditEventPage = Json<'listAuditEvents', 200>;
 export type AuditEvent = AuditEventPage['audit_events'][number];
 /** Page query of admin listings: `page_number` (from 1) and `page_size` (1-100), both optional. */
 export type PageQuery = NonNullable<operations['listWorkspaces']['parameters']['query']>;
-/** Query of audit listings: page, and the filters `action`, `actor_type`, `target_id` (and `workspace` on the global list). */
+/** Query of audit listings: page, the filters `action`, `actor_type`, `target_id` (and `workspace` on the global list), and `sort`. */
 export type AuditQuery = NonNullable<operations['listAuditEvents']['parameters']['query']>;
 
 /** A webhook endpoint (never its secret). */
@@ -96,8 +96,32 @@ export interface IdentityProvidersApi {
   set(subdomain: string, config: IdentityProviderConfig): Promise<{ provider: IdentityProvider; created: boolean }>;
   /** @throws WumApiError `workspace_not_found`, `identity_provider_not_found` (404). */
   get(subdomain: string): Promise<IdentityProvider>;
+  /**
+   * Tests the stored one's discovery again, changing nothing.
+   * @throws WumApiError `identity_provider_not_found` (404); `identity_provider_*` (422).
+   */
+  test(subdomain: string): Promise<IdentityProvider>;
   /** Removes it. @throws WumApiError `workspace_not_found`, `identity_provider_not_found` (404). */
   remove(subdomain: string): Promise<void>;
+}
+
+/** A workspace's inactivity policy: `deactivate_after`, `applies_to`, `warn_before`. */
+export type WorkspaceInactivityPolicy = Json<'getWorkspaceInactivityPolicy', 200>;
+/** A workspace's warning before expiries: `warn_before` (null: none). */
+export type WorkspaceExpiryPolicy = Json<'getWorkspaceExpiryPolicy', 200>;
+
+/** A workspace's access policies, as its owners see them on its own API. */
+export interface WorkspacePoliciesApi {
+  /** @throws WumApiError `workspace_not_found`, `policy_not_found` (404). */
+  getInactivity(subdomain: string): Promise<WorkspaceInactivityPolicy>;
+  /** Sets the inactivity policy. @throws WumApiError `invalid_duration` (422). */
+  putInactivity(subdomain: string, policy: WorkspaceInactivityPolicy): Promise<WorkspaceInactivityPolicy>;
+  /** Removes it. @throws WumApiError `policy_not_found` (404). */
+  deleteInactivity(subdomain: string): Promise<void>;
+  /** @throws WumApiError `workspace_not_found` (404). */
+  getExpiry(subdomain: string): Promise<WorkspaceExpiryPolicy>;
+  /** Sets the warning before expiries. @throws WumApiError `invalid_duration` (422). */
+  putExpiry(subdomain: string, policy: WorkspaceExpiryPolicy): Promise<WorkspaceExpiryPolicy>;
 }
 
 /** API keys of a workspace. */
@@ -138,7 +162,7 @@ export interface CatalogueApi {
 export interface AuditApi {
   /**
    * One page of a workspace's audit events, or of every event when `subdomain` is undefined,
-   * oldest first, narrowed by the filters of `query`.
+   * oldest first unless `sort: '-occurred_at'`, narrowed by the filters of `query`.
    */
   list(subdomain?: string, query?: AuditQuery): Promise<AuditEventPage>;
 }
@@ -183,6 +207,7 @@ export interface WumAdminClient {
   readonly identityProviders: IdentityProvidersApi;
   readonly products: CatalogueApi;
   readonly auditEvents: AuditApi;
+  readonly policies: WorkspacePoliciesApi;
   /**
    * Re-encrypts every stored secret with the server's `SECRETS_KEY` (after a key change; the
    * old key in `SECRETS_KEY_PREVIOUS`). Idempotent, so retried after a network failure too.
@@ -253,10 +278,48 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
       );
       return data!;
     },
+    async test(subdomain) {
+      const { data } = await call(`POST ${ws(subdomain)}/identity-provider/test`, safe, (signal) =>
+        api.POST('/admin/v1/workspaces/{subdomain}/identity-provider/test', { params: { path: { subdomain } }, signal }),
+      );
+      return data!;
+    },
     async remove(subdomain) {
       await call(`DELETE ${ws(subdomain)}/identity-provider`, once, (signal) =>
         api.DELETE('/admin/v1/workspaces/{subdomain}/identity-provider', { params: { path: { subdomain } }, signal }),
       );
+    },
+  };
+
+  const policies: WorkspacePoliciesApi = {
+    async getInactivity(subdomain) {
+      const { data } = await call(`GET ${ws(subdomain)}/policies/inactivity`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/policies/inactivity', { params: { path: { subdomain } }, signal }),
+      );
+      return data!;
+    },
+    async putInactivity(subdomain, body) {
+      const { data } = await call(`PUT ${ws(subdomain)}/policies/inactivity`, safe, (signal) =>
+        api.PUT('/admin/v1/workspaces/{subdomain}/policies/inactivity', { params: { path: { subdomain } }, body, signal }),
+      );
+      return data!;
+    },
+    async deleteInactivity(subdomain) {
+      await call(`DELETE ${ws(subdomain)}/policies/inactivity`, once, (signal) =>
+        api.DELETE('/admin/v1/workspaces/{subdomain}/policies/inactivity', { params: { path: { subdomain } }, signal }),
+      );
+    },
+    async getExpiry(subdomain) {
+      const { data } = await call(`GET ${ws(subdomain)}/policies/expiry`, safe, (signal) =>
+        api.GET('/admin/v1/workspaces/{subdomain}/policies/expiry', { params: { path: { subdomain } }, signal }),
+      );
+      return data!;
+    },
+    async putExpiry(subdomain, body) {
+      const { data } = await call(`PUT ${ws(subdomain)}/policies/expiry`, safe, (signal) =>
+        api.PUT('/admin/v1/workspaces/{subdomain}/policies/expiry', { params: { path: { subdomain } }, body, signal }),
+      );
+      return data!;
     },
   };
 
@@ -380,5 +443,5 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
     return data!;
   }
 
-  return { workspaces, apiKeys, identityProviders, products, auditEvents, webhooks, rotateSecretsKey, close: () => transport.close() };
+  return { workspaces, apiKeys, identityProviders, products, auditEvents, policies, webhooks, rotateSecretsKey, close: () => transport.close() };
 }

@@ -16,7 +16,20 @@ export const EVERY_SCOPE = '*' satisfies ApiKeyScope;
  * compiler holds it to the generated type both ways (none missing, none extra), so a new scope
  * in the API fails the build until it is listed here.
  */
-export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', 'activity:write', 'policies:write'] as const satisfies readonly ApiKeyScope[];
+export const API_KEY_SCOPES = [
+  'users:read',
+  'users:write',
+  'products:read',
+  'events:read',
+  'scim',
+  'owners:write',
+  'activity:write',
+  'policies:write',
+  'keys:write',
+  'sso:write',
+  'webhooks:write',
+  'audit:read',
+] as const satisfies readonly ApiKeyScope[];
 
 /** A named scope (not {@link EVERY_SCOPE}). */
 export type NamedApiKeyScope = (typeof API_KEY_SCOPES)[number];

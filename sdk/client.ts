@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { components, operations } from './schema.ts';
 import { createTransport, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
+import { selfServiceApis, type SelfServiceApis } from './self-service.ts';
 
 /** A user of a workspace, as the API returns it. */
 export type User = components['schemas']['User'];
@@ -154,8 +155,11 @@ export interface EventsApi {
   iterate(query?: ListEventsQuery): AsyncGenerator<WumEvent, void, undefined>;
 }
 
-/** A client of one workspace's API. */
-export interface WumClient {
+/**
+ * A client of one workspace's API: its users, products and events, and (each behind its scope)
+ * its API keys, identity provider, webhook endpoints, audit trail, policies and activity reports.
+ */
+export interface WumClient extends SelfServiceApis {
   readonly users: UsersApi;
   readonly products: ProductsApi;
   readonly events: EventsApi;
@@ -258,5 +262,5 @@ export function createClient(options: ClientOptions): WumClient {
     },
   };
 
-  return { users, products, events, close: () => transport.close() };
+  return { users, products, events, ...selfServiceApis(transport, EXTERNAL_API_PREFIX), close: () => transport.close() };
 }

@@ -2,7 +2,8 @@
  * The wum SDK: typed clients of the workspace API and the operator API, generated from the
  * service's OpenAPI document (sdk/schema.ts) and wrapped with openapi-fetch.
  *
- * - {@link createClient}: one workspace's users and products (`X-Api-Key`).
+ * - {@link createClient}: one workspace's users, products and events, and its self-service:
+ *   API keys, identity provider, webhook endpoints, audit trail, policies (`X-Api-Key`).
  * - {@link createAdminClient}: workspaces, API keys, the product catalogue, the audit trail
  *   (`Authorization: Bearer <ADMIN_TOKEN>`).
  * - Every failure is a {@link WumApiError}.
@@ -72,10 +73,38 @@ export {
   type WebhookEndpointWithSecret,
   type WebhooksApi,
   type Workspace,
+  type WorkspaceExpiryPolicy,
+  type WorkspaceInactivityPolicy,
   type WorkspacePage,
+  type WorkspacePoliciesApi,
   type WorkspacesApi,
   type WumAdminClient,
 } from './admin-client.ts';
+export type {
+  ActivityReport,
+  ActivityResult,
+  CreatedOwnApiKey,
+  ExpiryPolicy,
+  InactivityPolicy,
+  NewOwnApiKey,
+  NewOwnWebhookEndpoint,
+  OwnApiKey,
+  OwnApiKeysApi,
+  OwnAuditApi,
+  OwnAuditEventPage,
+  OwnAuditQuery,
+  OwnIdentityProvider,
+  OwnIdentityProviderApi,
+  OwnIdentityProviderConfig,
+  OwnWebhookDelivery,
+  OwnWebhookDeliveryPage,
+  OwnWebhookEndpoint,
+  OwnWebhookEndpointChanges,
+  OwnWebhookEndpointWithSecret,
+  OwnWebhooksApi,
+  PoliciesApi,
+  SelfServiceApis,
+} from './self-service.ts';
 export { API_KEY_SCOPES, EVERY_SCOPE, type NamedApiKeyScope } from './api-key-scopes.ts';
 export { EVENT_TYPES, type EventType } from './events.ts';
 export { WumApiError, type FieldError, type Problem, type WumApiErrorInit } from './errors.ts';

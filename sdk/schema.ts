@@ -189,6 +189,230 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/external/v2/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a workspace's API keys (never the plaintext)
+         * @description Every key of the workspace, revoked ones included, oldest first.
+         */
+        get: operations["listOwnApiKeys"];
+        put?: never;
+        /**
+         * Create an API key (the plaintext is shown only in this response)
+         * @description Adds an API key to the workspace, with a name, the scopes it may use (required) and an optional expiry. The scopes must be ones the calling key (or person) holds, else `403 insufficient_scope` naming those it lacks: only a credential of every scope (`*`, as an owner signed in to the console) can make a `*` key.
+         */
+        post: operations["createOwnApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key (idempotent)
+         * @description Revokes the key at once: requests carrying it get `401 invalid_api_key`. Revoking it again succeeds. A key holding a scope the calling key lacks is not revoked: `403 insufficient_scope`.
+         */
+        delete: operations["revokeOwnApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the workspace's audit events, newest first
+         * @description Every change made in the workspace (users, keys, its identity provider and webhook endpoints), with actor, request id, before and after; `action`, `actor_type` (e.g. `person`, `operator`) and `target_id` narrow it, `sort` orders it.
+         */
+        get: operations["listOwnAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/identity-provider": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show the workspace's identity provider
+         * @description The configuration, without the client secret.
+         */
+        get: operations["getOwnIdentityProvider"];
+        /**
+         * Set the workspace's identity provider
+         * @description Creates or replaces the OpenID Connect provider whose people (active owners of the workspace, by email) sign in to the console. Register `https://{subdomain}.<base domain>/console/oidc/callback` as the redirect URI. The issuer's discovery document is fetched and checked first, through the server's outbound guard (https; no private, loopback, link-local or metadata address unless the operator allows that network; no redirects): when it cannot be used the answer is `422` with a code naming why, and nothing is stored. A change ends the sessions opened with the previous configuration. The secret is never returned.
+         */
+        put: operations["setOwnIdentityProvider"];
+        post?: never;
+        /**
+         * Remove the workspace's identity provider
+         * @description Its people's console sessions end; the console offers the key sign-in again unless the server forbids it.
+         */
+        delete: operations["deleteOwnIdentityProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/identity-provider/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test the workspace's identity provider
+         * @description Fetches and checks the stored provider's discovery document again, as setting it did, and changes nothing: `200` with the configuration when it can be used now, else `422` with a code naming why.
+         */
+        post: operations["testOwnIdentityProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a workspace's webhook endpoints (never their secrets)
+         * @description Every endpoint of the workspace, oldest first.
+         */
+        get: operations["listOwnWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint (its secret is shown only in this response)
+         * @description Adds an endpoint that receives the workspace's events (all types, or `event_types`) as Standard Webhooks deliveries signed with the returned `secret`. The URL is refused (`400 validation_failed`, field `url`) unless it is `https://` to a public address (see the service's SSRF rules).
+         */
+        post: operations["createOwnWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description The endpoint, without its secret.
+         */
+        get: operations["getOwnWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint and its deliveries
+         * @description Removes the endpoint at once: nothing more is sent to it, and its delivery history goes with it.
+         */
+        delete: operations["deleteOwnWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes the fields given: `url` (checked as on creation), `description`, `event_types` (null: every type), `enabled` (`true` re-enables an endpoint the service disabled, and its pending deliveries resume).
+         */
+        patch: operations["updateOwnWebhookEndpoint"];
+        trace?: never;
+    };
+    "/api/external/v2/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret (the new one is shown only in this response)
+         * @description Gives the endpoint a new secret. For 24 hours deliveries carry two signatures, one by the new secret and one by the old, so the receiver can switch over without rejecting a delivery.
+         */
+        post: operations["rotateOwnWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/webhook-endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a webhook endpoint's deliveries, newest first
+         * @description Each event sent (or to be sent) to the endpoint, with its status and every attempt's time, response status and error.
+         */
+        get: operations["listOwnWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Makes the delivery pending again, due now, with a fresh retry schedule; it is sent with the same `webhook-id` (the event id), so a receiver that already has it can tell.
+         */
+        post: operations["redeliverOwnWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/workspaces": {
         parameters: {
             query?: never;
@@ -237,70 +461,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/v1/workspaces/{subdomain}/api-keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List a workspace's API keys (never the plaintext)
-         * @description Every key of the workspace, revoked ones included, oldest first.
-         */
-        get: operations["listApiKeys"];
-        put?: never;
-        /**
-         * Create an API key (the plaintext is shown only in this response)
-         * @description Adds an API key to the workspace, with a name, the scopes it may use (every scope when omitted) and an optional expiry. A workspace can hold several keys: add the new one, then revoke the old. The body may be omitted.
-         */
-        post: operations["createApiKey"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/v1/workspaces/{subdomain}/api-keys/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * Revoke an API key (idempotent)
-         * @description Revokes the key at once: requests carrying it get `401 invalid_api_key`. Revoking it again succeeds.
-         */
-        delete: operations["revokeApiKey"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/v1/workspaces/{subdomain}/audit-events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List a workspace's audit events, oldest first
-         * @description Every change made in the workspace (users, keys), with actor, request id, before and after; `action`, `actor_type` and `target_id` narrow it.
-         */
-        get: operations["listWorkspaceAuditEvents"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/admin/v1/audit-events": {
         parameters: {
             query?: never;
@@ -310,7 +470,7 @@ export interface paths {
         };
         /**
          * List every audit event, catalogue changes included, oldest first
-         * @description Every change of every workspace, and of the product catalogue; `workspace`, `action`, `actor_type` and `target_id` narrow it.
+         * @description Every change of every workspace, and of the product catalogue; `workspace`, `action`, `actor_type` and `target_id` narrow it, `sort` orders it.
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -389,6 +549,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/workspaces/{subdomain}/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a workspace's API keys (never the plaintext)
+         * @description Every key of the workspace, revoked ones included, oldest first.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key (the plaintext is shown only in this response)
+         * @description Adds an API key to the workspace, with a name, the scopes it may use (every scope when omitted) and an optional expiry. A workspace can hold several keys: add the new one, then revoke the old. The body may be omitted.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key (idempotent)
+         * @description Revokes the key at once: requests carrying it get `401 invalid_api_key`. Revoking it again succeeds.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a workspace's audit events, oldest first
+         * @description Every change made in the workspace (users, keys, its identity provider and webhook endpoints), with actor, request id, before and after; `action`, `actor_type` (e.g. `person`, `operator`) and `target_id` narrow it, `sort` orders it.
+         */
+        get: operations["listWorkspaceAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/workspaces/{subdomain}/identity-provider": {
         parameters: {
             query?: never;
@@ -412,6 +636,26 @@ export interface paths {
          * @description Its people's console sessions end; the console offers the key sign-in again unless the server forbids it.
          */
         delete: operations["deleteIdentityProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/identity-provider/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test the workspace's identity provider
+         * @description Fetches and checks the stored provider's discovery document again, as setting it did, and changes nothing: `200` with the configuration when it can be used now, else `422` with a code naming why.
+         */
+        post: operations["testIdentityProvider"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -523,6 +767,58 @@ export interface paths {
          * @description Makes the delivery pending again, due now, with a fresh retry schedule; it is sent with the same `webhook-id` (the event id), so a receiver that already has it can tell.
          */
         post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/policies/inactivity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The inactivity policy
+         * @description As `PUT` took it; `404 policy_not_found` when there is none.
+         */
+        get: operations["getWorkspaceInactivityPolicy"];
+        /**
+         * Set the inactivity policy
+         * @description Active users not seen for `deactivate_after` are deactivated (reason `inactive`); `warn_before` sends `user.access_expiring` ahead. Durations shorter than the server's minimum → `422 invalid_duration`.
+         */
+        put: operations["putWorkspaceInactivityPolicy"];
+        post?: never;
+        /**
+         * Remove the inactivity policy
+         * @description Nobody is deactivated for inactivity any more; `404 policy_not_found` when there was none.
+         */
+        delete: operations["deleteWorkspaceInactivityPolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/policies/expiry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The warning before expiries
+         * @description `warn_before` null when none is set.
+         */
+        get: operations["getWorkspaceExpiryPolicy"];
+        /**
+         * Set the warning before expiries
+         * @description `user.access_expiring` is sent `warn_before` ahead of each user's `expires_at`; null sends none.
+         */
+        put: operations["putWorkspaceExpiryPolicy"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2791,6 +3087,2308 @@ export interface operations {
             };
         };
     };
+    listOwnApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace's keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "api_keys": [
+                     *         {
+                     *           "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *           "name": "provisioning",
+                     *           "prefix": "wum_AbCd1234",
+                     *           "scopes": [
+                     *             "users:read",
+                     *             "users:write"
+                     *           ],
+                     *           "expires_at": "2025-04-15T09:00:00.000Z",
+                     *           "created_by": {
+                     *             "type": "operator",
+                     *             "id": null,
+                     *             "label": "operator"
+                     *           },
+                     *           "created_at": "2025-01-15T09:00:00.000Z",
+                     *           "last_used_at": "2025-01-16T14:12:09.000Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        /** @description Oldest first. */
+                        api_keys: {
+                            /**
+                             * Format: uuid
+                             * @description Key id, to revoke it.
+                             */
+                            id: string;
+                            /**
+                             * @description The name given at creation; empty for keys made before names existed.
+                             * @example provisioning
+                             */
+                            name: string;
+                            /**
+                             * @description The first characters of the key, to recognise it.
+                             * @example wum_AbCd1234
+                             */
+                            prefix: string;
+                            /**
+                             * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
+                             * @example [
+                             *       "users:read",
+                             *       "users:write"
+                             *     ]
+                             * @example [
+                             *       "*"
+                             *     ]
+                             */
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                            /**
+                             * Format: date-time
+                             * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                             */
+                            expires_at: string | null;
+                            /** @description Who made the key; null for keys made before this was recorded. */
+                            created_by: components["schemas"]["Actor"] | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description When the key was last used (recorded at most once a minute).
+                             */
+                            last_used_at: string | null;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createOwnApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "name": "okta-scim",
+                 *       "scopes": [
+                 *         "scim"
+                 *       ],
+                 *       "expires_at": "2026-04-15T09:00:00Z"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description A name to recognise the key by.
+                     * @example provisioning
+                     */
+                    name?: string;
+                    /**
+                     * @description What the key may call (required): only scopes the credential creating it holds, else `403 insufficient_scope`; `*` (every scope, present and future) only from a credential of every scope.
+                     * @example [
+                     *       "users:read",
+                     *       "users:write"
+                     *     ]
+                     * @example [
+                     *       "*"
+                     *     ]
+                     */
+                    scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                    /**
+                     * Format: date-time
+                     * @description When the key stops working (in the future); never when omitted.
+                     */
+                    expires_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new key with its plaintext, shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *       "name": "provisioning",
+                     *       "prefix": "wum_AbCd1234",
+                     *       "scopes": [
+                     *         "users:read",
+                     *         "users:write"
+                     *       ],
+                     *       "expires_at": "2025-04-15T09:00:00.000Z",
+                     *       "created_by": {
+                     *         "type": "operator",
+                     *         "id": null,
+                     *         "label": "operator"
+                     *       },
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Key id, to revoke it.
+                         */
+                        id: string;
+                        /**
+                         * @description The name given at creation; empty for keys made before names existed.
+                         * @example provisioning
+                         */
+                        name: string;
+                        /**
+                         * @description The first characters of the key, to recognise it.
+                         * @example wum_AbCd1234
+                         */
+                        prefix: string;
+                        /**
+                         * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
+                         * @example [
+                         *       "users:read",
+                         *       "users:write"
+                         *     ]
+                         * @example [
+                         *       "*"
+                         *     ]
+                         */
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                        /**
+                         * Format: date-time
+                         * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                         */
+                        expires_at: string | null;
+                        /** @description Who made the key; null for keys made before this was recorded. */
+                        created_by: components["schemas"]["Actor"] | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description The API key. Shown only once; store it now. */
+                        key: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeOwnApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's id.
+                 * @example 3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked, or already revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `api_key_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOwnAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
+                 * @example 1
+                 */
+                page_number?: number;
+                /**
+                 * @description Items per page, 1-100 (10-100 recommended).
+                 * @example 30
+                 */
+                page_size?: number;
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
+                /**
+                 * @description Order: `occurred_at` oldest first, `-occurred_at` newest first; default `-occurred_at`.
+                 * @example -occurred_at
+                 */
+                sort?: "occurred_at" | "-occurred_at";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events with its pagination envelope. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_events": [
+                     *         {
+                     *           "id": 42,
+                     *           "occurred_at": "2025-01-15T09:30:00.000Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *             "label": "provisioning (wum_AbCd1234)"
+                     *           },
+                     *           "actor_type": "api_key",
+                     *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
+                     *           "action": "user.created",
+                     *           "target_type": "user",
+                     *           "target_id": "ada@example.com",
+                     *           "user_id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *           "before": null,
+                     *           "after": {
+                     *             "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *             "email": "ada@example.com",
+                     *             "role": "non_owner",
+                     *             "first_name": "Ada",
+                     *             "last_name": "Lovelace",
+                     *             "apps": [
+                     *               {
+                     *                 "name": "crm",
+                     *                 "role": "member"
+                     *               }
+                     *             ],
+                     *             "status": "active",
+                     *             "expires_at": null,
+                     *             "last_active_at": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total_records": 1,
+                     *         "current_page_number": 1,
+                     *         "total_pages": 1,
+                     *         "page_size": 30
+                     *       },
+                     *       "total_count": 1
+                     *     } */
+                    "application/json": {
+                        /** @description This page, in the order of `sort`; empty past the end. */
+                        audit_events: {
+                            /** @description Increasing event id. */
+                            id: number;
+                            /** Format: date-time */
+                            occurred_at: string;
+                            actor: components["schemas"]["Actor"];
+                            /**
+                             * @description Who made the change: `actor.type`.
+                             * @enum {string}
+                             */
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
+                            actor_id: string | null;
+                            /** @description X-Request-Id of the change. */
+                            request_id: string | null;
+                            /**
+                             * @description What happened.
+                             * @example user.created
+                             */
+                            action: string;
+                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            target_type: string;
+                            /** @description Its identity: email, key id, subdomain or product name. */
+                            target_id: string;
+                            /** @description For user events, the user's `id` (it survives renames); else null. */
+                            user_id: string | null;
+                            /** @description The thing before the change; null when created. */
+                            before: unknown;
+                            /** @description The thing after the change; null when removed. */
+                            after: unknown;
+                        }[];
+                        /** @description Where this page sits in the whole listing. */
+                        pagination: {
+                            /** @description Items across all pages. */
+                            total_records: number;
+                            /** @description The page returned, from 1. */
+                            current_page_number: number;
+                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
+                            total_pages: number;
+                            /** @description Items per page. */
+                            page_size: number;
+                        };
+                        /** @description Total number of items across all pages. */
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOwnIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setOwnIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "issuer": "https://login.acme.example",
+                 *       "client_id": "wum-console",
+                 *       "client_secret": "the-secret-from-the-provider"
+                 *     } */
+                "application/json": {
+                    /** @description The OpenID Provider's issuer URL; its discovery document is at `{issuer}/.well-known/openid-configuration`. */
+                    issuer: string;
+                    /** @description The client id registered at the provider for this workspace's console. */
+                    client_id: string;
+                    /** @description The client's secret. Stored, never returned. */
+                    client_secret: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The configuration replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The configuration created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteOwnIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testOwnIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider answered as it must; the configuration, without the secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOwnWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace's endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "webhook_endpoints": [
+                     *         {
+                     *           "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *           "url": "https://hooks.example.com/wum",
+                     *           "description": "Billing seats",
+                     *           "event_types": null,
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": "2025-01-15T09:00:00.000Z",
+                     *           "updated_at": "2025-01-15T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        /** @description Oldest first. */
+                        webhook_endpoints: {
+                            /**
+                             * Format: uuid
+                             * @description The endpoint's id.
+                             */
+                            id: string;
+                            /** @description Where deliveries go. */
+                            url: string;
+                            /** @description A note for people. */
+                            description: string;
+                            /** @description The event types sent to it; null: every type. */
+                            event_types: string[] | null;
+                            /** @description False while disabled: no new deliveries; pending ones wait. */
+                            enabled: boolean;
+                            /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                            disabled_reason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                             */
+                            previous_secret_expires_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createOwnWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "url": "https://hooks.example.com/wum",
+                 *       "description": "Billing seats",
+                 *       "event_types": [
+                 *         "user.created",
+                 *         "user.deactivated"
+                 *       ]
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description Where deliveries are POSTed: `https://` (`http://` to loopback only when the service allows it). Private, loopback, link-local and metadata addresses are refused unless the operator allowed them.
+                     * @example https://hooks.example.com/wum
+                     */
+                    url: string;
+                    /**
+                     * @description A note for people.
+                     * @example Billing seats
+                     */
+                    description?: string;
+                    /**
+                     * @description The event types sent to it; null or absent: every type.
+                     * @example [
+                     *       "user.created",
+                     *       "user.deactivated"
+                     *     ]
+                     */
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The new endpoint with its secret, shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description The signing secret (`whsec_…`, Standard Webhooks). Shown only in this response; store it now. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOwnWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteOwnWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateOwnWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Where deliveries are POSTed: `https://` (`http://` to loopback only when the service allows it). Private, loopback, link-local and metadata addresses are refused unless the operator allowed them.
+                     * @example https://hooks.example.com/wum
+                     */
+                    url?: string;
+                    /**
+                     * @description A note for people.
+                     * @example Billing seats
+                     */
+                    description?: string;
+                    /**
+                     * @description The event types sent to it; null or absent: every type.
+                     * @example [
+                     *       "user.created",
+                     *       "user.deactivated"
+                     *     ]
+                     */
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
+                    /** @description `false` stops deliveries; `true` resumes them (also after the service disabled it). */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateOwnWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret, shown only here. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90",
+                     *       "url": "https://hooks.example.com/wum",
+                     *       "description": "Billing seats",
+                     *       "event_types": null,
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": "2025-01-16T09:00:00.000Z",
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint's id.
+                         */
+                        id: string;
+                        /** @description Where deliveries go. */
+                        url: string;
+                        /** @description A note for people. */
+                        description: string;
+                        /** @description The event types sent to it; null: every type. */
+                        event_types: string[] | null;
+                        /** @description False while disabled: no new deliveries; pending ones wait. */
+                        enabled: boolean;
+                        /** @description Why it is disabled (`failing`: the retry schedule of a delivery ran out). */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs (a second signature); null when none does.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description The signing secret (`whsec_…`, Standard Webhooks). Shown only in this response; store it now. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOwnWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
+                 * @example 1
+                 */
+                page_number?: number;
+                /**
+                 * @description Items per page, 1-100 (10-100 recommended).
+                 * @example 30
+                 */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries with its pagination envelope. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "id": "7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38",
+                     *           "event_id": "evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60",
+                     *           "event_type": "user.created",
+                     *           "event_sequence": 42,
+                     *           "status": "succeeded",
+                     *           "attempts": 2,
+                     *           "next_attempt_at": null,
+                     *           "last_attempt_at": "2025-01-15T09:30:06.000Z",
+                     *           "last_response_status": 204,
+                     *           "attempt_log": [
+                     *             {
+                     *               "attempted_at": "2025-01-15T09:30:00.100Z",
+                     *               "response_status": 503,
+                     *               "error": null,
+                     *               "duration_ms": 41
+                     *             },
+                     *             {
+                     *               "attempted_at": "2025-01-15T09:30:06.000Z",
+                     *               "response_status": 204,
+                     *               "error": null,
+                     *               "duration_ms": 12
+                     *             }
+                     *           ],
+                     *           "created_at": "2025-01-15T09:30:00.000Z",
+                     *           "delivered_at": "2025-01-15T09:30:06.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total_records": 1,
+                     *         "current_page_number": 1,
+                     *         "total_pages": 1,
+                     *         "page_size": 30
+                     *       },
+                     *       "total_count": 1
+                     *     } */
+                    "application/json": {
+                        /** @description This page, oldest first; empty past the end. */
+                        deliveries: {
+                            /**
+                             * Format: uuid
+                             * @description The delivery's id, to redeliver it.
+                             */
+                            id: string;
+                            /** @description The event sent: the `webhook-id` header of every attempt. */
+                            event_id: string;
+                            /** @description Its type. */
+                            event_type: string;
+                            /** @description Its sequence in the workspace. */
+                            event_sequence: number;
+                            /**
+                             * @description `pending` until a 2xx (`succeeded`) or the end of the retry schedule (`failed`).
+                             * @enum {string}
+                             */
+                            status: "pending" | "succeeded" | "failed";
+                            /** @description Attempts since it was created or last redelivered. */
+                            attempts: number;
+                            /**
+                             * Format: date-time
+                             * @description When it is next attempted; null unless pending.
+                             */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            last_attempt_at: string | null;
+                            /** @description The HTTP status of the last attempt; null when none answered. */
+                            last_response_status: number | null;
+                            /** @description Every attempt, oldest first. */
+                            attempt_log: {
+                                /** Format: date-time */
+                                attempted_at: string;
+                                /** @description The receiver's status; null when it did not answer. */
+                                response_status: number | null;
+                                /** @description Why no answer came (timeout, refused address, network error). */
+                                error: string | null;
+                                /** @description Time to the answer or the failure, in ms. */
+                                duration_ms: number;
+                            }[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            delivered_at: string | null;
+                        }[];
+                        /** @description Where this page sits in the whole listing. */
+                        pagination: {
+                            /** @description Items across all pages. */
+                            total_records: number;
+                            /** @description The page returned, from 1. */
+                            current_page_number: number;
+                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
+                            total_pages: number;
+                            /** @description Items per page. */
+                            page_size: number;
+                        };
+                        /** @description Total number of items across all pages. */
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    redeliverOwnWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id.
+                 * @example 0b8e2d4c-6f1a-4c3b-9e7d-5a2f8c1b3d90
+                 */
+                id: string;
+                /**
+                 * @description The delivery's id.
+                 * @example 7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38
+                 */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending again. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "7d3f9a2b-1c4e-4b8a-a6f0-2e9c5d7b1a38",
+                     *       "event_id": "evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60",
+                     *       "event_type": "user.created",
+                     *       "event_sequence": 42,
+                     *       "status": "pending",
+                     *       "attempts": 0,
+                     *       "next_attempt_at": "2025-01-15T10:00:00.000Z",
+                     *       "last_attempt_at": "2025-01-15T09:30:06.000Z",
+                     *       "last_response_status": 204,
+                     *       "attempt_log": [
+                     *         {
+                     *           "attempted_at": "2025-01-15T09:30:00.100Z",
+                     *           "response_status": 503,
+                     *           "error": null,
+                     *           "duration_ms": 41
+                     *         },
+                     *         {
+                     *           "attempted_at": "2025-01-15T09:30:06.000Z",
+                     *           "response_status": 204,
+                     *           "error": null,
+                     *           "duration_ms": 12
+                     *         }
+                     *       ],
+                     *       "created_at": "2025-01-15T09:30:00.000Z",
+                     *       "delivered_at": null
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The delivery's id, to redeliver it.
+                         */
+                        id: string;
+                        /** @description The event sent: the `webhook-id` header of every attempt. */
+                        event_id: string;
+                        /** @description Its type. */
+                        event_type: string;
+                        /** @description Its sequence in the workspace. */
+                        event_sequence: number;
+                        /**
+                         * @description `pending` until a 2xx (`succeeded`) or the end of the retry schedule (`failed`).
+                         * @enum {string}
+                         */
+                        status: "pending" | "succeeded" | "failed";
+                        /** @description Attempts since it was created or last redelivered. */
+                        attempts: number;
+                        /**
+                         * Format: date-time
+                         * @description When it is next attempted; null unless pending.
+                         */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        last_attempt_at: string | null;
+                        /** @description The HTTP status of the last attempt; null when none answered. */
+                        last_response_status: number | null;
+                        /** @description Every attempt, oldest first. */
+                        attempt_log: {
+                            /** Format: date-time */
+                            attempted_at: string;
+                            /** @description The receiver's status; null when it did not answer. */
+                            response_status: number | null;
+                            /** @description Why no answer came (timeout, refused address, network error). */
+                            error: string | null;
+                            /** @description Time to the answer or the failure, in ms. */
+                            duration_ms: number;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        delivered_at: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found` or `webhook_delivery_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `webhook_endpoint_disabled`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listWorkspaces: {
         parameters: {
             query?: {
@@ -2993,7 +5591,7 @@ export interface operations {
                              *       "*"
                              *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -3196,567 +5794,6 @@ export interface operations {
             };
         };
     };
-    listApiKeys: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The workspace's keys. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {
-                     *       "api_keys": [
-                     *         {
-                     *           "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
-                     *           "name": "provisioning",
-                     *           "prefix": "wum_AbCd1234",
-                     *           "scopes": [
-                     *             "users:read",
-                     *             "users:write"
-                     *           ],
-                     *           "expires_at": "2025-04-15T09:00:00.000Z",
-                     *           "created_by": {
-                     *             "type": "operator",
-                     *             "id": null,
-                     *             "label": "operator"
-                     *           },
-                     *           "created_at": "2025-01-15T09:00:00.000Z",
-                     *           "last_used_at": "2025-01-16T14:12:09.000Z",
-                     *           "revoked_at": null
-                     *         }
-                     *       ]
-                     *     } */
-                    "application/json": {
-                        /** @description Oldest first. */
-                        api_keys: {
-                            /**
-                             * Format: uuid
-                             * @description Key id, to revoke it.
-                             */
-                            id: string;
-                            /**
-                             * @description The name given at creation; empty for keys made before names existed.
-                             * @example provisioning
-                             */
-                            name: string;
-                            /**
-                             * @description The first characters of the key, to recognise it.
-                             * @example wum_AbCd1234
-                             */
-                            prefix: string;
-                            /**
-                             * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
-                             * @example [
-                             *       "users:read",
-                             *       "users:write"
-                             *     ]
-                             * @example [
-                             *       "*"
-                             *     ]
-                             */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
-                            /**
-                             * Format: date-time
-                             * @description When the key stops working (then `401 invalid_api_key`); null for never.
-                             */
-                            expires_at: string | null;
-                            /** @description Who made the key; null for keys made before this was recorded. */
-                            created_by: components["schemas"]["Actor"] | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description When the key was last used (recorded at most once a minute).
-                             */
-                            last_used_at: string | null;
-                            /** Format: date-time */
-                            revoked_at: string | null;
-                        }[];
-                    };
-                };
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    createApiKey: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /** @example {
-                 *       "name": "provisioning",
-                 *       "scopes": [
-                 *         "users:read",
-                 *         "users:write"
-                 *       ],
-                 *       "expires_at": "2026-04-15T09:00:00Z"
-                 *     } */
-                "application/json": {
-                    /**
-                     * @description A name to recognise the key by.
-                     * @example provisioning
-                     */
-                    name?: string;
-                    /**
-                     * @description What the key may call; every scope, present and future (stored and shown as `["*"]`), when omitted, when `*` is given, or when every scope is listed.
-                     * @example [
-                     *       "users:read",
-                     *       "users:write"
-                     *     ]
-                     * @example [
-                     *       "*"
-                     *     ]
-                     */
-                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
-                    /**
-                     * Format: date-time
-                     * @description When the key stops working (in the future); never when omitted.
-                     */
-                    expires_at?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The new key with its plaintext, shown only here. */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {
-                     *       "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
-                     *       "name": "provisioning",
-                     *       "prefix": "wum_AbCd1234",
-                     *       "scopes": [
-                     *         "users:read",
-                     *         "users:write"
-                     *       ],
-                     *       "expires_at": "2025-04-15T09:00:00.000Z",
-                     *       "created_by": {
-                     *         "type": "operator",
-                     *         "id": null,
-                     *         "label": "operator"
-                     *       },
-                     *       "created_at": "2025-01-15T09:00:00.000Z",
-                     *       "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx"
-                     *     } */
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description Key id, to revoke it.
-                         */
-                        id: string;
-                        /**
-                         * @description The name given at creation; empty for keys made before names existed.
-                         * @example provisioning
-                         */
-                        name: string;
-                        /**
-                         * @description The first characters of the key, to recognise it.
-                         * @example wum_AbCd1234
-                         */
-                        prefix: string;
-                        /**
-                         * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
-                         * @example [
-                         *       "users:read",
-                         *       "users:write"
-                         *     ]
-                         * @example [
-                         *       "*"
-                         *     ]
-                         */
-                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "*")[];
-                        /**
-                         * Format: date-time
-                         * @description When the key stops working (then `401 invalid_api_key`); null for never.
-                         */
-                        expires_at: string | null;
-                        /** @description Who made the key; null for keys made before this was recorded. */
-                        created_by: components["schemas"]["Actor"] | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** @description The API key. Shown only once; store it now. */
-                        key: string;
-                    };
-                };
-            };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    revokeApiKey: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-                /**
-                 * @description The key's id.
-                 * @example 3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30
-                 */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Revoked, or already revoked. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found` or `api_key_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    listWorkspaceAuditEvents: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
-                 * @example 1
-                 */
-                page_number?: number;
-                /**
-                 * @description Items per page, 1-100 (10-100 recommended).
-                 * @example 30
-                 */
-                page_size?: number;
-                /**
-                 * @description Only events of this action.
-                 * @example user.updated
-                 */
-                action?: string;
-                /**
-                 * @description Only events made by this kind of actor.
-                 * @example api_key
-                 */
-                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
-                /**
-                 * @description Only events about this target (an email, key id, subdomain or product name).
-                 * @example ada@example.com
-                 */
-                target_id?: string;
-            };
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's subdomain (case-insensitive).
-                 * @example acme
-                 */
-                subdomain: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of audit events with its pagination envelope. */
-            200: {
-                headers: {
-                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
-                    Link?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {
-                     *       "audit_events": [
-                     *         {
-                     *           "id": 42,
-                     *           "occurred_at": "2025-01-15T09:30:00.000Z",
-                     *           "actor": {
-                     *             "type": "api_key",
-                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
-                     *             "label": "provisioning (wum_AbCd1234)"
-                     *           },
-                     *           "actor_type": "api_key",
-                     *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
-                     *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
-                     *           "action": "user.created",
-                     *           "target_type": "user",
-                     *           "target_id": "ada@example.com",
-                     *           "user_id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
-                     *           "before": null,
-                     *           "after": {
-                     *             "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
-                     *             "email": "ada@example.com",
-                     *             "role": "non_owner",
-                     *             "first_name": "Ada",
-                     *             "last_name": "Lovelace",
-                     *             "apps": [
-                     *               {
-                     *                 "name": "crm",
-                     *                 "role": "member"
-                     *               }
-                     *             ],
-                     *             "status": "active",
-                     *             "expires_at": null,
-                     *             "last_active_at": null
-                     *           }
-                     *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "total_records": 1,
-                     *         "current_page_number": 1,
-                     *         "total_pages": 1,
-                     *         "page_size": 30
-                     *       },
-                     *       "total_count": 1
-                     *     } */
-                    "application/json": {
-                        /** @description This page, oldest first; empty past the end. */
-                        audit_events: {
-                            /** @description Increasing event id. */
-                            id: number;
-                            /** Format: date-time */
-                            occurred_at: string;
-                            actor: components["schemas"]["Actor"];
-                            /**
-                             * @description Who made the change: `actor.type`.
-                             * @enum {string}
-                             */
-                            actor_type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
-                            /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
-                            actor_id: string | null;
-                            /** @description X-Request-Id of the change. */
-                            request_id: string | null;
-                            /**
-                             * @description What happened.
-                             * @example user.created
-                             */
-                            action: string;
-                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
-                            target_type: string;
-                            /** @description Its identity: email, key id, subdomain or product name. */
-                            target_id: string;
-                            /** @description For user events, the user's `id` (it survives renames); else null. */
-                            user_id: string | null;
-                            /** @description The thing before the change; null when created. */
-                            before: unknown;
-                            /** @description The thing after the change; null when removed. */
-                            after: unknown;
-                        }[];
-                        /** @description Where this page sits in the whole listing. */
-                        pagination: {
-                            /** @description Items across all pages. */
-                            total_records: number;
-                            /** @description The page returned, from 1. */
-                            current_page_number: number;
-                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
-                            total_pages: number;
-                            /** @description Items per page. */
-                            page_size: number;
-                        };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
-                    };
-                };
-            };
-            /** @description Problem details; `code` is `invalid_parameter`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `workspace_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     listAuditEvents: {
         parameters: {
             query?: {
@@ -3785,6 +5822,11 @@ export interface operations {
                  * @example ada@example.com
                  */
                 target_id?: string;
+                /**
+                 * @description Order: `occurred_at` oldest first, `-occurred_at` newest first; default `occurred_at`.
+                 * @example -occurred_at
+                 */
+                sort?: "occurred_at" | "-occurred_at";
                 /**
                  * @description Only events of the workspace with this subdomain.
                  * @example acme
@@ -3850,7 +5892,7 @@ export interface operations {
                      *       "total_count": 1
                      *     } */
                     "application/json": {
-                        /** @description This page, oldest first; empty past the end. */
+                        /** @description This page, in the order of `sort`; empty past the end. */
                         audit_events: {
                             /** @description Increasing event id. */
                             id: number;
@@ -4358,6 +6400,572 @@ export interface operations {
             };
         };
     };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace's keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "api_keys": [
+                     *         {
+                     *           "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *           "name": "provisioning",
+                     *           "prefix": "wum_AbCd1234",
+                     *           "scopes": [
+                     *             "users:read",
+                     *             "users:write"
+                     *           ],
+                     *           "expires_at": "2025-04-15T09:00:00.000Z",
+                     *           "created_by": {
+                     *             "type": "operator",
+                     *             "id": null,
+                     *             "label": "operator"
+                     *           },
+                     *           "created_at": "2025-01-15T09:00:00.000Z",
+                     *           "last_used_at": "2025-01-16T14:12:09.000Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        /** @description Oldest first. */
+                        api_keys: {
+                            /**
+                             * Format: uuid
+                             * @description Key id, to revoke it.
+                             */
+                            id: string;
+                            /**
+                             * @description The name given at creation; empty for keys made before names existed.
+                             * @example provisioning
+                             */
+                            name: string;
+                            /**
+                             * @description The first characters of the key, to recognise it.
+                             * @example wum_AbCd1234
+                             */
+                            prefix: string;
+                            /**
+                             * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
+                             * @example [
+                             *       "users:read",
+                             *       "users:write"
+                             *     ]
+                             * @example [
+                             *       "*"
+                             *     ]
+                             */
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                            /**
+                             * Format: date-time
+                             * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                             */
+                            expires_at: string | null;
+                            /** @description Who made the key; null for keys made before this was recorded. */
+                            created_by: components["schemas"]["Actor"] | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description When the key was last used (recorded at most once a minute).
+                             */
+                            last_used_at: string | null;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "name": "provisioning",
+                 *       "scopes": [
+                 *         "users:read",
+                 *         "users:write"
+                 *       ],
+                 *       "expires_at": "2026-04-15T09:00:00Z"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description A name to recognise the key by.
+                     * @example provisioning
+                     */
+                    name?: string;
+                    /**
+                     * @description What the key may call; every scope, present and future (stored and shown as `["*"]`), when omitted, when `*` is given, or when every scope is listed.
+                     * @example [
+                     *       "users:read",
+                     *       "users:write"
+                     *     ]
+                     * @example [
+                     *       "*"
+                     *     ]
+                     */
+                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                    /**
+                     * Format: date-time
+                     * @description When the key stops working (in the future); never when omitted.
+                     */
+                    expires_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new key with its plaintext, shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *       "name": "provisioning",
+                     *       "prefix": "wum_AbCd1234",
+                     *       "scopes": [
+                     *         "users:read",
+                     *         "users:write"
+                     *       ],
+                     *       "expires_at": "2025-04-15T09:00:00.000Z",
+                     *       "created_by": {
+                     *         "type": "operator",
+                     *         "id": null,
+                     *         "label": "operator"
+                     *       },
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "key": "wum_AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890UvWx"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Key id, to revoke it.
+                         */
+                        id: string;
+                        /**
+                         * @description The name given at creation; empty for keys made before names existed.
+                         * @example provisioning
+                         */
+                        name: string;
+                        /**
+                         * @description The first characters of the key, to recognise it.
+                         * @example wum_AbCd1234
+                         */
+                        prefix: string;
+                        /**
+                         * @description What the key may call: each operation of the API reference names the scope it needs; creating, promoting, reactivating or renaming an owner also needs `owners:write`. `["*"]`: every scope, present and future (the workspace's first key, and any key made with every scope).
+                         * @example [
+                         *       "users:read",
+                         *       "users:write"
+                         *     ]
+                         * @example [
+                         *       "*"
+                         *     ]
+                         */
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                        /**
+                         * Format: date-time
+                         * @description When the key stops working (then `401 invalid_api_key`); null for never.
+                         */
+                        expires_at: string | null;
+                        /** @description Who made the key; null for keys made before this was recorded. */
+                        created_by: components["schemas"]["Actor"] | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description The API key. Shown only once; store it now. */
+                        key: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+                /**
+                 * @description The key's id.
+                 * @example 3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked, or already revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `api_key_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWorkspaceAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
+                 * @example 1
+                 */
+                page_number?: number;
+                /**
+                 * @description Items per page, 1-100 (10-100 recommended).
+                 * @example 30
+                 */
+                page_size?: number;
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
+                /**
+                 * @description Order: `occurred_at` oldest first, `-occurred_at` newest first; default `occurred_at`.
+                 * @example -occurred_at
+                 */
+                sort?: "occurred_at" | "-occurred_at";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events with its pagination envelope. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_events": [
+                     *         {
+                     *           "id": 42,
+                     *           "occurred_at": "2025-01-15T09:30:00.000Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *             "label": "provisioning (wum_AbCd1234)"
+                     *           },
+                     *           "actor_type": "api_key",
+                     *           "actor_id": "3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30",
+                     *           "request_id": "7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17",
+                     *           "action": "user.created",
+                     *           "target_type": "user",
+                     *           "target_id": "ada@example.com",
+                     *           "user_id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *           "before": null,
+                     *           "after": {
+                     *             "id": "0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e",
+                     *             "email": "ada@example.com",
+                     *             "role": "non_owner",
+                     *             "first_name": "Ada",
+                     *             "last_name": "Lovelace",
+                     *             "apps": [
+                     *               {
+                     *                 "name": "crm",
+                     *                 "role": "member"
+                     *               }
+                     *             ],
+                     *             "status": "active",
+                     *             "expires_at": null,
+                     *             "last_active_at": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total_records": 1,
+                     *         "current_page_number": 1,
+                     *         "total_pages": 1,
+                     *         "page_size": 30
+                     *       },
+                     *       "total_count": 1
+                     *     } */
+                    "application/json": {
+                        /** @description This page, in the order of `sort`; empty past the end. */
+                        audit_events: {
+                            /** @description Increasing event id. */
+                            id: number;
+                            /** Format: date-time */
+                            occurred_at: string;
+                            actor: components["schemas"]["Actor"];
+                            /**
+                             * @description Who made the change: `actor.type`.
+                             * @enum {string}
+                             */
+                            actor_type: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                            /** @description `actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null. */
+                            actor_id: string | null;
+                            /** @description X-Request-Id of the change. */
+                            request_id: string | null;
+                            /**
+                             * @description What happened.
+                             * @example user.created
+                             */
+                            action: string;
+                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            target_type: string;
+                            /** @description Its identity: email, key id, subdomain or product name. */
+                            target_id: string;
+                            /** @description For user events, the user's `id` (it survives renames); else null. */
+                            user_id: string | null;
+                            /** @description The thing before the change; null when created. */
+                            before: unknown;
+                            /** @description The thing after the change; null when removed. */
+                            after: unknown;
+                        }[];
+                        /** @description Where this page sits in the whole listing. */
+                        pagination: {
+                            /** @description Items across all pages. */
+                            total_records: number;
+                            /** @description The page returned, from 1. */
+                            current_page_number: number;
+                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
+                            total_pages: number;
+                            /** @description Items per page. */
+                            page_size: number;
+                        };
+                        /** @description Total number of items across all pages. */
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_parameter`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getIdentityProvider: {
         parameters: {
             query?: never;
@@ -4643,6 +7251,106 @@ export interface operations {
             };
             /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider answered as it must; the configuration, without the secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "issuer": "https://login.acme.example",
+                     *       "client_id": "wum-console",
+                     *       "client_secret_set": true,
+                     *       "redirect_path": "/console/oidc/callback",
+                     *       "revision": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+                     *       "created_at": "2026-01-10T09:00:00.000Z",
+                     *       "updated_at": "2026-01-10T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** @description The OpenID Provider's issuer URL. */
+                        issuer: string;
+                        /** @description The client id at the provider. */
+                        client_id: string;
+                        /** @description Always true: a secret is stored; it is never returned. */
+                        client_secret_set: boolean;
+                        /** @description Path of the redirect URI to register at the provider, on the workspace's host. */
+                        redirect_path: string;
+                        /**
+                         * Format: uuid
+                         * @description Changes with every change; console sessions opened under another revision are over.
+                         */
+                        revision: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5671,6 +8379,494 @@ export interface operations {
             };
             /** @description Problem details; `code` is `webhook_endpoint_disabled`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWorkspaceInactivityPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "deactivate_after": "P90D",
+                     *       "applies_to": "non_owners",
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description An active user not seen for this long (no activity reported, else since its creation) is deactivated. ISO 8601, in weeks, days, hours, minutes or seconds.
+                         * @example P90D
+                         */
+                        deactivate_after: string;
+                        /**
+                         * @description Whom it deactivates: everyone but owners, or everyone (never the last active owner).
+                         * @enum {string}
+                         */
+                        applies_to: "non_owners" | "all";
+                        /**
+                         * @description When `user.access_expiring` is sent, before the deactivation (shorter than `deactivate_after`). ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before?: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putWorkspaceInactivityPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "deactivate_after": "P90D",
+                 *       "applies_to": "non_owners",
+                 *       "warn_before": "P7D"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description An active user not seen for this long (no activity reported, else since its creation) is deactivated. ISO 8601, in weeks, days, hours, minutes or seconds.
+                     * @example P90D
+                     */
+                    deactivate_after: string;
+                    /**
+                     * @description Whom it deactivates: everyone but owners, or everyone (never the last active owner).
+                     * @enum {string}
+                     */
+                    applies_to: "non_owners" | "all";
+                    /**
+                     * @description When `user.access_expiring` is sent, before the deactivation (shorter than `deactivate_after`). ISO 8601; null: none.
+                     * @example P7D
+                     */
+                    warn_before?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "deactivate_after": "P90D",
+                     *       "applies_to": "non_owners",
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description An active user not seen for this long (no activity reported, else since its creation) is deactivated. ISO 8601, in weeks, days, hours, minutes or seconds.
+                         * @example P90D
+                         */
+                        deactivate_after: string;
+                        /**
+                         * @description Whom it deactivates: everyone but owners, or everyone (never the last active owner).
+                         * @enum {string}
+                         */
+                        applies_to: "non_owners" | "all";
+                        /**
+                         * @description When `user.access_expiring` is sent, before the deactivation (shorter than `deactivate_after`). ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before?: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_duration`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWorkspaceInactivityPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWorkspaceExpiryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description When `user.access_expiring` is sent, before a user's `expires_at`. ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putWorkspaceExpiryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "warn_before": "P7D"
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description When `user.access_expiring` is sent, before a user's `expires_at`. ISO 8601; null: none.
+                     * @example P7D
+                     */
+                    warn_before: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "warn_before": "P7D"
+                     *     } */
+                    "application/json": {
+                        /**
+                         * @description When `user.access_expiring` is sent, before a user's `expires_at`. ISO 8601; null: none.
+                         * @example P7D
+                         */
+                        warn_before: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_duration`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,7 +4,7 @@ import { adminClient, UsageError, withJson } from './context.ts';
 import { printJson, say, table } from './output.ts';
 
 /** The scopes a key can carry (docs/security.md, "API keys and scopes"); `*` is every scope, present and future. */
-const SCOPES: readonly ApiKeyScope[] = [...API_KEY_SCOPES, EVERY_SCOPE];
+export const SCOPES: readonly ApiKeyScope[] = [...API_KEY_SCOPES, EVERY_SCOPE];
 
 /** How long a new key lives unless told otherwise: the console's default (console/src/pages/api-key-form.tsx). */
 export const DEFAULT_KEY_EXPIRY = '90d';
@@ -44,6 +44,52 @@ const expiryOf = (options: { expiresIn?: string; expiry?: boolean }): string | u
 /** A key's creator, readable. */
 const creator = (k: ApiKey | CreatedApiKey) => k.created_by?.label ?? '';
 
+/** Keys as a table, one row each: never a secret (a listing has none). */
+export function keysTable(list: readonly ApiKey[]): string {
+  return table(
+    ['id', 'name', 'prefix', 'scopes', 'expires_at', 'created_by', 'created_at', 'last_used_at', 'revoked_at'],
+    list.map((k) => [k.id, k.name, k.prefix, k.scopes.join(' '), k.expires_at ?? '', creator(k), k.created_at, k.last_used_at ?? '', k.revoked_at ?? '']),
+  );
+}
+
+/** Adds the options of a new key to `create`: `--name`, `--scope` (required), `--expires-in`, `--no-expiry`. */
+export function withNewKeyOptions(create: Command): Command {
+  return create
+    .option('--name <name>', 'a name to recognise the key by, e.g. okta-scim')
+    .addOption(scopeOption())
+    .addOption(new Option('--expires-in <duration>', `expire after this long: 30m, 12h, 90d (default: ${DEFAULT_KEY_EXPIRY})`).argParser((v) => expiresIn(v)))
+    .addOption(new Option('--no-expiry', 'the key never expires').conflicts('expiresIn'));
+}
+
+/** The options {@link withNewKeyOptions} adds, as commander gives them. */
+export interface NewKeyOptions {
+  readonly name?: string;
+  readonly scope?: ApiKeyScope[];
+  readonly expiresIn?: string;
+  readonly expiry?: boolean;
+}
+
+/**
+ * The body of a new key from its options: only the scopes given, and the console's expiry
+ * unless told otherwise. @throws UsageError without `--scope`.
+ */
+export function newKeyBody(options: NewKeyOptions): { name?: string; scopes: ApiKeyScope[]; expires_at?: string } {
+  if (!options.scope) {
+    throw new UsageError(`give the key's scopes with --scope (repeat, or separate with commas): ${SCOPES.join(', ')}; ${EVERY_SCOPE} is every scope.`);
+  }
+  const expiresAt = expiryOf(options);
+  return { ...(options.name ? { name: options.name } : {}), scopes: options.scope, ...(expiresAt ? { expires_at: expiresAt } : {}) };
+}
+
+/** Prints a created key (its secret, shown only once) with the sentence `created`. */
+export function sayCreated(key: CreatedApiKey, created: string): void {
+  say(`${created} It is shown only this once:`);
+  say('');
+  say(`  export WUM_API_KEY=${key.key}`);
+  say('');
+  say(`Scopes: ${key.scopes.join(', ')}. Expires: ${key.expires_at ?? 'never'}.`);
+}
+
 /**
  * `wum admin keys create|list|revoke <subdomain>`: a workspace's API keys with their names,
  * scopes and expiry (operator API; --admin-url, --admin-token). A new key carries only the
@@ -54,50 +100,19 @@ const creator = (k: ApiKey | CreatedApiKey) => k.created_by?.label ?? '';
 export function keysCommand(): Command {
   const keys = new Command('keys').description("create, list and revoke a workspace's API keys (operator)");
   withJson(
-    keys
-      .command('create <subdomain>')
-      .description(`create an API key (shown only this once); it expires in ${DEFAULT_KEY_EXPIRY} unless --expires-in or --no-expiry`)
-      .option('--name <name>', 'a name to recognise the key by, e.g. okta-scim')
-      .addOption(scopeOption())
-      .addOption(new Option('--expires-in <duration>', `expire after this long: 30m, 12h, 90d (default: ${DEFAULT_KEY_EXPIRY})`).argParser((v) => expiresIn(v)))
-      .addOption(new Option('--no-expiry', 'the key never expires').conflicts('expiresIn')),
-  ).action(async (subdomain: string, options, command: Command) => {
-    if (!options.scope) {
-      throw new UsageError(`give the key's scopes with --scope (repeat, or separate with commas): ${SCOPES.join(', ')}; ${EVERY_SCOPE} is every scope.`);
-    }
-    const expiresAt = expiryOf(options);
-    const key = await adminClient(command).apiKeys.create(subdomain, {
-      ...(options.name ? { name: options.name } : {}),
-      scopes: options.scope,
-      ...(expiresAt ? { expires_at: expiresAt } : {}),
-    });
+    withNewKeyOptions(
+      keys.command('create <subdomain>').description(`create an API key (shown only this once); it expires in ${DEFAULT_KEY_EXPIRY} unless --expires-in or --no-expiry`),
+    ),
+  ).action(async (subdomain: string, options: NewKeyOptions & { json?: boolean }, command: Command) => {
+    const key = await adminClient(command).apiKeys.create(subdomain, newKeyBody(options));
     if (options.json) return printJson(key);
-    say(`Created API key ${key.id}${key.name ? ` "${key.name}"` : ''} for ${subdomain}. It is shown only this once:`);
-    say('');
-    say(`  export WUM_API_KEY=${key.key}`);
-    say('');
-    say(`Scopes: ${key.scopes.join(', ')}. Expires: ${key.expires_at ?? 'never'}.`);
+    sayCreated(key, `Created API key ${key.id}${key.name ? ` "${key.name}"` : ''} for ${subdomain}.`);
   });
   withJson(keys.command('list <subdomain>').description('list API keys, revoked ones included (never the secret)')).action(
     async (subdomain: string, options, command: Command) => {
       const list = await adminClient(command).apiKeys.list(subdomain);
       if (options.json) return printJson(list);
-      say(
-        table(
-          ['id', 'name', 'prefix', 'scopes', 'expires_at', 'created_by', 'created_at', 'last_used_at', 'revoked_at'],
-          list.map((k) => [
-            k.id,
-            k.name,
-            k.prefix,
-            k.scopes.join(' '),
-            k.expires_at ?? '',
-            creator(k),
-            k.created_at,
-            k.last_used_at ?? '',
-            k.revoked_at ?? '',
-          ]),
-        ),
-      );
+      say(keysTable(list));
     },
   );
   withJson(keys.command('revoke <subdomain> <id>').description('revoke an API key (doing it again succeeds too)')).action(

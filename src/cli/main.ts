@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { WumApiError } from 'wum/sdk';
 import { adminCommand } from './admin.ts';
+import { auditCommand } from './audit.ts';
+import { workspaceKeysCommand } from './workspace-keys.ts';
 import { addGlobalOptions, closeClients, EXIT, UsageError } from './context.ts';
 import { eventsCommand } from './events.ts';
 import { productsCommand } from './products.ts';
@@ -23,7 +25,9 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError('(add --help for usage)');
   addGlobalOptions(program);
-  for (const command of [usersCommand(), productsCommand(), eventsCommand(), adminCommand()]) program.addCommand(command);
+  for (const command of [usersCommand(), productsCommand(), eventsCommand(), workspaceKeysCommand(), auditCommand(), adminCommand()]) {
+    program.addCommand(command);
+  }
   // Added commands do not inherit settings: apply them to the whole tree.
   const apply = (command: Command) => {
     command.exitOverride().showHelpAfterError('(add --help for usage)').configureHelp({ showGlobalOptions: true });

@@ -12,7 +12,9 @@ import { generateRequestId, setRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
 import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
-import { lifecycleRoutes } from './routes/external/lifecycle-routes.ts';
+import { activityRoutes, policiesRoutes } from './routes/external/lifecycle-routes.ts';
+import { selfServiceRoutes } from './routes/external/self-service-routes.ts';
+import { WORKSPACE_MOUNT } from './routes/route-mount.ts';
 import { eventsRoutes } from './routes/external/events-routes.ts';
 import { scimRoutes } from './routes/scim/scim-routes.ts';
 import { SCIM_PREFIX } from '../scim/constants.ts';
@@ -140,10 +142,13 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
-  await app.register(lifecycleRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, limits: config.policies });
+  await app.register(activityRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
+  await app.register(policiesRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, limits: config.policies, mount: WORKSPACE_MOUNT });
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });
+  const checkIdentityProvider = identityProviderCheck(config.outbound);
+  await app.register(selfServiceRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, checkWebhookUrl: deps.checkWebhookUrl, checkIdentityProvider });
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
   const { operatorSignIn } = config;
   const operators = operatorSignIn
@@ -158,7 +163,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       baseDomain: config.baseDomain,
       authFailures: limits.authFailures,
       checkWebhookUrl: deps.checkWebhookUrl,
-      checkIdentityProvider: identityProviderCheck(config.outbound),
+      checkIdentityProvider,
+      policyLimits: config.policies,
     });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics, baseDomain: config.baseDomain, metricsToken: config.bounds.metricsToken });

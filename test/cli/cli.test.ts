@@ -202,6 +202,39 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(badToken.stderr, /invalid_admin_token/);
   });
 
+  test('keys create/list/revoke and audit list: the workspace\'s own, through its API, never wider than the caller', TIMEOUT, async () => {
+    const ownerEnv = { WUM_URL: server.workspaceUrl('source'), WUM_API_KEY: keys.source! };
+    const made = await runWum(['keys', 'create', '--name', 'hooks', '--scope', 'webhooks:write', '--expires-in', '30d', '--json'], ownerEnv);
+    assert.equal(made.code, 0, made.stderr);
+    const hooks = made.json();
+    assert.deepEqual(hooks.scopes, ['webhooks:write']);
+    assert.equal(hooks.created_by.type, 'api_key');
+    const noScope = await runWum(['keys', 'create', '--name', 'x'], ownerEnv);
+    assert.equal(noScope.code, 2, 'a scope is required');
+    assert.match(noScope.stderr, /--scope/);
+    assert.match((await runWum(['keys', 'list'], ownerEnv)).stdout, /hooks .*webhooks:write/);
+
+    const hooksEnv = { ...ownerEnv, WUM_API_KEY: hooks.key };
+    const refused = await runWum(['keys', 'list'], hooksEnv);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^error: insufficient_scope: .*keys:write/m);
+    assert.equal((await runWum(['keys', 'revoke', hooks.id], ownerEnv)).code, 0);
+
+    const trail = await runWum(['audit', 'list', '--actor-type', 'api_key', '--json'], ownerEnv);
+    assert.equal(trail.code, 0, trail.stderr);
+    assert.deepEqual(
+      trail.json().audit_events.slice(0, 2).map((e: { action: string; target_id: string }) => [e.action, e.target_id]),
+      [
+        ['api_key.revoked', hooks.id],
+        ['api_key.created', hooks.id],
+      ],
+      'newest first',
+    );
+    const oldest = await runWum(['audit', 'list', '--oldest-first', '--page-size', '1'], ownerEnv);
+    assert.match(oldest.stdout, /workspace\.created/);
+    assert.equal((await runWum(['audit', 'list', '--actor-type', 'admin'], ownerEnv)).code, 2);
+  });
+
   test('admin idp set/show/remove: the secret from the environment, never printed', TIMEOUT, async (t) => {
     assert.equal((await runWum(['admin', 'workspaces', 'create', 'sso'], adminEnv)).code, 0);
     const secret = 'cli-test-client-secret-value';

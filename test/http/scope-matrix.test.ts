@@ -17,7 +17,11 @@ interface Probe {
 
 /** A valid-looking request for an operation of the document: path parameters filled, a body where one is taken. */
 function requestFor(method: string, path: string, serial: number): { url: string; body?: unknown } {
-  const url = path.replace('{email}', encodeURIComponent('member@example.com'));
+  // Ids no resource has: a request of the right scope gets its 404, never a 5xx.
+  const url = path
+    .replace('{email}', encodeURIComponent('member@example.com'))
+    .replace('{id}', '00000000-0000-4000-8000-000000000000')
+    .replace('{delivery_id}', '00000000-0000-4000-8000-000000000001');
   if (method === 'post') return { url, body: userBody(`new${serial}@example.com`) };
   if (method === 'patch') return { url, body: { user: { first_name: `Changed${serial}` } } };
   return { url };

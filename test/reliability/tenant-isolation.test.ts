@@ -297,6 +297,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       { method: 'GET', label: '/products/{name}', path: () => '/products/isolation-check', ok: 200 },
       { method: 'DELETE', label: '/products/{name}', path: () => '/products/isolation-check', ok: 204 },
       ...webhookRoutes(),
+      ...policyRoutes(),
       { method: 'DELETE', label: '/workspaces/{subdomain}', path: () => `/workspaces/${doomed}`, ok: 204 },
       { method: 'PATCH', label: '/workspaces (unserved method)', path: () => '/workspaces', body: {}, ok: 405 },
     ];
@@ -323,6 +324,19 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
           ok: 202,
         },
         { method: 'DELETE', label: `${base}/{id}`, path: () => at(`/${endpointId}`)(), ok: 204 },
+      ];
+    }
+
+    /** The workspace's access policies, as the operator reaches them: set, read, removed last. */
+    function policyRoutes(): typeof routes {
+      const base = '/workspaces/{subdomain}/policies';
+      const at = (rest: string) => () => `/workspaces/${mine.subdomain}/policies${rest}`;
+      return [
+        { method: 'PUT', label: `${base}/inactivity`, path: at('/inactivity'), body: { deactivate_after: 'P90D', applies_to: 'non_owners' }, ok: 200 },
+        { method: 'GET', label: `${base}/inactivity`, path: at('/inactivity'), ok: 200 },
+        { method: 'PUT', label: `${base}/expiry`, path: at('/expiry'), body: { warn_before: 'P7D' }, ok: 200 },
+        { method: 'GET', label: `${base}/expiry`, path: at('/expiry'), ok: 200 },
+        { method: 'DELETE', label: `${base}/inactivity`, path: at('/inactivity'), ok: 204 },
       ];
     }
 

@@ -17,6 +17,10 @@ const SCOPE_HINTS: Record<NamedApiKeyScope, string> = {
   'owners:write': 'make owners: add, promote, reactivate or rename one (with users:write or scim)',
   'activity:write': 'report when people were last active (nothing else)',
   'policies:write': 'change the inactivity and expiry policies',
+  'keys:write': "create, list and revoke the workspace's API keys (never with more scopes than its own)",
+  'sso:write': "set, test and remove the workspace's identity provider",
+  'webhooks:write': "manage the workspace's webhook endpoints and their deliveries",
+  'audit:read': "read the workspace's audit trail",
 };
 
 /** Expiry choices, in days; 0 is never. */

@@ -3,7 +3,7 @@ import { AppError } from '../errors.ts';
 import type { ApiKeyRecord, Repositories, Store, Workspace } from '../ports.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 import { generateApiKey } from './api-key-secret.ts';
-import { normaliseScopes } from './scopes.ts';
+import { normaliseScopes, requireScopesOf } from './scopes.ts';
 
 /** A newly created key with its plaintext, which is never retrievable again. */
 export interface CreatedApiKey extends ApiKeyRecord {
@@ -62,11 +62,14 @@ export async function insertApiKey(tx: Repositories, workspace: Workspace, actor
 
 /**
  * Adds an API key to a workspace (rotation: add the new key, then revoke the old one), with
- * a name, scopes and an expiry (docs/security.md, "API keys and scopes").
+ * a name, scopes and an expiry (docs/security.md, "API keys and scopes"), never with a scope
+ * the actor lacks (docs/security.md, "Self-service").
  * Source: docs/contract.md Part B, Operator interface.
- * @throws AppError `workspace_not_found` (404), `validation_failed` (400, an expiry in the past).
+ * @throws AppError `workspace_not_found` (404), `validation_failed` (400, an expiry in the past),
+ *   `insufficient_scope` (403, a scope the actor lacks).
  */
 export async function createApiKey(store: Store, subdomain: string, actor: Actor, options: ApiKeyOptions = {}): Promise<CreatedApiKey> {
+  requireScopesOf(actor.scopes, normaliseScopes(options.scopes));
   return store.transaction(async (tx) => insertApiKey(tx, await requireWorkspace(tx, subdomain), actor, options));
 }
 
@@ -80,14 +83,17 @@ export async function listApiKeys(store: Store, subdomain: string): Promise<ApiK
 
 /**
  * Revokes a key, and ends for good the console sessions opened with it (docs/security.md,
- * "Console sessions"); revoking a revoked key succeeds and changes nothing.
- * @throws AppError `workspace_not_found` / `api_key_not_found` (404).
+ * "Console sessions"); revoking a revoked key succeeds and changes nothing. An actor may not
+ * revoke a key holding a scope it lacks (docs/security.md, "Self-service").
+ * @throws AppError `workspace_not_found` / `api_key_not_found` (404), `insufficient_scope` (403).
  */
 export async function revokeApiKey(store: Store, subdomain: string, id: string, actor: Actor): Promise<void> {
   await store.transaction(async (tx) => {
     const workspace = await requireWorkspace(tx, subdomain);
     const result = await tx.apiKeys.revoke(workspace.id, id);
     if (!result) throw new AppError('api_key_not_found', `No API key ${id} in workspace "${subdomain}".`);
+    // Refused after the change, inside the transaction: the throw rolls the revocation back.
+    requireScopesOf(actor.scopes, result.before.scopes);
     if (result.before.revokedAt) return;
     await tx.sessions.endKeySessions(workspace.id, id);
     await tx.audit.append({

@@ -7,9 +7,25 @@ import { AppError } from '../errors.ts';
  * route of its own: the user change that creates, promotes, reactivates or renames an owner
  * needs it beside the route's scope. `activity:write` only reports when people were last
  * active, and `policies:write` changes a workspace's access policies (which can deactivate many
- * people at once): each apart, so a product reporting sign-ins cannot add users.
+ * people at once): each apart, so a product reporting sign-ins cannot add users. The owner's
+ * self-service scopes each open one of the workspace's own settings: `keys:write` its API keys,
+ * `sso:write` its identity provider, `webhooks:write` its webhook endpoints, `audit:read` its
+ * audit trail (docs/security.md, "Self-service").
  */
-export const API_KEY_SCOPES = ['users:read', 'users:write', 'products:read', 'events:read', 'scim', 'owners:write', 'activity:write', 'policies:write'] as const;
+export const API_KEY_SCOPES = [
+  'users:read',
+  'users:write',
+  'products:read',
+  'events:read',
+  'scim',
+  'owners:write',
+  'activity:write',
+  'policies:write',
+  'keys:write',
+  'sso:write',
+  'webhooks:write',
+  'audit:read',
+] as const;
 
 /** One of {@link API_KEY_SCOPES}. */
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
@@ -55,5 +71,24 @@ export function normaliseScopes(requested: readonly string[] | undefined): Store
 export function requireScopeOf(scopes: readonly string[] | undefined, scope: string): void {
   if (scopes && !hasScope(scopes, scope)) {
     throw new AppError('insufficient_scope', `This API key lacks the scope ${scope}.`);
+  }
+}
+
+/**
+ * Refuses to hand out scopes the actor does not hold (docs/security.md, "Self-service": a key is
+ * never given a scope its creator lacks, nor revoked by a credential holding less than it).
+ * `scopes` are a key's as stored (`['*']` is every scope); `undefined` actor scopes (the
+ * operator, the server) are not limited.
+ * @throws AppError `insufficient_scope` (403), naming each scope the actor lacks.
+ */
+export function requireScopesOf(held: readonly string[] | undefined, scopes: readonly string[]): void {
+  if (!held) return;
+  const wanted: readonly string[] = scopes.includes(EVERY_SCOPE) ? API_KEY_SCOPES : scopes;
+  const missing = wanted.filter((scope) => !hasScope(held, scope));
+  if (missing.length > 0) {
+    throw new AppError(
+      'insufficient_scope',
+      `This credential lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: a key can hold only scopes its creator holds.`,
+    );
   }
 }

@@ -75,6 +75,20 @@ export async function getIdentityProvider(store: Store, subdomain: string): Prom
 }
 
 /**
+ * Tests the stored identity provider of a workspace now, the way setting it did (`check`:
+ * its discovery through the outbound guard), without changing anything: a provider that moved
+ * or went away since is found before people fail to sign in (docs/api.md, "Identity provider").
+ * @returns the configuration without its secret, when the test passed.
+ * @throws AppError `workspace_not_found` (404), `identity_provider_not_found` (404), and
+ *   whatever `check` rejects with.
+ */
+export async function testIdentityProvider(store: Store, subdomain: string, check: IdentityProviderCheck): Promise<IdentityProviderView> {
+  const provider = await requireIdentityProvider(store, await requireWorkspace(store, subdomain));
+  await check({ issuer: provider.issuer, clientId: provider.clientId, clientSecret: store.openSecret(provider.clientSecret) });
+  return view(provider);
+}
+
+/**
  * The full configuration (secret included) of a workspace's identity provider, for the sign-in.
  * @throws AppError `identity_provider_not_found` (404).
  */

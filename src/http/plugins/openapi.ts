@@ -88,9 +88,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
             in: 'header',
             name: 'X-Api-Key',
             description:
-              'A workspace API key. Its scopes: `users:read`, `users:write`, `products:read`, `events:read`, `scim`, and ' +
-              '`owners:write` (creating, promoting, reactivating or renaming an owner, beside the operation\'s own scope); ' +
-              '`*` is every scope, present and future. Each operation lists the scope it needs in its security requirement.',
+              'A workspace API key. Its scopes: `users:read`, `users:write`, `products:read`, `events:read`, `scim`, ' +
+              '`owners:write` (creating, promoting, reactivating or renaming an owner, beside the operation\'s own scope), ' +
+              '`activity:write`, `policies:write`, and the self-service scopes `keys:write`, `sso:write`, `webhooks:write`, ' +
+              '`audit:read`; `*` is every scope, present and future. Each operation lists the scope it needs in its security requirement.',
           },
           adminToken: { type: 'http', scheme: 'bearer' },
         },
@@ -100,6 +101,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'users', description: 'Users of the workspace' },
         { name: 'products', description: 'Products and their roles' },
         { name: 'events', description: 'The feed of user changes (also sent to webhook endpoints)' },
+        { name: 'policies', description: 'Access that ends on time: activity reports, the inactivity and expiry policies' },
+        { name: 'api-keys', description: 'The workspace\'s own API keys (self-service, scope `keys:write`)' },
+        { name: 'identity-provider', description: 'The workspace\'s identity provider for the console (self-service, scope `sso:write`)' },
+        { name: 'webhooks', description: 'The workspace\'s webhook endpoints and deliveries (self-service, scope `webhooks:write`)' },
+        { name: 'audit', description: 'The workspace\'s audit trail (self-service, scope `audit:read`)' },
         { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on the operator host only' },
       ],
     },

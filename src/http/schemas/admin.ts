@@ -103,6 +103,25 @@ export const CreateApiKeyBody = Type.Object(
   { additionalProperties: false, examples: [{ name: 'provisioning', scopes: ['users:read', 'users:write'], expires_at: '2026-04-15T09:00:00Z' }] },
 );
 
+/**
+ * Body of `POST /api/external/v2/api-keys`: as {@link CreateApiKeyBody}, but `scopes` is
+ * required, so that a key made on the workspace's host never holds more than was asked for
+ * (docs/security.md, "Self-service").
+ */
+export const CreateOwnApiKeyBody = Type.Object(
+  {
+    ...CreateApiKeyBody.properties,
+    scopes: {
+      ...ScopesSchema,
+      minItems: 1,
+      description:
+        'What the key may call (required): only scopes the credential creating it holds, else `403 insufficient_scope`; ' +
+        '`*` (every scope, present and future) only from a credential of every scope.',
+    },
+  },
+  { additionalProperties: false, examples: [{ name: 'okta-scim', scopes: ['scim'], expires_at: '2026-04-15T09:00:00Z' }] },
+);
+
 /** Response of workspace creation: the workspace and its first key. */
 export const CreatedWorkspaceSchema = Type.Object(
   {
@@ -162,20 +181,35 @@ const AuditFilters = {
   ),
 };
 
-/** Query of a workspace's audit listing. */
-export const WorkspaceAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters });
+/** The orders of an audit listing: by time, oldest first, or (`-`) newest first. */
+export const AUDIT_SORTS = ['occurred_at', '-occurred_at'] as const;
+
+/** `sort` of an audit listing, with its default order (docs/api.md, "Audit trail"). */
+const auditSort = (byDefault: (typeof AUDIT_SORTS)[number]) =>
+  StringEnum(AUDIT_SORTS, {
+    default: byDefault,
+    description: `Order: \`occurred_at\` oldest first, \`-occurred_at\` newest first; default \`${byDefault}\`.`,
+    examples: ['-occurred_at'],
+  });
+
+/** Query of a workspace's audit listing on the operator API: oldest first unless `sort` says otherwise. */
+export const WorkspaceAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters, sort: auditSort('occurred_at') });
+
+/** Query of a workspace's audit listing on its own API: newest first unless `sort` says otherwise. */
+export const OwnAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters, sort: auditSort('-occurred_at') });
 
 /** Query of the global audit listing: also by workspace. */
 export const AuditQuery = Type.Object({
   ...PageQuery,
   ...AuditFilters,
+  sort: auditSort('occurred_at'),
   workspace: Type.Optional(Type.String({ maxLength: 63, description: 'Only events of the workspace with this subdomain.', examples: ['acme'] })),
 });
 
-/** Envelope of a paginated admin listing under `key`. */
-export function pageOf<T extends ReturnType<typeof Type.Object>>(key: string, item: T) {
+/** Envelope of a paginated admin listing under `key`, its items in the order `order` says. */
+export function pageOf<T extends ReturnType<typeof Type.Object>>(key: string, item: T, order = 'oldest first') {
   return Type.Object({
-    [key]: Type.Array(item, { description: 'This page, oldest first; empty past the end.' }),
+    [key]: Type.Array(item, { description: `This page, ${order}; empty past the end.` }),
     pagination: PaginationSchema,
     total_count: Type.Integer({ description: 'Total number of items across all pages.' }),
   });

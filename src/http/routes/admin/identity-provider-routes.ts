@@ -5,6 +5,7 @@ import {
   getIdentityProvider,
   removeIdentityProvider,
   setIdentityProvider,
+  testIdentityProvider,
   type IdentityProviderCheck,
   type IdentityProviderView,
 } from '../../../core/identity-providers/identity-providers-service.ts';
@@ -12,9 +13,7 @@ import type { Store } from '../../../core/ports.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { OIDC_CALLBACK_PATH } from '../../oidc/oidc-routes.ts';
 import { Timestamp, jsonResponse, problemResponses } from '../../schemas/common.ts';
-import { AUTH, SubdomainParams, adminActor, security, tags } from './admin-common.ts';
-
-const PATH = '/workspaces/:subdomain/identity-provider';
+import type { RouteMount } from '../route-mount.ts';
 
 /** Body of `PUT …/identity-provider`. */
 const IdentityProviderBody = Type.Object(
@@ -69,17 +68,23 @@ const toWire = (p: IdentityProviderView) => ({
 });
 
 /**
- * Operator routes of a workspace's identity provider (docs/api.md, "Identity provider"):
- * set (create or replace), show without the secret, remove. Every change is audited and ends
- * the sessions of the people who signed in with the previous configuration.
+ * Routes of a workspace's identity provider (docs/api.md, "Identity provider"): set (create or
+ * replace, after testing the provider's discovery), show without the secret, remove; mounted in
+ * the operator API and, for the scope `sso:write`, in the workspace's own (docs/api.md,
+ * "Self-service"). Every change is audited and ends the sessions of the people who signed in
+ * with the previous configuration.
  */
-export async function identityProviderRoutes(app: FastifyInstance, options: { store: Store; check: IdentityProviderCheck }): Promise<void> {
-  const { store, check } = options;
+export async function identityProviderRoutes(app: FastifyInstance, options: { store: Store; check: IdentityProviderCheck; mount: RouteMount }): Promise<void> {
+  const { store, check, mount } = options;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const PATH = `${mount.base}/identity-provider`;
+  const security = mount.security('sso:write');
+  const tags = mount.tags('identity-provider');
+  const params = Type.Object(mount.params);
 
   api.put(PATH, {
     schema: {
-      operationId: 'setIdentityProvider',
+      operationId: mount.pick('setIdentityProvider', 'setOwnIdentityProvider'),
       summary: 'Set the workspace\'s identity provider',
       description:
         'Creates or replaces the OpenID Connect provider whose people (active owners of the workspace, by email) sign in ' +
@@ -90,15 +95,14 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
         'A change ends the sessions opened with the previous configuration. The secret is never returned.',
       tags,
       security,
-      params: SubdomainParams,
+      params,
       body: IdentityProviderBody,
       response: {
         200: jsonResponse('The configuration replaced.', IdentityProviderSchema, example),
         201: jsonResponse('The configuration created.', IdentityProviderSchema, example),
         ...problemResponses(
-          ...AUTH,
+          ...mount.errors,
           'validation_failed',
-          'workspace_not_found',
           'identity_provider_unreachable',
           'identity_provider_address_refused',
           'identity_provider_http_refused',
@@ -111,9 +115,9 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
       const { issuer, client_id, client_secret } = request.body;
       const { provider, created } = await setIdentityProvider(
         store,
-        request.params.subdomain,
+        mount.subdomain(request),
         { issuer, clientId: client_id, clientSecret: client_secret },
-        adminActor(request),
+        mount.actor(request),
         check,
       );
       return reply.code(created ? 201 : 200).send(toWire(provider));
@@ -122,37 +126,64 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
 
   api.get(PATH, {
     schema: {
-      operationId: 'getIdentityProvider',
+      operationId: mount.pick('getIdentityProvider', 'getOwnIdentityProvider'),
       summary: 'Show the workspace\'s identity provider',
       description: 'The configuration, without the client secret.',
       tags,
       security,
-      params: SubdomainParams,
+      params,
       response: {
         200: jsonResponse('The configuration.', IdentityProviderSchema, example),
-        ...problemResponses(...AUTH, 'workspace_not_found', 'identity_provider_not_found'),
+        ...problemResponses(...mount.errors, 'identity_provider_not_found'),
       },
     },
-    handler: async (request) => toWire(await getIdentityProvider(store, request.params.subdomain)),
+    handler: async (request) => toWire(await getIdentityProvider(store, mount.subdomain(request))),
   });
 
   api.delete(PATH, {
     schema: {
-      operationId: 'deleteIdentityProvider',
+      operationId: mount.pick('deleteIdentityProvider', 'deleteOwnIdentityProvider'),
       summary: 'Remove the workspace\'s identity provider',
       description: 'Its people\'s console sessions end; the console offers the key sign-in again unless the server forbids it.',
       tags,
       security,
-      params: SubdomainParams,
+      params,
       response: {
         204: { type: 'null', description: 'Removed.' },
-        ...problemResponses(...AUTH, 'workspace_not_found', 'identity_provider_not_found'),
+        ...problemResponses(...mount.errors, 'identity_provider_not_found'),
       },
     },
     handler: async (request, reply) => {
-      await removeIdentityProvider(store, request.params.subdomain, adminActor(request));
+      await removeIdentityProvider(store, mount.subdomain(request), mount.actor(request));
       return reply.code(204).send();
     },
   });
   rejectOtherMethods(app, PATH, ['GET', 'PUT', 'DELETE']);
+
+  api.post(`${PATH}/test`, {
+    schema: {
+      operationId: mount.pick('testIdentityProvider', 'testOwnIdentityProvider'),
+      summary: 'Test the workspace\'s identity provider',
+      description:
+        'Fetches and checks the stored provider\'s discovery document again, as setting it did, and changes nothing: ' +
+        '`200` with the configuration when it can be used now, else `422` with a code naming why.',
+      tags,
+      security,
+      params,
+      response: {
+        200: jsonResponse('The provider answered as it must; the configuration, without the secret.', IdentityProviderSchema, example),
+        ...problemResponses(
+          ...mount.errors,
+          'identity_provider_not_found',
+          'identity_provider_unreachable',
+          'identity_provider_address_refused',
+          'identity_provider_http_refused',
+          'identity_provider_discovery_invalid',
+          'identity_provider_issuer_mismatch',
+        ),
+      },
+    },
+    handler: async (request) => toWire(await testIdentityProvider(store, mount.subdomain(request), check)),
+  });
+  rejectOtherMethods(app, `${PATH}/test`, ['POST']);
 }

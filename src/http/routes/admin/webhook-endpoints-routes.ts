@@ -28,33 +28,35 @@ import {
   toWireWebhookDelivery,
   toWireWebhookEndpoint,
 } from '../../schemas/webhooks.ts';
-import { AUTH, Subdomain, SubdomainParams, adminActor, listed, security, tags } from './admin-common.ts';
+import { listed } from './admin-common.ts';
+import type { RouteMount } from '../route-mount.ts';
 
 const { endpoint, secret, delivery } = WEBHOOK_EXAMPLES;
-const BASE = '/workspaces/:subdomain/webhook-endpoints';
 const EndpointId = Type.String({ description: 'The endpoint\'s id.', examples: [endpoint.id] });
-const EndpointParams = Type.Object({ subdomain: Subdomain, id: EndpointId });
-const DeliveryParams = Type.Object({
-  subdomain: Subdomain,
-  id: EndpointId,
-  delivery_id: Type.String({ description: 'The delivery\'s id.', examples: [delivery.id] }),
-});
-const NOT_FOUND = ['workspace_not_found', 'webhook_endpoint_not_found'] as const;
+const DeliveryId = Type.String({ description: 'The delivery\'s id.', examples: [delivery.id] });
 
 const withSecret = ({ endpoint: e, secret: s }: EndpointWithSecret) => ({ ...toWireWebhookEndpoint(e), secret: s });
 
 /**
- * Operator routes of a workspace's webhook endpoints: create (the secret shown once), list,
- * get, update, delete, rotate the secret, list an endpoint's deliveries, redeliver one. Every
- * change is audited. Source: docs/contract.md Part B, Events and webhooks.
+ * Routes of a workspace's webhook endpoints: create (the secret shown once), list, get, update,
+ * delete, rotate the secret, list an endpoint's deliveries, redeliver one; mounted in the
+ * operator API and, for the scope `webhooks:write`, in the workspace's own (docs/api.md,
+ * "Self-service"). Every change is audited. Source: docs/contract.md Part B, Events and webhooks.
  */
-export async function webhookEndpointsRoutes(app: FastifyInstance, options: { store: Store; checkUrl: WebhookUrlCheck }): Promise<void> {
-  const { store, checkUrl } = options;
+export async function webhookEndpointsRoutes(app: FastifyInstance, options: { store: Store; checkUrl: WebhookUrlCheck; mount: RouteMount }): Promise<void> {
+  const { store, checkUrl, mount } = options;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const BASE = `${mount.base}/webhook-endpoints`;
+  const SubdomainParams = Type.Object(mount.params);
+  const EndpointParams = Type.Object({ ...mount.params, id: EndpointId });
+  const DeliveryParams = Type.Object({ ...mount.params, id: EndpointId, delivery_id: DeliveryId });
+  const NOT_FOUND = [...mount.errors, 'webhook_endpoint_not_found'] as const;
+  const security = mount.security('webhooks:write');
+  const tags = mount.tags('webhooks');
 
   api.post(BASE, {
     schema: {
-      operationId: 'createWebhookEndpoint',
+      operationId: mount.pick('createWebhookEndpoint', 'createOwnWebhookEndpoint'),
       summary: 'Create a webhook endpoint (its secret is shown only in this response)',
       description:
         'Adds an endpoint that receives the workspace\'s events (all types, or `event_types`) as Standard Webhooks ' +
@@ -66,20 +68,20 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       body: CreateWebhookEndpointBody,
       response: {
         201: jsonResponse('The new endpoint with its secret, shown only here.', WebhookEndpointWithSecretSchema, { ...endpoint, secret }),
-        ...problemResponses(...AUTH, 'workspace_not_found', 'validation_failed', 'unsupported_media_type', 'malformed_json'),
+        ...problemResponses(...mount.errors, 'validation_failed', 'unsupported_media_type', 'malformed_json'),
       },
     },
     handler: async (request, reply) => {
       const body = request.body;
       const created = await createWebhookEndpoint(
         store,
-        request.params.subdomain,
+        mount.subdomain(request),
         {
           url: body.url,
           ...(body.description === undefined ? {} : { description: body.description }),
           ...(body.event_types === undefined ? {} : { eventTypes: body.event_types }),
         },
-        adminActor(request),
+        mount.actor(request),
         checkUrl,
       );
       return reply.code(201).send(withSecret(created));
@@ -88,7 +90,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
 
   api.get(BASE, {
     schema: {
-      operationId: 'listWebhookEndpoints',
+      operationId: mount.pick('listWebhookEndpoints', 'listOwnWebhookEndpoints'),
       summary: "List a workspace's webhook endpoints (never their secrets)",
       description: 'Every endpoint of the workspace, oldest first.',
       tags,
@@ -100,31 +102,31 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
           Type.Object({ webhook_endpoints: Type.Array(WebhookEndpointSchema, { description: 'Oldest first.' }) }),
           { webhook_endpoints: [endpoint] },
         ),
-        ...problemResponses(...AUTH, 'workspace_not_found'),
+        ...problemResponses(...mount.errors),
       },
     },
     handler: async (request) => ({
-      webhook_endpoints: (await listWebhookEndpoints(store, request.params.subdomain)).map(toWireWebhookEndpoint),
+      webhook_endpoints: (await listWebhookEndpoints(store, mount.subdomain(request))).map(toWireWebhookEndpoint),
     }),
   });
   rejectOtherMethods(app, BASE, ['GET', 'POST']);
 
   api.get(`${BASE}/:id`, {
     schema: {
-      operationId: 'getWebhookEndpoint',
+      operationId: mount.pick('getWebhookEndpoint', 'getOwnWebhookEndpoint'),
       summary: 'Get a webhook endpoint',
       description: 'The endpoint, without its secret.',
       tags,
       security,
       params: EndpointParams,
-      response: { 200: jsonResponse('The endpoint.', WebhookEndpointSchema, endpoint), ...problemResponses(...AUTH, ...NOT_FOUND) },
+      response: { 200: jsonResponse('The endpoint.', WebhookEndpointSchema, endpoint), ...problemResponses(...NOT_FOUND) },
     },
-    handler: async (request) => toWireWebhookEndpoint(await getWebhookEndpoint(store, request.params.subdomain, request.params.id)),
+    handler: async (request) => toWireWebhookEndpoint(await getWebhookEndpoint(store, mount.subdomain(request), request.params.id)),
   });
 
   api.patch(`${BASE}/:id`, {
     schema: {
-      operationId: 'updateWebhookEndpoint',
+      operationId: mount.pick('updateWebhookEndpoint', 'updateOwnWebhookEndpoint'),
       summary: 'Change a webhook endpoint',
       description:
         'Changes the fields given: `url` (checked as on creation), `description`, `event_types` (null: every type), ' +
@@ -135,7 +137,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       body: UpdateWebhookEndpointBody,
       response: {
         200: jsonResponse('The endpoint after the change.', WebhookEndpointSchema, endpoint),
-        ...problemResponses(...AUTH, ...NOT_FOUND, 'validation_failed', 'unsupported_media_type', 'malformed_json'),
+        ...problemResponses(...NOT_FOUND, 'validation_failed', 'unsupported_media_type', 'malformed_json'),
       },
     },
     handler: async (request) => {
@@ -146,23 +148,23 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
         ...(body.event_types === undefined ? {} : { eventTypes: body.event_types }),
         ...(body.enabled === undefined ? {} : { enabled: body.enabled }),
       };
-      const updated = await updateWebhookEndpoint(store, request.params.subdomain, request.params.id, changes, adminActor(request), checkUrl);
+      const updated = await updateWebhookEndpoint(store, mount.subdomain(request), request.params.id, changes, mount.actor(request), checkUrl);
       return toWireWebhookEndpoint(updated);
     },
   });
 
   api.delete(`${BASE}/:id`, {
     schema: {
-      operationId: 'deleteWebhookEndpoint',
+      operationId: mount.pick('deleteWebhookEndpoint', 'deleteOwnWebhookEndpoint'),
       summary: 'Delete a webhook endpoint and its deliveries',
       description: 'Removes the endpoint at once: nothing more is sent to it, and its delivery history goes with it.',
       tags,
       security,
       params: EndpointParams,
-      response: { 204: { type: 'null', description: 'Deleted.' }, ...problemResponses(...AUTH, ...NOT_FOUND) },
+      response: { 204: { type: 'null', description: 'Deleted.' }, ...problemResponses(...NOT_FOUND) },
     },
     handler: async (request, reply) => {
-      await deleteWebhookEndpoint(store, request.params.subdomain, request.params.id, adminActor(request));
+      await deleteWebhookEndpoint(store, mount.subdomain(request), request.params.id, mount.actor(request));
       return reply.code(204).send();
     },
   });
@@ -170,7 +172,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
 
   api.post(`${BASE}/:id/rotate-secret`, {
     schema: {
-      operationId: 'rotateWebhookSecret',
+      operationId: mount.pick('rotateWebhookSecret', 'rotateOwnWebhookSecret'),
       summary: 'Rotate a webhook endpoint\'s secret (the new one is shown only in this response)',
       description:
         'Gives the endpoint a new secret. For 24 hours deliveries carry two signatures, one by the new secret and one ' +
@@ -184,16 +186,16 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
           previous_secret_expires_at: '2025-01-16T09:00:00.000Z',
           secret,
         }),
-        ...problemResponses(...AUTH, ...NOT_FOUND),
+        ...problemResponses(...NOT_FOUND),
       },
     },
-    handler: async (request) => withSecret(await rotateWebhookSecret(store, request.params.subdomain, request.params.id, adminActor(request))),
+    handler: async (request) => withSecret(await rotateWebhookSecret(store, mount.subdomain(request), request.params.id, mount.actor(request))),
   });
   rejectOtherMethods(app, `${BASE}/:id/rotate-secret`, ['POST']);
 
   api.get(`${BASE}/:id/deliveries`, {
     schema: {
-      operationId: 'listWebhookDeliveries',
+      operationId: mount.pick('listWebhookDeliveries', 'listOwnWebhookDeliveries'),
       summary: "List a webhook endpoint's deliveries, newest first",
       description: 'Each event sent (or to be sent) to the endpoint, with its status and every attempt\'s time, response status and error.',
       tags,
@@ -207,12 +209,12 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
           { deliveries: [delivery], ...ADMIN_EXAMPLES.page(1) },
           { Link: LinkHeader },
         ),
-        ...problemResponses(...AUTH, ...NOT_FOUND, 'invalid_parameter'),
+        ...problemResponses(...NOT_FOUND, 'invalid_parameter'),
       },
     },
     handler: async (request, reply) => {
       const { page_number: pageNumber, page_size: pageSize } = request.query;
-      const page = await listWebhookDeliveries(store, request.params.subdomain, request.params.id, { pageNumber, pageSize });
+      const page = await listWebhookDeliveries(store, mount.subdomain(request), request.params.id, { pageNumber, pageSize });
       return listed(request, reply, 'deliveries', page, toWireWebhookDelivery);
     },
   });
@@ -220,7 +222,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
 
   api.post(`${BASE}/:id/deliveries/:delivery_id/redeliver`, {
     schema: {
-      operationId: 'redeliverWebhook',
+      operationId: mount.pick('redeliverWebhook', 'redeliverOwnWebhook'),
       summary: 'Send a delivery again',
       description:
         'Makes the delivery pending again, due now, with a fresh retry schedule; it is sent with the same `webhook-id` ' +
@@ -236,12 +238,12 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
           next_attempt_at: '2025-01-15T10:00:00.000Z',
           delivered_at: null,
         }),
-        ...problemResponses(...AUTH, ...NOT_FOUND, 'webhook_delivery_not_found', 'webhook_endpoint_disabled'),
+        ...problemResponses(...NOT_FOUND, 'webhook_delivery_not_found', 'webhook_endpoint_disabled'),
       },
     },
     handler: async (request, reply) => {
-      const { subdomain, id, delivery_id: deliveryId } = request.params;
-      const redelivered = await redeliverWebhook(store, subdomain, id, deliveryId, adminActor(request));
+      const { id, delivery_id: deliveryId } = request.params;
+      const redelivered = await redeliverWebhook(store, mount.subdomain(request), id, deliveryId, mount.actor(request));
       return reply.code(202).send(toWireWebhookDelivery(redelivered));
     },
   });

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { recordActivity } from '../../../core/lifecycle/activity.ts';
 import type { PolicyLimits } from '../../../core/lifecycle/policy.ts';
@@ -23,6 +24,7 @@ import {
   toWireExpiryPolicy,
   toWireInactivityPolicy,
 } from '../../schemas/policies.ts';
+import type { RouteMount } from '../route-mount.ts';
 
 const BODY_ERRORS = ['unsupported_media_type', 'malformed_json', 'payload_too_large', 'validation_failed'] as const;
 
@@ -32,11 +34,10 @@ function workspaceOf(request: FastifyRequest): number {
 }
 
 /**
- * `POST /users/activity` and the policies (`/policies/inactivity`, `/policies/expiry`) of the
- * external API. Source: docs/contract.md Part B, "Access that ends on time".
+ * `POST /users/activity` of the external API. Source: docs/contract.md Part B, "Access that ends on time".
  */
-export async function lifecycleRoutes(app: FastifyInstance, options: { store: Store; limits: PolicyLimits }): Promise<void> {
-  const { store, limits } = options;
+export async function activityRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
+  const { store } = options;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
   api.post('/users/activity', {
@@ -60,97 +61,117 @@ export async function lifecycleRoutes(app: FastifyInstance, options: { store: St
     },
   });
   rejectOtherMethods(app, '/users/activity', ['POST']);
+}
+
+/**
+ * A workspace's access policies (`/policies/inactivity`, `/policies/expiry`): mounted in the
+ * workspace's API and in the operator's, under `/workspaces/{subdomain}` (docs/api.md,
+ * "Self-service"). Source: docs/contract.md Part B, "Access that ends on time".
+ */
+export async function policiesRoutes(app: FastifyInstance, options: { store: Store; limits: PolicyLimits; mount: RouteMount }): Promise<void> {
+  const { store, limits, mount } = options;
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const inactivity = `${mount.base}/policies/inactivity`;
+  const expiry = `${mount.base}/policies/expiry`;
+  const tags = mount.tags('policies');
+  const params = Type.Object(mount.params);
+  const workspace = (request: FastifyRequest) => mount.workspaceId(request, store);
 
   const inactivityExample = { deactivate_after: 'P90D', applies_to: 'non_owners', warn_before: 'P7D' };
-  api.put('/policies/inactivity', {
+  api.put(inactivity, {
     schema: {
-      operationId: 'putInactivityPolicy',
+      operationId: mount.pick('putWorkspaceInactivityPolicy', 'putInactivityPolicy'),
+      params,
       summary: 'Set the inactivity policy',
       description:
         'Active users not seen for `deactivate_after` are deactivated (reason `inactive`); `warn_before` sends ' +
         '`user.access_expiring` ahead. Durations shorter than the server\'s minimum → `422 invalid_duration`.',
-      tags: ['policies'],
-      security: scoped('policies:write'),
+      tags,
+      security: mount.security('policies:write'),
       body: InactivityPolicySchema,
       response: {
         200: jsonResponse('The policy as stored.', InactivityPolicySchema, inactivityExample),
-        ...problemResponses(...EXTERNAL_API_ERRORS, ...BODY_ERRORS, 'invalid_duration'),
+        ...problemResponses(...mount.errors, ...BODY_ERRORS, 'invalid_duration'),
       },
     },
     handler: async (request) =>
       toWireInactivityPolicy(
         await putInactivityPolicy(
           store,
-          workspaceOf(request),
+          await workspace(request),
           { deactivateAfter: request.body.deactivate_after, appliesTo: request.body.applies_to, warnBefore: request.body.warn_before ?? null },
           limits,
         ),
       ),
   });
 
-  api.get('/policies/inactivity', {
+  api.get(inactivity, {
     schema: {
-      operationId: 'getInactivityPolicy',
+      operationId: mount.pick('getWorkspaceInactivityPolicy', 'getInactivityPolicy'),
+      params,
       summary: 'The inactivity policy',
       description: 'As `PUT` took it; `404 policy_not_found` when there is none.',
-      tags: ['policies'],
-      security: scoped('users:read'),
+      tags,
+      security: mount.security('users:read'),
       response: {
         200: jsonResponse('The policy.', InactivityPolicySchema, inactivityExample),
-        ...problemResponses(...EXTERNAL_API_ERRORS, 'policy_not_found'),
+        ...problemResponses(...mount.errors, 'policy_not_found'),
       },
     },
-    handler: async (request) => toWireInactivityPolicy(await getInactivityPolicy(store, workspaceOf(request))),
+    handler: async (request) => toWireInactivityPolicy(await getInactivityPolicy(store, await workspace(request))),
   });
 
-  api.delete('/policies/inactivity', {
+  api.delete(inactivity, {
     schema: {
-      operationId: 'deleteInactivityPolicy',
+      operationId: mount.pick('deleteWorkspaceInactivityPolicy', 'deleteInactivityPolicy'),
+      params,
       summary: 'Remove the inactivity policy',
       description: 'Nobody is deactivated for inactivity any more; `404 policy_not_found` when there was none.',
-      tags: ['policies'],
-      security: scoped('policies:write'),
+      tags,
+      security: mount.security('policies:write'),
       response: {
         204: { type: 'null', description: 'Removed.' },
-        ...problemResponses(...EXTERNAL_API_ERRORS, 'policy_not_found'),
+        ...problemResponses(...mount.errors, 'policy_not_found'),
       },
     },
     handler: async (request, reply) => {
-      await deleteInactivityPolicy(store, workspaceOf(request));
+      await deleteInactivityPolicy(store, await workspace(request));
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, '/policies/inactivity', ['GET', 'PUT', 'DELETE']);
+  rejectOtherMethods(app, inactivity, ['GET', 'PUT', 'DELETE']);
 
-  api.put('/policies/expiry', {
+  api.put(expiry, {
     schema: {
-      operationId: 'putExpiryPolicy',
+      operationId: mount.pick('putWorkspaceExpiryPolicy', 'putExpiryPolicy'),
+      params,
       summary: 'Set the warning before expiries',
       description: '`user.access_expiring` is sent `warn_before` ahead of each user\'s `expires_at`; null sends none.',
-      tags: ['policies'],
-      security: scoped('policies:write'),
+      tags,
+      security: mount.security('policies:write'),
       body: ExpiryPolicySchema,
       response: {
         200: jsonResponse('The policy as stored.', ExpiryPolicySchema, { warn_before: 'P7D' }),
-        ...problemResponses(...EXTERNAL_API_ERRORS, ...BODY_ERRORS, 'invalid_duration'),
+        ...problemResponses(...mount.errors, ...BODY_ERRORS, 'invalid_duration'),
       },
     },
-    handler: async (request) => toWireExpiryPolicy(await putExpiryPolicy(store, workspaceOf(request), request.body.warn_before, limits)),
+    handler: async (request) => toWireExpiryPolicy(await putExpiryPolicy(store, await workspace(request), request.body.warn_before, limits)),
   });
 
-  api.get('/policies/expiry', {
+  api.get(expiry, {
     schema: {
-      operationId: 'getExpiryPolicy',
+      operationId: mount.pick('getWorkspaceExpiryPolicy', 'getExpiryPolicy'),
+      params,
       summary: 'The warning before expiries',
       description: '`warn_before` null when none is set.',
-      tags: ['policies'],
-      security: scoped('users:read'),
+      tags,
+      security: mount.security('users:read'),
       response: {
         200: jsonResponse('The policy.', ExpiryPolicySchema, { warn_before: 'P7D' }),
-        ...problemResponses(...EXTERNAL_API_ERRORS),
+        ...problemResponses(...mount.errors),
       },
     },
-    handler: async (request) => toWireExpiryPolicy(await getExpiryPolicy(store, workspaceOf(request))),
+    handler: async (request) => toWireExpiryPolicy(await getExpiryPolicy(store, await workspace(request))),
   });
-  rejectOtherMethods(app, '/policies/expiry', ['GET', 'PUT']);
+  rejectOtherMethods(app, expiry, ['GET', 'PUT']);
 }

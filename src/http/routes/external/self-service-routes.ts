@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import type { IdentityProviderCheck } from '../../../core/identity-providers/identity-providers-service.ts';
+import type { Store } from '../../../core/ports.ts';
+import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-service.ts';
+import { apiKeysRoutes } from '../admin/api-keys-routes.ts';
+import { workspaceAuditRoutes } from '../admin/audit-routes.ts';
+import { identityProviderRoutes } from '../admin/identity-provider-routes.ts';
+import { webhookEndpointsRoutes } from '../admin/webhook-endpoints-routes.ts';
+import { WORKSPACE_MOUNT } from '../route-mount.ts';
+
+/**
+ * The owner's self-service on the workspace's host (docs/api.md, "Self-service"): its API keys
+ * (`keys:write`), identity provider (`sso:write`), webhook endpoints (`webhooks:write`) and audit
+ * trail (`audit:read`), through the same route definitions as the operator API's, for the
+ * workspace of the request's key or session.
+ */
+export async function selfServiceRoutes(
+  app: FastifyInstance,
+  options: { store: Store; checkWebhookUrl: WebhookUrlCheck; checkIdentityProvider: IdentityProviderCheck },
+): Promise<void> {
+  const { store } = options;
+  const mount = WORKSPACE_MOUNT;
+  await app.register(apiKeysRoutes, { store, mount });
+  await app.register(workspaceAuditRoutes, { store, mount });
+  await app.register(identityProviderRoutes, { store, check: options.checkIdentityProvider, mount });
+  await app.register(webhookEndpointsRoutes, { store, checkUrl: options.checkWebhookUrl, mount });
+}
