@@ -1720,6 +1720,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {
@@ -3691,6 +3696,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {
@@ -3881,6 +3891,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {

@@ -60,17 +60,8 @@ interface Filters {
 
 const NO_FILTERS: Filters = { workspace: '', action: '', actor_type: '', target_id: '' };
 
-/**
- * The workspace of an event in the operator's view of every workspace: the API's `workspace`
- * when it gives one, the workspace filtered on, or the workspace an event about a workspace
- * names; '—' for the catalogue's events.
- */
-function workspaceOf(event: AuditEvent, filtered: string): string {
-  const given = (event as { workspace?: string | null }).workspace;
-  if (given) return given;
-  if (filtered) return filtered;
-  return event.target_type === 'workspace' ? event.target_id : '—';
-}
+/** The workspace column of the operator's view of every workspace: the API's `workspace`, '—' for the catalogue's events. */
+const workspaceOf = (event: AuditEvent): string => event.workspace ?? '—';
 
 /**
  * The audit log: the operator's of every workspace (`where` absent: with a workspace filter and
@@ -187,7 +178,7 @@ export function AuditPage({ where }: { where?: Where }) {
           <div class="audit">
             <Table caption={`Audit events, ${orderText}`} columns={columns} busy={events.isFetching}>
               {events.data.audit_events.map((event) => (
-                <AuditEventRow key={event.id} event={event} showTarget {...(everyWorkspace ? { workspace: workspaceOf(event, filters.workspace) } : {})} />
+                <AuditEventRow key={event.id} event={event} showTarget {...(everyWorkspace ? { workspace: workspaceOf(event) } : {})} />
               ))}
             </Table>
           </div>
