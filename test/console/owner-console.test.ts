@@ -69,7 +69,8 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
 
   before(async () => {
     await buildConsole({ ifStale: true });
-    ctx = await createTestContext();
+    // The test provider and the webhook receiver are plain http on loopback, allowed only with WEBHOOK_ALLOW_HTTP.
+    ctx = await createTestContext({ WEBHOOK_ALLOW_HTTP: 'true' });
     await ctx.seedProducts();
     ws = await ctx.createWorkspace('owner');
     port = await freePort();
@@ -80,7 +81,6 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
       launchChromium(),
     ]);
     app = await ctx.buildApp({
-      // The test provider and the webhook receiver are plain http on loopback, allowed only with this.
       WEBHOOK_ALLOW_HTTP: 'true',
       // A key still signs in to a workspace that has an identity provider (the read-only key's session below).
       CONSOLE_KEY_SIGN_IN: 'always',
