@@ -2016,6 +2016,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {
@@ -3635,6 +3640,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {
@@ -5923,6 +5933,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {
@@ -6900,6 +6915,11 @@ export interface operations {
                             before: unknown;
                             /** @description The thing after the change; null when removed. */
                             after: unknown;
+                            /**
+                             * @description In the listing of every workspace's events only: the subdomain of the event's workspace; null for a catalogue change or a deleted workspace.
+                             * @example acme
+                             */
+                            workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
                         pagination: {

@@ -1,7 +1,11 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import type { ComponentChildren } from 'preact';
 import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter-preact';
-import { isOperator, signOut, useCredentials } from './session.ts';
+import { useEffect, useState } from 'react';
+import { isOperator, restoreSessions, signOut, useCredentials } from './session.ts';
+import { useScopes, useSessionInfo } from './api/session.ts';
+import type { Where } from './api/where.ts';
+import { EVERY_SCOPE } from '../../sdk/api-key-scopes.ts';
 import { SignInPage } from './pages/sign-in.tsx';
 import { UsersPage } from './pages/users.tsx';
 import { NewUserPage } from './pages/new-user.tsx';
@@ -39,10 +43,32 @@ function NavLink({ href, children }: { href: string; children: ComponentChildren
   );
 }
 
+/** Who is signed in, and with which scopes: a person by email, a key by its name. */
+function SignedInAs() {
+  const credentials = useCredentials();
+  const session = useSessionInfo();
+  const who: string[] = [];
+  if (credentials.workspace && session.data) {
+    const { actor, scopes } = session.data;
+    const label = actor.label ?? actor.type;
+    const scopeText = scopes.includes(EVERY_SCOPE) ? 'every scope' : scopes.join(', ') || 'no scope';
+    who.push(`${label} (${actor.type === 'person' ? 'owner' : 'API key'}) in ${credentials.workspace} · ${scopeText}`);
+  }
+  if (credentials.operator) who.push(`${credentials.operator} (operator)`);
+  else if (credentials.adminToken) who.push('Operator (token)');
+  if (who.length === 0) return null;
+  return (
+    <p class="signed-in-as">
+      Signed in as {who.join(' · ')}
+    </p>
+  );
+}
+
 function Header() {
   const credentials = useCredentials();
   const { workspace } = credentials;
   const operator = isOperator(credentials);
+  const scopes = useScopes();
   return (
     <header class="top">
       <a class="skip" href="#main">
@@ -57,12 +83,24 @@ function Header() {
                 <li>
                   <NavLink href="/users">Users</NavLink>
                 </li>
-                <li>
-                  <NavLink href="/import">Import</NavLink>
-                </li>
+                {scopes.allows('users:write') && (
+                  <li>
+                    <NavLink href="/import">Import</NavLink>
+                  </li>
+                )}
                 <li>
                   <NavLink href="/policies">Policies</NavLink>
                 </li>
+                {OWNER_SETTINGS_SCOPES.some((scope) => scopes.allows(scope)) && (
+                  <li>
+                    <NavLink href="/settings">Settings</NavLink>
+                  </li>
+                )}
+                {scopes.allows('audit:read') && (
+                  <li>
+                    <NavLink href="/trail">Audit trail</NavLink>
+                  </li>
+                )}
               </>
             )}
             {operator && (
@@ -81,6 +119,7 @@ function Header() {
           </ul>
         </nav>
       )}
+      <SignedInAs />
       {(workspace || operator) && (
         <button type="button" class="button sign-out" onClick={signOutAndForget}>
           Sign out
@@ -88,6 +127,20 @@ function Header() {
       )}
     </header>
   );
+}
+
+/** The scopes of the owner's Settings page: one of them opens it. */
+const OWNER_SETTINGS_SCOPES = ['keys:write', 'sso:write', 'webhooks:write'];
+
+/** Renders `page` for the owner of the signed-in workspace (inside {@link Needs} `workspace`). */
+function AsOwner({ page }: { page: (where: Where) => ComponentChildren }) {
+  const { workspace } = useCredentials();
+  return <Needs what="workspace">{workspace && page({ as: 'owner', subdomain: workspace })}</Needs>;
+}
+
+/** Renders `page` for the operator managing `subdomain`. */
+function AsOperator({ subdomain, page }: { subdomain: string; page: (where: Where) => ComponentChildren }) {
+  return <Needs what="operator">{page({ as: 'operator', subdomain })}</Needs>;
 }
 
 /** Shows `children` when signed in with what they need, else the sign-in form. */
@@ -116,6 +169,16 @@ function NotFound() {
 
 /** The whole console: data cache, router under `/console`, header and the pages. */
 export function App() {
+  // Signed in from the session cookies first, so a new tab or a shared link does not show the sign-in page.
+  const [restored, setRestored] = useState(false);
+  useEffect(() => void restoreSessions().then(() => setRestored(true)), []);
+  if (!restored) {
+    return (
+      <main id="main">
+        <p role="status">Loading…</p>
+      </main>
+    );
+  }
   return (
     <QueryClientProvider client={queryClient}>
       <Router base="/console">
@@ -146,9 +209,16 @@ export function App() {
               </Needs>
             </Route>
             <Route path="/policies">
-              <Needs what="workspace">
-                <PoliciesPage />
-              </Needs>
+              <AsOwner page={(where) => <PoliciesPage where={where} />} />
+            </Route>
+            <Route path="/settings">
+              <AsOwner page={(where) => <WorkspacePage where={where} />} />
+            </Route>
+            <Route path="/settings/webhooks/:id">
+              {(params: { id: string }) => <AsOwner page={(where) => <WebhookDeliveriesPage where={where} id={params.id} />} />}
+            </Route>
+            <Route path="/trail">
+              <AsOwner page={(where) => <AuditPage where={where} />} />
             </Route>
             <Route path="/workspaces">
               <Needs what="operator">
@@ -156,17 +226,14 @@ export function App() {
               </Needs>
             </Route>
             <Route path="/workspaces/:subdomain">
-              {(params: { subdomain: string }) => (
-                <Needs what="operator">
-                  <WorkspacePage subdomain={params.subdomain} />
-                </Needs>
-              )}
+              {(params: { subdomain: string }) => <AsOperator subdomain={params.subdomain} page={(where) => <WorkspacePage where={where} />} />}
+            </Route>
+            <Route path="/workspaces/:subdomain/policies">
+              {(params: { subdomain: string }) => <AsOperator subdomain={params.subdomain} page={(where) => <PoliciesPage where={where} />} />}
             </Route>
             <Route path="/workspaces/:subdomain/webhooks/:id">
               {(params: { subdomain: string; id: string }) => (
-                <Needs what="operator">
-                  <WebhookDeliveriesPage subdomain={params.subdomain} id={params.id} />
-                </Needs>
+                <AsOperator subdomain={params.subdomain} page={(where) => <WebhookDeliveriesPage where={where} id={params.id} />} />
               )}
             </Route>
             <Route path="/products">

@@ -66,6 +66,44 @@ export const SESSION_PATH = '/api/external/v2/console/session';
 /** Where an operator's session (signed in with the operator identity provider) is read and ended. */
 export const OPERATOR_SESSION_PATH = '/console/operator/session';
 
+/** The query parameter the server adds when it sends the browser back from an identity provider. */
+const RETURNED_PARAM = 'signed_in';
+
+let restoring: Promise<void> | undefined;
+
+/**
+ * Signs the page in from the session cookies it already has, once per page load: on a
+ * workspace's host the workspace session, on the operator host the operator's session. So a
+ * new tab, a reload or a shared link opens signed in while the cookie is valid, and a session
+ * that ended on the server is forgotten here too. Run once per load only (not on every
+ * render), so a "Sign out" under way is never undone by a late answer.
+ * @returns a promise that settles once both answers are in (never rejects).
+ */
+export function restoreSessions(): Promise<void> {
+  restoring ??= (async () => {
+    const url = new URL(location.href);
+    if (url.searchParams.has(RETURNED_PARAM)) {
+      url.searchParams.delete(RETURNED_PARAM);
+      history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    }
+    const read = (path: string) => fetch(path, { credentials: 'same-origin' }).catch(() => undefined);
+    const workspace = workspaceOfHost();
+    if (workspace !== undefined) {
+      const response = await read(SESSION_PATH);
+      // Only a clear "no session" forgets it: a network failure keeps what this tab knew.
+      if (response?.ok) setCredentials({ workspace });
+      else if (response && response.status < 500) setCredentials({ workspace: undefined });
+      return;
+    }
+    const response = await read(OPERATOR_SESSION_PATH);
+    if (response?.ok) {
+      const { actor } = (await response.json()) as { actor: { label: string | null } };
+      setCredentials({ operator: actor.label ?? 'operator' });
+    } else if (response && response.status < 500) setCredentials({ operator: undefined });
+  })();
+  return restoring;
+}
+
 /** True when signed in as operator, with the token or as a person. */
 export function isOperator(credentials: Credentials): boolean {
   return Boolean(credentials.adminToken || credentials.operator);

@@ -210,6 +210,8 @@ export interface ProductRepository {
 export interface WorkspaceRepository {
   insert(subdomain: string, name: string): Promise<Workspace>;
   findBySubdomain(subdomain: string): Promise<Workspace | undefined>;
+  /** The subdomains of the workspaces with these ids (a deleted one is absent). */
+  findSubdomains(ids: readonly number[]): Promise<Map<number, string>>;
   findPage(page: PageRequest): Promise<Slice<Workspace>>;
   delete(id: number): Promise<void>;
   /** Locks the workspace row until commit (serialises last-owner checks). */

@@ -1,4 +1,4 @@
-import { asc, count, eq, sql } from 'drizzle-orm';
+import { asc, count, eq, inArray, sql } from 'drizzle-orm';
 import { pageOffset } from '../core/pagination.ts';
 import type { Workspace, WorkspaceRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
@@ -19,6 +19,12 @@ export function createWorkspaceRepository(db: Database): WorkspaceRepository {
     async findBySubdomain(subdomain) {
       const [row] = await db.select().from(workspaces).where(eq(workspaces.subdomain, subdomain));
       return row ? toWorkspace(row) : undefined;
+    },
+
+    async findSubdomains(ids) {
+      if (ids.length === 0) return new Map();
+      const rows = await db.select({ id: workspaces.id, subdomain: workspaces.subdomain }).from(workspaces).where(inArray(workspaces.id, [...new Set(ids)]));
+      return new Map(rows.map((row) => [Number(row.id), row.subdomain]));
     },
 
     async findPage(page) {

@@ -318,9 +318,10 @@ describe(`web console [${BACKEND}]`, () => {
     assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active');
     const history = page.getByRole('region', { name: 'History' });
     // A PATCH of the status is audited as user.updated (docs/contract.md Part B), its change shown.
-    await history.getByRole('row', { name: /user\.updated.*status: deactivated → active/ }).waitFor();
-    await history.getByRole('cell', { name: 'user.deactivated' }).waitFor();
-    await history.getByRole('cell', { name: 'user.created' }).waitFor();
+    // Named for people, with the field's change as a diff.
+    await history.getByRole('row', { name: /Reactivated user\.updated.*Status: deactivated → active/ }).waitFor();
+    await history.getByRole('cell', { name: 'Deactivated user.deactivated' }).waitFor();
+    await history.getByRole('cell', { name: 'Added user.created' }).waitFor();
     // Who: the key that made the change, by its name and prefix (this one has no name: its prefix).
     await history.getByRole('cell', { name: /^wum_\S{8} \(api_key\)$/ }).first().waitFor();
     if (SCREENSHOTS) await saveScreenshot(page, 'user');
@@ -540,6 +541,15 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('cell', { name: /^wum_\S{8} \(api_key\)$/ }).first().waitFor();
     await assertAccessible(page, 'audit log');
     if (SCREENSHOTS) await saveScreenshot(page, 'audit');
+    // The actor filter sends the API's values ("Operator" is `operator`); every workspace has its column.
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await page.getByLabel('Actor type').selectOption({ label: 'Operator' });
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL((url) => url.searchParams.get('actor_type') === 'operator');
+    await page.locator('table:not([aria-busy])').waitFor();
+    await page.getByRole('columnheader', { name: 'Workspace' }).waitFor();
+    await page.getByRole('row', { name: new RegExp(`${WORKSPACE} Workspace created workspace\\.created`) }).waitFor();
+    assert.equal(await page.getByRole('cell', { name: /\(api_key\)$/ }).count(), 0, 'only the operator');
   });
   test('operator pages: an identity provider the server could not use is refused with the reason and not saved; a working one is', TEST_TIMEOUT, async () => {
     const op = await startOpenIdProvider([`${origin}/console/oidc/callback`]);

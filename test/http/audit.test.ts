@@ -292,6 +292,21 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.deepEqual(await allEvents(), before);
   });
 
+  test('the global trail names each event\'s workspace (null for the catalogue); a workspace\'s own trail does not', async () => {
+    const ws = await ctx.createWorkspace('audit-named');
+    await ctx.api(ws, 'POST', '/users', { body: userBody('named@example.com') });
+    assert.equal((await ctx.admin('PUT', '/products/audit-named', { roles: ['a'] })).statusCode, 201);
+    const all = (await allEvents()) as Array<Event & { workspace?: string | null }>;
+    const userCreated = all.find((e) => e.action === 'user.created' && e.target_id === 'named@example.com');
+    assert.equal(userCreated?.workspace, ws.subdomain);
+    assert.equal(all.find((e) => e.action === 'workspace.created' && e.target_id === ws.subdomain)?.workspace, ws.subdomain);
+    assert.equal(all.find((e) => e.action === 'product.created' && e.target_id === 'audit-named')?.workspace, null);
+    const filtered = await ctx.admin('GET', `/audit-events?workspace=${ws.subdomain.toUpperCase()}&page_size=100`);
+    assert.ok(filtered.json().audit_events.length > 0);
+    for (const e of filtered.json().audit_events) assert.equal(e.workspace, ws.subdomain);
+    assert.ok((await events(ws.subdomain)).every((e) => !('workspace' in e)), 'the workspace is known there');
+  });
+
   test('paginated like users: envelope, page sizes, oldest first, empty page past the end', async () => {
     const ws = await ctx.createWorkspace('audit-pages');
     for (const email of ['p1@example.com', 'p2@example.com', 'p3@example.com']) {

@@ -1,10 +1,12 @@
 /*
- * The operator API (`/admin/v1`) as the console uses it, typed from sdk/schema.ts. Every call
- * throws WumApiError on failure (see `send`).
+ * The operator API (`/admin/v1`) as the console uses it, typed from sdk/schema.ts; a
+ * workspace's keys and identity provider also through the workspace API for its owners (see
+ * where.ts). Every call throws WumApiError on failure (see `send`).
  */
 import type { operations } from '../../../sdk/schema.ts';
 import { WumApiError } from '../../../sdk/errors.ts';
 import { api, send } from './client.ts';
+import { pathFor, type Where } from './where.ts';
 
 /** The JSON body an operation answers with `Status`, from the generated types. */
 export type Json<Op extends keyof operations, Status extends number> = operations[Op]['responses'] extends Record<Status, { content: { 'application/json': infer T } }>
@@ -33,8 +35,14 @@ export type IdentityProviderConfig = NonNullable<operations['setIdentityProvider
 export type AuditPage = Json<'listAuditEvents', 200>;
 /** One audit event. */
 export type AuditEvent = AuditPage['audit_events'][number];
-/** Filters and page of the audit log (`workspace` narrows the global list to one workspace). */
+/** Filters, order and page of the audit log (`workspace` narrows the global list to one workspace). */
 export type AuditQuery = NonNullable<operations['listAuditEvents']['parameters']['query']>;
+/** The audit listings' order: oldest first (`occurred_at`) or newest first (`-occurred_at`). */
+export type AuditSort = NonNullable<AuditQuery['sort']>;
+/** Filters, order and page of one workspace's audit trail (no `workspace`). */
+export type WorkspaceAuditQuery = Omit<AuditQuery, 'workspace'>;
+/** The kinds of actor the audit trail records (the API's `actor_type` values). */
+export type ActorType = NonNullable<AuditQuery['actor_type']>;
 
 const WORKSPACES = '/admin/v1/workspaces';
 const WORKSPACE = '/admin/v1/workspaces/{subdomain}';
@@ -57,34 +65,42 @@ export const adminApi = {
     await send(`DELETE ${WORKSPACE}`, (s) => api.DELETE(WORKSPACE, { params: { path: { subdomain } }, signal: s }));
   },
   /** A workspace's identity provider, or null when it has none. */
-  async getIdentityProvider(subdomain: string, signal?: AbortSignal): Promise<IdentityProvider | null> {
+  async getIdentityProvider(where: Where, signal?: AbortSignal): Promise<IdentityProvider | null> {
+    const path = pathFor(where, IDP);
     try {
-      return (await send(`GET ${IDP}`, (s) => api.GET(IDP, { params: { path: { subdomain } }, signal: s }), signal)).data;
+      return (await send(`GET ${path}`, (s) => api.GET(path, { params: { path: { subdomain: where.subdomain } }, signal: s }), signal)).data;
     } catch (error) {
       if (error instanceof WumApiError && error.code === 'identity_provider_not_found') return null;
       throw error;
     }
   },
-  /** Sets or replaces it. @throws `validation_failed` (400). */
-  async setIdentityProvider(subdomain: string, body: IdentityProviderConfig): Promise<void> {
-    await send(`PUT ${IDP}`, (s) => api.PUT(IDP, { params: { path: { subdomain } }, body, signal: s }));
+  /** Sets or replaces it. @throws `validation_failed` (400), `identity_provider_*` (422) when the server could not use it. */
+  async setIdentityProvider(where: Where, body: IdentityProviderConfig): Promise<void> {
+    const path = pathFor(where, IDP);
+    await send(`PUT ${path}`, (s) => api.PUT(path, { params: { path: { subdomain: where.subdomain } }, body, signal: s }));
   },
   /** Removes it (its people's sessions end). */
-  async removeIdentityProvider(subdomain: string): Promise<void> {
-    await send(`DELETE ${IDP}`, (s) => api.DELETE(IDP, { params: { path: { subdomain } }, signal: s }));
+  async removeIdentityProvider(where: Where): Promise<void> {
+    const path = pathFor(where, IDP);
+    await send(`DELETE ${path}`, (s) => api.DELETE(path, { params: { path: { subdomain: where.subdomain } }, signal: s }));
   },
   /** A workspace's keys, revoked ones included. */
-  async listApiKeys(subdomain: string, signal?: AbortSignal): Promise<ApiKey[]> {
-    return (await send(`GET ${KEYS}`, (s) => api.GET(KEYS, { params: { path: { subdomain } }, signal: s }), signal)).data.api_keys;
+  async listApiKeys(where: Where, signal?: AbortSignal): Promise<ApiKey[]> {
+    const path = pathFor(where, KEYS);
+    return (await send(`GET ${path}`, (s) => api.GET(path, { params: { path: { subdomain: where.subdomain } }, signal: s }), signal)).data.api_keys;
   },
-  /** Adds a key to a workspace, with a name, scopes and an expiry. @throws `validation_failed` (400). */
-  async createApiKey(subdomain: string, body: NewApiKey = {}): Promise<CreatedApiKey> {
-    return (await send(`POST ${KEYS}`, (s) => api.POST(KEYS, { params: { path: { subdomain } }, body, signal: s }))).data;
+  /**
+   * Adds a key to a workspace, with a name, scopes and an expiry.
+   * @throws `validation_failed` (400); `insufficient_scope` (403) when an owner's session asks for a scope it lacks.
+   */
+  async createApiKey(where: Where, body: NewApiKey = {}): Promise<CreatedApiKey> {
+    const path = pathFor(where, KEYS);
+    return (await send(`POST ${path}`, (s) => api.POST(path, { params: { path: { subdomain: where.subdomain } }, body, signal: s }))).data;
   },
   /** Revokes a key at once. */
-  async revokeApiKey(subdomain: string, id: string): Promise<void> {
-    const KEY = '/admin/v1/workspaces/{subdomain}/api-keys/{id}';
-    await send(`DELETE ${KEY}`, (s) => api.DELETE(KEY, { params: { path: { subdomain, id } }, signal: s }));
+  async revokeApiKey(where: Where, id: string): Promise<void> {
+    const path = pathFor(where, '/admin/v1/workspaces/{subdomain}/api-keys/{id}');
+    await send(`DELETE ${path}`, (s) => api.DELETE(path, { params: { path: { subdomain: where.subdomain, id } }, signal: s }));
   },
   /** The whole catalogue, sorted by name. */
   async listProducts(signal?: AbortSignal): Promise<CatalogueProduct[]> {
@@ -99,9 +115,14 @@ export const adminApi = {
   async deleteProduct(name: string): Promise<void> {
     await send(`DELETE ${PRODUCT}`, (s) => api.DELETE(PRODUCT, { params: { path: { name } }, signal: s }));
   },
-  /** One page of the audit log, narrowed by the filters. */
+  /** One page of the audit log of every workspace, narrowed by the filters. */
   async listAuditEvents(query: AuditQuery, signal?: AbortSignal): Promise<AuditPage> {
     const AUDIT = '/admin/v1/audit-events';
     return (await send(`GET ${AUDIT}`, (s) => api.GET(AUDIT, { params: { query }, signal: s }), signal)).data;
+  },
+  /** One page of one workspace's audit trail (the operator's, or the owner's own with `audit:read`). */
+  async listWorkspaceAuditEvents(where: Where, query: WorkspaceAuditQuery, signal?: AbortSignal): Promise<AuditPage> {
+    const path = pathFor(where, '/admin/v1/workspaces/{subdomain}/audit-events');
+    return (await send(`GET ${path}`, (s) => api.GET(path, { params: { path: { subdomain: where.subdomain }, query }, signal: s }), signal)).data;
   },
 };

@@ -1,5 +1,8 @@
+import type { UseQueryResult } from '@tanstack/react-query';
 import type { FieldErrors, UseFormRegister } from 'react-hook-form';
 import type { Product } from '../api/users.ts';
+import { useScopes } from '../api/session.ts';
+import { ErrorNotice } from './error-notice.tsx';
 
 /** The editable fields of a user as the add and edit forms hold them (apps as `product:role`). */
 export interface UserFormValues {
@@ -42,15 +45,19 @@ export function invalid(id: string, message?: string): { 'aria-invalid'?: 'true'
 export function UserFields({
   register,
   errors,
-  products,
+  catalogue,
   idPrefix,
 }: {
   register: UseFormRegister<UserFormValues>;
   errors: FieldErrors<UserFormValues>;
-  products: readonly Product[];
+  /** The catalogue as {@link useCatalogue} reads it. */
+  catalogue: UseQueryResult<readonly Product[]>;
   idPrefix: string;
 }) {
   const id = (name: string) => `${idPrefix}-${name}`;
+  const products = catalogue.data ?? [];
+  // One message, the true one: no scope to read the catalogue, a failure to read it, or an empty catalogue.
+  const lacking = useScopes().lacking('products:read');
   return (
     <>
       <div class="field-row">
@@ -92,7 +99,9 @@ export function UserFields({
       </div>
       <fieldset class="field" {...invalid(id('apps-error'), errors.apps?.message)}>
         <legend>Product roles</legend>
-        {products.length === 0 && <p>The catalogue has no products yet.</p>}
+        {lacking && <p class="notice">Product roles cannot be picked here. {lacking}</p>}
+        {catalogue.isError && <ErrorNotice error={catalogue.error} title="Could not load the products" />}
+        {catalogue.isSuccess && products.length === 0 && <p>The catalogue has no products yet.</p>}
         <div class="products">
           {products.map((product) => (
             <fieldset key={product.name} class="product">

@@ -7,8 +7,11 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
 import { FieldError, invalid } from '../components/user-fields.tsx';
 
-/** What each scope allows, for the checkboxes (docs/security.md, "API keys and scopes"). */
-const SCOPE_HINTS: Record<NamedApiKeyScope, string> = {
+/**
+ * What each scope allows, for the checkboxes (docs/security.md, "API keys and scopes"): every
+ * named scope must have one; the self-service scopes are described ahead of the generated list.
+ */
+const SCOPE_HINTS: Record<NamedApiKeyScope, string> & Record<string, string> = {
   'users:read': 'list, find and read users and their history',
   'users:write': 'add, change, deactivate and reactivate users',
   'products:read': 'list the products and their roles',
@@ -42,13 +45,16 @@ export interface ApiKeyFormProps {
   readonly create: (body: NewApiKey) => Promise<CreatedApiKey>;
   readonly onCreated: (key: CreatedApiKey) => void;
   readonly onCancel: () => void;
+  /** Why the creator may not give `scope` (a key never gets a scope its creator lacks), else undefined. */
+  readonly lacking?: (scope: string) => string | undefined;
 }
 
 /**
  * Creates a workspace API key: a name, the scopes it carries (least privilege: none is
- * checked until the operator picks) and when it expires (90 days unless changed).
+ * checked until the person picks; a scope the creator lacks is off, with the reason) and when
+ * it expires (90 days unless changed).
  */
-export function ApiKeyForm({ create, onCreated, onCancel }: ApiKeyFormProps) {
+export function ApiKeyForm({ create, onCreated, onCancel, lacking = () => undefined }: ApiKeyFormProps) {
   const id = useId();
   const { register, handleSubmit, setError, formState } = useForm<KeyFormValues>({
     defaultValues: { name: '', scopes: [], expires_in_days: '90' },
@@ -96,12 +102,27 @@ export function ApiKeyForm({ create, onCreated, onCancel }: ApiKeyFormProps) {
       <fieldset class="field">
         <legend>Scopes</legend>
         <div class="products">
-          {API_KEY_SCOPES.map((scope) => (
-            <label key={scope} class="choice">
-              <input type="checkbox" value={scope} {...register('scopes', { validate: (v) => v.length > 0 || 'Pick at least one scope.' })} />{' '}
-              <code>{scope}</code> — {SCOPE_HINTS[scope]}
-            </label>
-          ))}
+          {API_KEY_SCOPES.map((scope) => {
+            const reason = lacking(scope);
+            return (
+              <label key={scope} class="choice">
+                <input
+                  type="checkbox"
+                  value={scope}
+                  disabled={reason !== undefined}
+                  aria-describedby={reason ? `${id}-${scope}-reason` : undefined}
+                  {...register('scopes', { validate: (v) => v.length > 0 || 'Pick at least one scope.' })}
+                />{' '}
+                <code>{scope}</code> — {SCOPE_HINTS[scope]}
+                {reason && (
+                  <span id={`${id}-${scope}-reason`} class="hint">
+                    {' '}
+                    (off: {reason})
+                  </span>
+                )}
+              </label>
+            );
+          })}
         </div>
         <FieldError id={`${id}-scopes-error`} message={errors.scopes?.message} />
       </fieldset>

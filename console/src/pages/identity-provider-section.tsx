@@ -5,28 +5,39 @@ import { adminApi, type IdentityProviderConfig } from '../api/admin.ts';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { dateTime } from '../format.ts';
+import { whereKey, type Where } from '../api/where.ts';
+
+/** Where the provider sends people back (the API gives it as `redirect_path` once one is set). */
+const CALLBACK_PATH = '/console/oidc/callback';
+
+/** The workspace's console origin: this page's own for its owner, the workspace's host for the operator. */
+function workspaceOrigin(where: Where): string {
+  return where.as === 'owner' ? location.origin : `${location.protocol}//${where.subdomain}.${location.host}`;
+}
 
 /**
- * A workspace's identity provider (operator): the issuer and client id (never the secret),
- * a form to set or replace it, and removal after a confirmation. See docs/console.md, "Signing in".
+ * A workspace's identity provider (for the operator or its owner, see where.ts): the issuer
+ * and client id (never the secret), the redirect URI to register at the provider, a form to
+ * set or replace it (the server discovers the provider before saving: a test), a link that
+ * tries the sign-in with it, and removal after a confirmation. See docs/console.md, "Signing in".
  */
-export function IdentityProviderSection({ subdomain }: { subdomain: string }) {
+export function IdentityProviderSection({ where }: { where: Where }) {
   const queryClient = useQueryClient();
-  const key = ['identity-provider', subdomain];
-  const provider = useQuery({ queryKey: key, queryFn: ({ signal }) => adminApi.getIdentityProvider(subdomain, signal) });
+  const key = ['identity-provider', whereKey(where)];
+  const provider = useQuery({ queryKey: key, queryFn: ({ signal }) => adminApi.getIdentityProvider(where, signal) });
   const [editing, setEditing] = useState(false);
   const [removing, setRemoving] = useState(false);
   const refresh = () => void queryClient.invalidateQueries({ queryKey: key });
   const { register, handleSubmit, formState, reset } = useForm<IdentityProviderConfig>();
   const save = useMutation({
-    mutationFn: (body: IdentityProviderConfig) => adminApi.setIdentityProvider(subdomain, body),
+    mutationFn: (body: IdentityProviderConfig) => adminApi.setIdentityProvider(where, body),
     onSuccess: () => {
       setEditing(false);
       reset();
       refresh();
     },
   });
-  const remove = useMutation({ mutationFn: () => adminApi.removeIdentityProvider(subdomain), onSettled: refresh });
+  const remove = useMutation({ mutationFn: () => adminApi.removeIdentityProvider(where), onSettled: refresh });
   const field = (name: keyof IdentityProviderConfig, label: string, type = 'text') => {
     const id = `idp-${name}`;
     const error = formState.errors[name];
@@ -42,11 +53,19 @@ export function IdentityProviderSection({ subdomain }: { subdomain: string }) {
     <section aria-labelledby="idp-title">
       <h2 id="idp-title">Identity provider</h2>
       {provider.isError && <ErrorNotice error={provider.error} title="Could not load the identity provider" onRetry={() => void provider.refetch()} />}
-      {provider.data === null && <p>None: the workspace's console takes its API key at sign-in.</p>}
+      {provider.data === null && (
+        <p>
+          None: the workspace's console takes its API key at sign-in. Register this redirect URI at the provider first:{' '}
+          <code>{`${workspaceOrigin(where)}${CALLBACK_PATH}`}</code>
+        </p>
+      )}
       {provider.data && (
         <p>
           Owners sign in with <code>{provider.data.issuer}</code> (client <code>{provider.data.client_id}</code>; the secret is never shown), set{' '}
-          {dateTime(provider.data.updated_at)}. Redirect URI to register: <code>{`${location.protocol}//${subdomain}.${location.host}${provider.data.redirect_path}`}</code>
+          {dateTime(provider.data.updated_at)}. Redirect URI to register: <code>{`${workspaceOrigin(where)}${provider.data.redirect_path}`}</code>{' '}
+          <a href={`${workspaceOrigin(where)}/console/oidc/start`} target="_blank" rel="noopener noreferrer">
+            Test the sign-in (new tab)
+          </a>
         </p>
       )}
       {!editing && provider.data !== undefined && (

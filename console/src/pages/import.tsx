@@ -7,6 +7,7 @@ import { importRows, summarize, type RowReport } from '../../../sdk/users-import
 import { usersApi } from '../api/users.ts';
 import { USERS_KEY } from '../api/queries.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { RequiresScope } from '../components/scope-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { ProgressBar } from '../components/progress-bar.tsx';
 import { userHref } from '../format.ts';
@@ -125,36 +126,38 @@ export function ImportPage() {
   const invalid = state.step === 'ready' ? state.rows.filter((row) => row.error).length : 0;
   return (
     <Page title="Import users">
-      <p>
-        A CSV file with a header row naming the columns <code>{CSV_COLUMNS.join(',')}</code> (<code>email</code> and <code>role</code>{' '}
-        required; <code>role</code> is <code>owner</code> or <code>non_owner</code>; <code>apps</code> as{' '}
-        <code>crm:admin;analytics:viewer</code>). Users already active are skipped, deactivated ones are reactivated. The file{' '}
-        <Link href="/users">Export CSV</Link> writes imports as it is.
-      </p>
-      <div class="field">
-        <label for={fileId}>CSV file</label>
-        <input
-          id={fileId}
-          type="file"
-          accept=".csv,text/csv"
-          disabled={state.step === 'running'}
-          onChange={(event) => void choose(event.currentTarget.files?.[0])}
-        />
-      </div>
-      {error !== undefined && <ErrorNotice error={error} title="Could not import" />}
-      {state.step === 'ready' && (
-        <div class="card">
-          <p role="status">
-            {state.name}: {state.rows.length} {state.rows.length === 1 ? 'row' : 'rows'}
-            {invalid > 0 ? `, of which ${invalid} cannot be sent (see the report after the import)` : ''}.
-          </p>
-          <button type="button" class="button button-primary" disabled={state.rows.length === 0} onClick={() => void start(state.name, state.rows)}>
-            Import {state.rows.length} {state.rows.length === 1 ? 'row' : 'rows'}
-          </button>
+      <RequiresScope scope="users:write" what="Importing users">
+        <p>
+          A CSV file with a header row naming the columns <code>{CSV_COLUMNS.join(',')}</code> (<code>email</code> and <code>role</code>{' '}
+          required; <code>role</code> is <code>owner</code> or <code>non_owner</code>; <code>apps</code> as{' '}
+          <code>crm:admin;analytics:viewer</code>). Users already active are skipped, deactivated ones are reactivated. The file{' '}
+          <Link href="/users">Export CSV</Link> writes imports as it is.
+        </p>
+        <div class="field">
+          <label for={fileId}>CSV file</label>
+          <input
+            id={fileId}
+            type="file"
+            accept=".csv,text/csv"
+            disabled={state.step === 'running'}
+            onChange={(event) => void choose(event.currentTarget.files?.[0])}
+          />
         </div>
-      )}
-      {state.step === 'running' && <ProgressBar label={`Importing ${state.name}`} done={state.done} total={state.total} />}
-      {state.step === 'done' && <Report reports={state.reports} />}
+        {error !== undefined && <ErrorNotice error={error} title="Could not import" />}
+        {state.step === 'ready' && (
+          <div class="card">
+            <p role="status">
+              {state.name}: {state.rows.length} {state.rows.length === 1 ? 'row' : 'rows'}
+              {invalid > 0 ? `, of which ${invalid} cannot be sent (see the report after the import)` : ''}.
+            </p>
+            <button type="button" class="button button-primary" disabled={state.rows.length === 0} onClick={() => void start(state.name, state.rows)}>
+              Import {state.rows.length} {state.rows.length === 1 ? 'row' : 'rows'}
+            </button>
+          </div>
+        )}
+        {state.step === 'running' && <ProgressBar label={`Importing ${state.name}`} done={state.done} total={state.total} />}
+        {state.step === 'done' && <Report reports={state.reports} />}
+      </RequiresScope>
     </Page>
   );
 }

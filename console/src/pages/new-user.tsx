@@ -7,6 +7,7 @@ import { wasReactivated } from '../../../sdk/users-csv.ts';
 import { usersApi } from '../api/users.ts';
 import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { RequiresScope } from '../components/scope-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
 import { Page } from '../components/page.tsx';
 import { FieldError, invalid, toApps, UserFields, type UserFormValues } from '../components/user-fields.tsx';
@@ -67,42 +68,43 @@ export function NewUserPage() {
   const emailField = register('email', { required: 'Enter the user’s email.' });
   return (
     <Page title="Add a user">
-      <form class="form" noValidate onSubmit={handleSubmit((values) => add.mutate(values))}>
-        {add.isError && (
-          <ErrorNotice
-            error={add.error}
-            title={add.error instanceof WumApiError && add.error.code === 'user_already_exists' ? 'This user is already active' : 'Could not add the user'}
-          />
-        )}
-        <div class="field">
-          <label for="new-email">Email</label>
-          <input
-            id="new-email"
-            type="email"
-            autoComplete="off"
-            spellcheck={false}
-            {...invalid('new-email-error', errors.email?.message)}
-            {...emailField}
-            onBlur={(event) => {
-              void emailField.onBlur(event);
-              const input = event.currentTarget;
-              setCheckedEmail(input.value.trim() && input.checkValidity() ? input.value.trim() : '');
-            }}
-          />
-          <FieldError id="new-email-error" message={errors.email?.message} />
-        </div>
-        <EmailOwner email={checkedEmail} />
-        {catalogue.isError && <ErrorNotice error={catalogue.error} title="Could not load the products" />}
-        <UserFields register={register} errors={errors} products={catalogue.data ?? []} idPrefix="new" />
-        <div class="actions">
-          <Link href="/users" class="button">
-            Cancel
-          </Link>
-          <button type="submit" class="button button-primary" disabled={add.isPending}>
-            {add.isPending ? 'Adding…' : 'Add user'}
-          </button>
-        </div>
-      </form>
+      <RequiresScope scope="users:write" what="Adding users">
+        <form class="form" noValidate onSubmit={handleSubmit((values) => add.mutate(values))}>
+          {add.isError && (
+            <ErrorNotice
+              error={add.error}
+              title={add.error instanceof WumApiError && add.error.code === 'user_already_exists' ? 'This user is already active' : 'Could not add the user'}
+            />
+          )}
+          <div class="field">
+            <label for="new-email">Email</label>
+            <input
+              id="new-email"
+              type="email"
+              autoComplete="off"
+              spellcheck={false}
+              {...invalid('new-email-error', errors.email?.message)}
+              {...emailField}
+              onBlur={(event) => {
+                void emailField.onBlur(event);
+                const input = event.currentTarget;
+                setCheckedEmail(input.value.trim() && input.checkValidity() ? input.value.trim() : '');
+              }}
+            />
+            <FieldError id="new-email-error" message={errors.email?.message} />
+          </div>
+          <EmailOwner email={checkedEmail} />
+          <UserFields register={register} errors={errors} catalogue={catalogue} idPrefix="new" />
+          <div class="actions">
+            <Link href="/users" class="button">
+              Cancel
+            </Link>
+            <button type="submit" class="button button-primary" disabled={add.isPending}>
+              {add.isPending ? 'Adding…' : 'Add user'}
+            </button>
+          </div>
+        </form>
+      </RequiresScope>
     </Page>
   );
 }

@@ -1,8 +1,10 @@
-import { EVERY_SCOPE } from '../../../sdk/api-key-scopes.ts';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { useForm, type UseFormRegisterReturn } from 'react-hook-form';
-import { policiesApi, sessionScopes, type ExpiryPolicy, type InactivityPolicy } from '../api/policies.ts';
+import { Link } from 'wouter-preact';
+import { policiesApi, type ExpiryPolicy, type InactivityPolicy } from '../api/policies.ts';
+import { useScopes } from '../api/session.ts';
+import { settingsHref, whereKey, type Where } from '../api/where.ts';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { showFieldErrors } from '../components/field-errors.ts';
@@ -43,7 +45,7 @@ function ReadOnlyReason() {
 }
 
 /** Shows and edits the inactivity policy; removes it after a confirmation. */
-function InactivitySection({ policy, canWrite }: { policy: InactivityPolicy | null; canWrite: boolean }) {
+function InactivitySection({ where, policy, canWrite }: { where: Where; policy: InactivityPolicy | null; canWrite: boolean }) {
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState(false);
   const values = (p: InactivityPolicy | null): InactivityValues => ({
@@ -56,11 +58,11 @@ function InactivitySection({ policy, canWrite }: { policy: InactivityPolicy | nu
   const refresh = () => void queryClient.invalidateQueries({ queryKey: [POLICIES_KEY] });
   const save = useMutation({
     mutationFn: (v: InactivityValues) =>
-      policiesApi.putInactivity({ deactivate_after: v.deactivate_after.trim(), applies_to: v.applies_to, warn_before: orNull(v.warn_before) }),
+      policiesApi.putInactivity(where, { deactivate_after: v.deactivate_after.trim(), applies_to: v.applies_to, warn_before: orNull(v.warn_before) }),
     onSuccess: refresh,
     onError: (error) => showFieldErrors(error, ['deactivate_after', 'applies_to', 'warn_before'], setError),
   });
-  const remove = useMutation({ mutationFn: () => policiesApi.removeInactivity(), onSuccess: refresh });
+  const remove = useMutation({ mutationFn: () => policiesApi.removeInactivity(where), onSuccess: refresh });
   const { errors } = formState;
   return (
     <section aria-labelledby="inactivity-title" class="card">
@@ -119,14 +121,14 @@ function InactivitySection({ policy, canWrite }: { policy: InactivityPolicy | nu
 }
 
 /** Shows and edits the warning sent before each user's access ends (`warn_before`). */
-function ExpirySection({ policy, canWrite }: { policy: ExpiryPolicy; canWrite: boolean }) {
+function ExpirySection({ where, policy, canWrite }: { where: Where; policy: ExpiryPolicy; canWrite: boolean }) {
   const queryClient = useQueryClient();
   const { register, handleSubmit, setError, reset, formState } = useForm<{ warn_before: string }>({
     defaultValues: { warn_before: policy.warn_before ?? '' },
   });
   useEffect(() => reset({ warn_before: policy.warn_before ?? '' }), [policy.warn_before]);
   const save = useMutation({
-    mutationFn: (v: { warn_before: string }) => policiesApi.putExpiry({ warn_before: orNull(v.warn_before) }),
+    mutationFn: (v: { warn_before: string }) => policiesApi.putExpiry(where, { warn_before: orNull(v.warn_before) }),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: [POLICIES_KEY] }),
     onError: (error) => showFieldErrors(error, ['warn_before'], setError),
   });
@@ -155,26 +157,31 @@ function ExpirySection({ policy, canWrite }: { policy: ExpiryPolicy; canWrite: b
 }
 
 /**
- * The workspace's access policies: the inactivity policy (set, change, remove) and the warning
- * before expiries. Anyone who can read users sees them; the controls are off, with the reason,
- * when the session lacks `policies:write`. Source: docs/console.md, "Access that ends on time";
- * docs/contract.md Part B, "Access that ends on time".
+ * The workspace's access policies, for its owner (a workspace session) or the operator (from
+ * the operator's page of the workspace): the inactivity policy (set, change, remove) and the
+ * warning before expiries. Anyone who can read users sees them; the controls are off, with the
+ * reason, when the session lacks `policies:write` (the operator has every power). Source:
+ * docs/console.md, "Access that ends on time"; docs/contract.md Part B, "Access that ends on time".
  */
-export function PoliciesPage() {
-  const scopes = useQuery({ queryKey: ['session-scopes'], queryFn: ({ signal }) => sessionScopes(signal) });
-  const inactivity = useQuery({ queryKey: [POLICIES_KEY, 'inactivity'], queryFn: ({ signal }) => policiesApi.inactivity(signal) });
-  const expiry = useQuery({ queryKey: [POLICIES_KEY, 'expiry'], queryFn: ({ signal }) => policiesApi.expiry(signal) });
-  // `*` is every scope, present and future (docs/security.md, "API keys and scopes").
-  const canWrite = scopes.data?.some((scope) => scope === 'policies:write' || scope === EVERY_SCOPE) ?? false;
+export function PoliciesPage({ where }: { where: Where }) {
+  const scopes = useScopes(where.as === 'operator');
+  const key = [POLICIES_KEY, whereKey(where)];
+  const inactivity = useQuery({ queryKey: [...key, 'inactivity'], queryFn: ({ signal }) => policiesApi.inactivity(where, signal) });
+  const expiry = useQuery({ queryKey: [...key, 'expiry'], queryFn: ({ signal }) => policiesApi.expiry(where, signal) });
+  const canWrite = scopes.allows('policies:write');
   return (
-    <Page title="Access policies">
-      {scopes.data && !canWrite && <ReadOnlyReason />}
-      {scopes.isError && <ErrorNotice error={scopes.error} title="Could not read this session’s scopes" />}
+    <Page title={where.as === 'operator' ? `Access policies of ${where.subdomain}` : 'Access policies'}>
+      {where.as === 'operator' && (
+        <p>
+          <Link href={settingsHref(where)}>← Workspace {where.subdomain}</Link>
+        </p>
+      )}
+      {scopes.known && !canWrite && <ReadOnlyReason />}
       {(inactivity.isPending || expiry.isPending) && <p role="status">Loading the policies…</p>}
       {inactivity.isError && <ErrorNotice error={inactivity.error} title="Could not load the inactivity policy" onRetry={() => void inactivity.refetch()} />}
-      {inactivity.isSuccess && <InactivitySection policy={inactivity.data} canWrite={canWrite} />}
+      {inactivity.isSuccess && <InactivitySection where={where} policy={inactivity.data} canWrite={canWrite} />}
       {expiry.isError && <ErrorNotice error={expiry.error} title="Could not load the warning" onRetry={() => void expiry.refetch()} />}
-      {expiry.isSuccess && <ExpirySection policy={expiry.data} canWrite={canWrite} />}
+      {expiry.isSuccess && <ExpirySection where={where} policy={expiry.data} canWrite={canWrite} />}
     </Page>
   );
 }

@@ -1,10 +1,11 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
+import type { ComponentChildren } from 'preact';
 import { useForm } from 'react-hook-form';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { api, send } from '../api/client.ts';
 import { errorFromResponse } from '../../../sdk/errors.ts';
-import { OPERATOR_SESSION_PATH, SESSION_PATH, isOperator, setCredentials, useCredentials, workspaceOfHost } from '../session.ts';
+import { SESSION_PATH, isOperator, setCredentials, useCredentials, workspaceOfHost } from '../session.ts';
 
 /** The two forms: a workspace's API key (exchanged for a session) and the operator token. */
 type Kind = 'workspace' | 'adminToken';
@@ -18,7 +19,7 @@ interface SignInForm {
  * with an HttpOnly cookie; the key is not kept anywhere in the page); the operator token is
  * tried on the workspace list and kept in this tab only when the API accepts it.
  */
-function SignInWith({ kind, workspace }: { kind: Kind; workspace?: string }) {
+function SignInWith({ kind, workspace, children }: { kind: Kind; workspace?: string; children?: ComponentChildren }) {
   const { register, handleSubmit, formState } = useForm<SignInForm>();
   const attempt = useMutation({
     mutationFn: async ({ secret }: SignInForm) => {
@@ -41,10 +42,13 @@ function SignInWith({ kind, workspace }: { kind: Kind; workspace?: string }) {
   return (
     <form class="card" onSubmit={handleSubmit((values) => attempt.mutate(values))} aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>{kind === 'workspace' ? `Workspace “${workspace}”` : 'Operator'}</h2>
+      {children}
       <p>
         {kind === 'workspace'
           ? 'Sign in with one of the workspace’s API keys to see and change its users.'
-          : 'Sign in with the server’s operator token (ADMIN_TOKEN) to manage workspaces, keys, products and the audit log.'}
+          : children
+            ? 'Or sign in with the server’s operator token (ADMIN_TOKEN).'
+            : 'Sign in with the server’s operator token (ADMIN_TOKEN) to manage workspaces, keys, products and the audit log.'}
       </p>
       <div class="field">
         <label for={id}>{kind === 'workspace' ? 'API key' : 'Operator token'}</label>
@@ -77,107 +81,85 @@ interface SignInOptions {
   readonly key_sign_in: boolean;
 }
 
-/** The query parameter the server adds when it sends the browser back from the identity provider. */
-const RETURNED_PARAM = 'signed_in';
-
-/**
- * A workspace's sign-in options. Back from the identity provider (the server sends the
- * browser to `/console/?signed_in=oidc` with the session cookie set), the session signs the
- * page in without asking anything; only then, so a "Sign out" still under way is never undone.
- */
-async function signInOptions(workspace: string): Promise<SignInOptions> {
-  const url = new URL(location.href);
-  if (url.searchParams.get(RETURNED_PARAM) === 'oidc') {
-    url.searchParams.delete(RETURNED_PARAM);
-    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
-    const existing = await fetch(SESSION_PATH, { credentials: 'same-origin' });
-    if (existing.ok) setCredentials({ workspace });
-  }
+/** A workspace's sign-in options (the session itself, if any, was restored at load: session.ts). */
+async function signInOptions(): Promise<SignInOptions> {
   const response = await fetch('/console/oidc/options', { credentials: 'same-origin' });
   if (!response.ok) return { identity_provider: null, key_sign_in: true };
   return (await response.json()) as SignInOptions;
 }
 
-/**
- * The operator identity provider of this (operator) host, if the server has one. Back from it
- * (`/console/?signed_in=operator`), the operator's session signs the page in, as for a workspace.
- */
+/** The operator identity provider of this (operator) host, or null when the server has none (404). */
 async function operatorSignInOptions(): Promise<{ readonly host: string } | null> {
-  const url = new URL(location.href);
-  if (url.searchParams.get(RETURNED_PARAM) === 'operator') {
-    url.searchParams.delete(RETURNED_PARAM);
-    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
-    const existing = await fetch(OPERATOR_SESSION_PATH, { credentials: 'same-origin' });
-    if (existing.ok) {
-      const { actor } = (await existing.json()) as { actor: { label: string | null } };
-      setCredentials({ operator: actor.label ?? 'operator' });
-    }
-  }
-  // 404 when the server has no operator identity provider: only the token form then.
   const response = await fetch('/console/operator/options', { credentials: 'same-origin' });
   if (!response.ok) return null;
   return ((await response.json()) as { identity_provider: { host: string } }).identity_provider;
 }
 
 /** "Sign in with <identity provider>": a plain link, the server runs the whole flow. */
-function SignInWithProvider({ id, title, text, href, host }: { id: string; title: string; text: string; href: string; host: string }) {
+function ProviderLink({ text, href, host }: { text: string; href: string; host: string }) {
   return (
-    <section class="card" aria-labelledby={id}>
-      <h2 id={id}>{title}</h2>
+    <>
       <p>{text}</p>
-      <a class="button button-primary" href={href}>
-        Sign in with {host}
-      </a>
-    </section>
+      <p>
+        <a class="button button-primary" href={href}>
+          Sign in with {host}
+        </a>
+      </p>
+    </>
   );
 }
 
 /**
  * The sign-in page: with a workspace API key on a workspace's own host
- * (`acme.localhost:3000/console/`), exchanged for a session cookie; as operator with the
- * operator identity provider (on the operator host, when the server has one: a session cookie
- * too) or with the operator token on any host, kept in this tab's sessionStorage (see session.ts).
+ * (`acme.localhost:3000/console/`), exchanged for a session cookie; as operator on the
+ * operator host only (the operator API answers nowhere else), in one card: the operator
+ * identity provider when the server has one (a session cookie too) and the operator token,
+ * kept in this tab's sessionStorage (see session.ts).
  * @param need - what the page the person asked for needs; only that form is offered then.
  */
 export function SignInPage({ need }: { need?: 'workspace' | 'operator' }) {
   const workspace = workspaceOfHost();
   const credentials = useCredentials();
   const wantWorkspace = workspace !== undefined && need !== 'operator' && !credentials.workspace;
-  const options = useQuery({ queryKey: ['sign-in-options', workspace], queryFn: () => signInOptions(workspace!), enabled: wantWorkspace });
+  const options = useQuery({ queryKey: ['sign-in-options', workspace], queryFn: signInOptions, enabled: wantWorkspace });
   const provider = wantWorkspace ? options.data?.identity_provider : null;
   // Offered until the options say otherwise, so the form is there at once (keyboard users tab to it).
   const offerKey = wantWorkspace && (options.data?.key_sign_in ?? true);
-  const offerToken = need !== 'workspace' && !isOperator(credentials);
-  // The operator identity provider exists on the operator host only (not a workspace's).
-  const operatorOptions = useQuery({ queryKey: ['operator-sign-in-options'], queryFn: operatorSignInOptions, enabled: offerToken && workspace === undefined });
-  const operatorProvider = offerToken && workspace === undefined ? operatorOptions.data : null;
+  // The operator API answers on the operator host only: no operator card on a workspace's host.
+  const offerOperator = workspace === undefined && need !== 'workspace' && !isOperator(credentials);
+  const operatorOptions = useQuery({ queryKey: ['operator-sign-in-options'], queryFn: operatorSignInOptions, enabled: offerOperator });
+  const operatorProvider = offerOperator ? operatorOptions.data : null;
   return (
     <Page title="Sign in">
       <div class="sign-in">
         {provider && (
-          <SignInWithProvider
-            id="sign-in-idp-title"
-            title={`Workspace “${workspace}”`}
-            text="Owners of the workspace sign in with their company account."
-            href="/console/oidc/start"
-            host={provider.host}
-          />
-        )}
-        {operatorProvider && (
-          <SignInWithProvider
-            id="sign-in-operator-idp-title"
-            title="Operator"
-            text="Operators sign in with their company account to manage workspaces, keys, products and the audit log."
-            href="/console/operator/oidc/start"
-            host={operatorProvider.host}
-          />
+          <section class="card" aria-labelledby="sign-in-idp-title">
+            <h2 id="sign-in-idp-title">{`Workspace “${workspace}”`}</h2>
+            <ProviderLink text="Owners of the workspace sign in with their company account." href="/console/oidc/start" host={provider.host} />
+          </section>
         )}
         {offerKey && <SignInWith kind="workspace" workspace={workspace} />}
-        {offerToken && <SignInWith kind="adminToken" />}
+        {offerOperator && (
+          <SignInWith kind="adminToken">
+            {operatorProvider && (
+              <ProviderLink
+                text="Operators sign in with their company account to manage workspaces, keys, products and the audit log."
+                href="/console/operator/oidc/start"
+                host={operatorProvider.host}
+              />
+            )}
+          </SignInWith>
+        )}
         {need === 'workspace' && workspace === undefined && (
           <p class="notice">
             A workspace’s users are reached on the workspace’s own address, for example{' '}
             <code>http://demo.localhost:3000/console/</code>.
+          </p>
+        )}
+        {need === 'operator' && workspace !== undefined && (
+          <p class="notice">
+            The operator’s pages are on the server’s own address (not a workspace’s), for example{' '}
+            <code>http://localhost:3000/console/</code>.
           </p>
         )}
       </div>

@@ -9,6 +9,8 @@ import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { AuditEventRow } from '../components/audit-changes.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { RequiresScope } from '../components/scope-notice.tsx';
+import { useScopes } from '../api/session.ts';
 import { showFieldErrors } from '../components/field-errors.ts';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
@@ -122,7 +124,7 @@ function EditUser({ current, onSaved }: { current: VersionedUser; onSaved: (save
             Saved.
           </p>
         )}
-        <UserFields register={register} errors={formState.errors} products={catalogue.data ?? []} idPrefix="edit" />
+        <UserFields register={register} errors={formState.errors} catalogue={catalogue} idPrefix="edit" />
         <div class="actions">
           <button type="button" class="button" disabled={!formState.isDirty} onClick={() => reset(formValues(current.user))}>
             Discard changes
@@ -209,8 +211,9 @@ export function UserPage({ email: encoded }: { email: string }) {
     setNotice(undefined);
   };
   const user = found.data?.user;
+  const canWrite = useScopes().allows('users:write');
   return (
-    <Page title={user ? user.email : email} actions={found.data && <StatusAction current={found.data} onSaved={onSaved} />}>
+    <Page title={user ? user.email : email} actions={found.data && canWrite && <StatusAction current={found.data} onSaved={onSaved} />}>
       <p>
         <Link href="/users">← All users</Link>
       </p>
@@ -247,7 +250,9 @@ export function UserPage({ email: encoded }: { email: string }) {
               <code>{user.id}</code>
             </dd>
           </dl>
-          <EditUser current={found.data} onSaved={onSaved} />
+          <RequiresScope scope="users:write" what="Changing, deactivating and reactivating this user">
+            <EditUser current={found.data} onSaved={onSaved} />
+          </RequiresScope>
           <History email={user.email} />
         </>
       )}

@@ -13,6 +13,8 @@ import { Link } from 'wouter-preact';
 import { usersApi, type ListUsersQuery, type User } from '../api/users.ts';
 import { useCatalogue, USERS_KEY } from '../api/queries.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ScopeNotice } from '../components/scope-notice.tsx';
+import { useScopes } from '../api/session.ts';
 import { Page } from '../components/page.tsx';
 import { Pager, PAGE_SIZES } from '../components/pager.tsx';
 import { dateTime, expiringWithin, expiryLabel, roleLabel, userHref } from '../format.ts';
@@ -160,9 +162,9 @@ function Filters({ url, filters }: { url: UrlParams; filters: ReturnType<typeof 
   );
 }
 
-/** The table's columns: selection, then what a person needs to recognise a user. */
-function columns(): ColumnDef<User>[] {
-  return [
+/** The table's columns: selection (for a session that may deactivate), then what a person needs to recognise a user. */
+function columns(canWrite: boolean): ColumnDef<User>[] {
+  const all: ColumnDef<User>[] = [
     {
       id: 'select',
       enableSorting: false,
@@ -225,10 +227,11 @@ function columns(): ColumnDef<User>[] {
     },
     { id: 'created_at', accessorKey: 'created_at', header: 'Created', cell: ({ row }) => dateTime(row.original.created_at) },
   ];
+  return canWrite ? all : all.filter((column) => column.id !== 'select');
 }
 
 /** What to say when a page has no users: what to do next. */
-function EmptyState({ url, filtered }: { url: UrlParams; filtered: boolean }) {
+function EmptyState({ url, filtered, canWrite }: { url: UrlParams; filtered: boolean; canWrite: boolean }) {
   return (
     <div class="empty" role="status">
       {filtered ? (
@@ -241,9 +244,11 @@ function EmptyState({ url, filtered }: { url: UrlParams; filtered: boolean }) {
       ) : (
         <>
           <p>This workspace has no active users yet.</p>
-          <p>
-            <Link href="/users/new">Add a user</Link> or <Link href="/import">import a CSV file</Link> of users.
-          </p>
+          {canWrite && (
+            <p>
+              <Link href="/users/new">Add a user</Link> or <Link href="/import">import a CSV file</Link> of users.
+            </p>
+          )}
         </>
       )}
     </div>
@@ -267,7 +272,10 @@ export function UsersPage() {
   const [rowSelection, setRowSelection] = useState<RowSelectionState>({});
   const stateKey = JSON.stringify(filters);
   useEffect(() => setRowSelection({}), [stateKey]);
-  const tableColumns = useMemo(columns, []);
+  const scopes = useScopes();
+  const canWrite = scopes.allows('users:write');
+  const lacking = scopes.lacking('users:write');
+  const tableColumns = useMemo(() => columns(canWrite), [canWrite]);
   const table = useReactTable({
     data: users.data?.users ?? [],
     columns: tableColumns,
@@ -277,7 +285,7 @@ export function UsersPage() {
     manualSorting: true,
     enableSortingRemoval: false,
     enableMultiSort: false,
-    enableRowSelection: (row) => row.original.status === 'active',
+    enableRowSelection: (row) => canWrite && row.original.status === 'active',
     state: { rowSelection, sorting: toSorting(filters.sort as Sort) },
     onRowSelectionChange: setRowSelection,
     onSortingChange: (updater: Updater<SortingState>) => {
@@ -294,16 +302,21 @@ export function UsersPage() {
       title="Users"
       actions={
         <>
-          <Link href="/users/new" class="button button-primary">
-            Add user
-          </Link>
-          <Link href="/import" class="button">
-            Import CSV
-          </Link>
+          {canWrite && (
+            <>
+              <Link href="/users/new" class="button button-primary">
+                Add user
+              </Link>
+              <Link href="/import" class="button">
+                Import CSV
+              </Link>
+            </>
+          )}
           <ExportButton filters={exportFilters} total={users.data?.pagination.total_records} />
         </>
       }
     >
+      {lacking && <ScopeNotice what="Adding, importing, changing and deactivating users" reason={lacking} />}
       <Filters url={url} filters={filters} />
       <BulkDeactivate
         emails={selected}
@@ -314,7 +327,7 @@ export function UsersPage() {
       />
       {users.isError && <ErrorNotice error={users.error} title="Could not load the users" onRetry={() => void users.refetch()} />}
       {users.isPending && <p role="status">Loading users…</p>}
-      {users.data && users.data.pagination.total_records === 0 && <EmptyState url={url} filtered={filtered} />}
+      {users.data && users.data.pagination.total_records === 0 && <EmptyState url={url} filtered={filtered} canWrite={canWrite} />}
       {users.data && users.data.users.length > 0 && (
         <div class="table-wrap">
           <table class="table" aria-busy={users.isFetching ? 'true' : 'false'} aria-describedby="users-caption">

@@ -9,6 +9,7 @@ import { Table } from '../components/table.tsx';
 import { dateTime } from '../format.ts';
 import { positiveParam, useUrlParams } from '../url-state.ts';
 import { EndpointStatus, endpointsKey } from './webhook-endpoints.tsx';
+import { settingsHref, whereKey, type Where } from '../api/where.ts';
 
 /** While a delivery is pending the page asks again this often, in ms, so its outcome shows. */
 const PENDING_REFRESH_MS = 2000;
@@ -30,27 +31,28 @@ function Attempts({ delivery }: { delivery: WebhookDelivery }) {
 }
 
 /**
- * One webhook endpoint's deliveries (operator), newest first with the page in the URL: each
+ * One webhook endpoint's deliveries (for the operator or the workspace's owner), newest first with the page in the URL: each
  * event's type and id, status, attempts (time, response status or error, duration), the last
  * response code, and redelivery after a confirmation. Pending deliveries are refreshed until
  * they settle. Source: docs/contract.md Part B, Events and webhooks.
  */
-export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id: string }) {
+export function WebhookDeliveriesPage({ where, id }: { where: Where; id: string }) {
+  const { subdomain } = where;
   const url = useUrlParams();
   const queryClient = useQueryClient();
   const page = positiveParam(url.params, 'page', 1);
   const size = positiveParam(url.params, 'size', 30);
   const query = { page_number: page, page_size: (PAGE_SIZES as readonly number[]).includes(size) ? size : 30 };
-  const endpoint = useQuery({ queryKey: [...endpointsKey(subdomain), id], queryFn: ({ signal }) => webhooksApi.get(subdomain, id, signal) });
-  const deliveriesKey = ['webhook-deliveries', subdomain, id];
+  const endpoint = useQuery({ queryKey: [...endpointsKey(where), id], queryFn: ({ signal }) => webhooksApi.get(where, id, signal) });
+  const deliveriesKey = ['webhook-deliveries', whereKey(where), id];
   const deliveries = useQuery({
     queryKey: [...deliveriesKey, query],
-    queryFn: ({ signal }) => webhooksApi.listDeliveries(subdomain, id, query, signal),
+    queryFn: ({ signal }) => webhooksApi.listDeliveries(where, id, query, signal),
     placeholderData: keepPreviousData,
     refetchInterval: (q) => (q.state.data?.deliveries.some((d) => d.status === 'pending') ? PENDING_REFRESH_MS : false),
   });
   const redeliver = useMutation({
-    mutationFn: (delivery: WebhookDelivery) => webhooksApi.redeliver(subdomain, id, delivery.id),
+    mutationFn: (delivery: WebhookDelivery) => webhooksApi.redeliver(where, id, delivery.id),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: deliveriesKey }),
   });
   const confirmRedeliver = useConfirmation((delivery: WebhookDelivery) => redeliver.mutate(delivery));
@@ -65,7 +67,7 @@ export function WebhookDeliveriesPage({ subdomain, id }: { subdomain: string; id
       }
     >
       <p>
-        <Link href={`/workspaces/${encodeURIComponent(subdomain)}`}>← Workspace {subdomain}</Link>
+        <Link href={settingsHref(where)}>{where.as === 'owner' ? '← Settings' : `← Workspace ${subdomain}`}</Link>
       </p>
       {endpoint.isError && <ErrorNotice error={endpoint.error} title="Could not load the endpoint" onRetry={() => void endpoint.refetch()} />}
       {endpoint.data && (

@@ -9,13 +9,14 @@ import { SecretOnce } from '../components/secret-once.tsx';
 import { Table } from '../components/table.tsx';
 import { dateTime } from '../format.ts';
 import { WebhookEndpointForm } from './webhook-endpoint-form.tsx';
+import { settingsHref, whereKey, type Where } from '../api/where.ts';
 
 /** Cache key of a workspace's endpoints; one endpoint's is under it, so a change here refreshes both. */
-export const endpointsKey = (subdomain: string) => ['webhook-endpoints', subdomain];
+export const endpointsKey = (where: Where) => ['webhook-endpoints', whereKey(where)];
 
-/** The address of an endpoint's deliveries page. */
-export function deliveriesHref(subdomain: string, id: string): string {
-  return `/workspaces/${encodeURIComponent(subdomain)}/webhooks/${encodeURIComponent(id)}`;
+/** The address of an endpoint's deliveries page (under the operator's or the owner's settings page). */
+export function deliveriesHref(where: Where, id: string): string {
+  return `${settingsHref(where)}/webhooks/${encodeURIComponent(id)}`;
 }
 
 /** Enabled, or disabled with the service's reason (`failing`: a delivery ran out of retries). */
@@ -25,25 +26,26 @@ export function EndpointStatus({ endpoint }: { endpoint: WebhookEndpoint }) {
 }
 
 /**
- * A workspace's webhook endpoints (operator): list them (URL, event types, status, created),
+ * A workspace's webhook endpoints (for the operator or its owner, see where.ts): list them (URL, event types, status, created),
  * add one (its signing secret shown once, with a copy button), edit its URL, event types and
  * whether it is enabled, rotate its secret and delete it after a confirmation, and open its
  * deliveries. Source: docs/contract.md Part B, Events and webhooks; docs/console.md, "Using it".
  */
-export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
+export function WebhookEndpointsSection({ where }: { where: Where }) {
+  const { subdomain } = where;
   const queryClient = useQueryClient();
-  const key = endpointsKey(subdomain);
-  const endpoints = useQuery({ queryKey: key, queryFn: ({ signal }) => webhooksApi.list(subdomain, signal) });
+  const key = endpointsKey(where);
+  const endpoints = useQuery({ queryKey: key, queryFn: ({ signal }) => webhooksApi.list(where, signal) });
   const [adding, setAdding] = useState(false);
   const [editing, setEditing] = useState<WebhookEndpoint | undefined>();
   const [secret, setSecret] = useState<{ label: string; endpoint: WebhookEndpointWithSecret } | undefined>();
   const refresh = () => void queryClient.invalidateQueries({ queryKey: key });
   const rotate = useMutation({
-    mutationFn: (id: string) => webhooksApi.rotateSecret(subdomain, id),
+    mutationFn: (id: string) => webhooksApi.rotateSecret(where, id),
     onSuccess: (endpoint) => setSecret({ label: `New signing secret of ${endpoint.url}`, endpoint }),
     onSettled: refresh,
   });
-  const remove = useMutation({ mutationFn: (endpoint: WebhookEndpoint) => webhooksApi.remove(subdomain, endpoint.id), onSettled: refresh });
+  const remove = useMutation({ mutationFn: (endpoint: WebhookEndpoint) => webhooksApi.remove(where, endpoint.id), onSettled: refresh });
   const busy = rotate.isPending || remove.isPending;
   const confirmRotate = useConfirmation((endpoint: WebhookEndpoint) => rotate.mutate(endpoint.id));
   const confirmDelete = useConfirmation((endpoint: WebhookEndpoint) => remove.mutate(endpoint));
@@ -63,7 +65,7 @@ export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
       {adding && (
         <WebhookEndpointForm
           save={(body) =>
-            webhooksApi.create(subdomain, body).then((created) => setSecret({ label: `Signing secret of ${created.url}`, endpoint: created }))
+            webhooksApi.create(where, body).then((created) => setSecret({ label: `Signing secret of ${created.url}`, endpoint: created }))
           }
           onSaved={() => {
             setAdding(false);
@@ -76,7 +78,7 @@ export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
         <WebhookEndpointForm
           key={editing.id}
           endpoint={editing}
-          save={(body) => webhooksApi.update(subdomain, editing.id, body)}
+          save={(body) => webhooksApi.update(where, editing.id, body)}
           onSaved={() => {
             setEditing(undefined);
             refresh();
@@ -121,7 +123,7 @@ export function WebhookEndpointsSection({ subdomain }: { subdomain: string }) {
               </td>
               <td>{dateTime(endpoint.created_at)}</td>
               <td class="row-actions">
-                <Link href={deliveriesHref(subdomain, endpoint.id)} class="button" aria-label={`Deliveries of ${endpoint.url}`}>
+                <Link href={deliveriesHref(where, endpoint.id)} class="button" aria-label={`Deliveries of ${endpoint.url}`}>
                   Deliveries
                 </Link>
                 <button type="button" class="button" aria-label={`Edit ${endpoint.url}`} onClick={() => setEditing(endpoint)}>

@@ -18,23 +18,29 @@ export async function listAuditEvents(
   return { items: rows, pagination: paginate(page, total) };
 }
 
+/** An audit event of the global listing, with the subdomain of its workspace (null: the catalogue's, or a deleted workspace's). */
+export type GlobalAuditEvent = AuditEvent & { readonly workspace: string | null };
+
 /**
  * Lists every audit event, global ones (product changes, workspace deletions) included, oldest
  * first, narrowed by `filter` and, with `workspace`, to the events of that workspace (none
- * when no workspace has that subdomain).
+ * when no workspace has that subdomain). Each event names its workspace's subdomain, so the
+ * operator sees whose change it was without filtering (docs/console.md, "Audit log").
  */
 export async function listAllAuditEvents(
   store: Store,
   page: PageRequest,
   filter: AuditFilter & { readonly workspace?: string } = {},
-): Promise<Page<AuditEvent>> {
+): Promise<Page<GlobalAuditEvent>> {
   const { workspace: subdomain, ...rest } = filter;
   if (subdomain === undefined) {
     const { rows, total } = await store.audit.findPage(null, page, rest);
-    return { items: rows, pagination: paginate(page, total) };
+    const subdomains = await store.workspaces.findSubdomains(rows.flatMap((row) => (row.workspaceId === null ? [] : [row.workspaceId])));
+    const items = rows.map((row) => ({ ...row, workspace: row.workspaceId === null ? null : (subdomains.get(row.workspaceId) ?? null) }));
+    return { items, pagination: paginate(page, total) };
   }
   const workspace = await store.workspaces.findBySubdomain(subdomain.toLowerCase());
   if (!workspace) return { items: [], pagination: paginate(page, 0) };
   const { rows, total } = await store.audit.findPage(workspace.id, page, rest);
-  return { items: rows, pagination: paginate(page, total) };
+  return { items: rows.map((row) => ({ ...row, workspace: workspace.subdomain })), pagination: paginate(page, total) };
 }

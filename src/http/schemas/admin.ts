@@ -163,6 +163,12 @@ export const AuditEventSchema = Type.Object(
     }),
     before: Type.Unknown({ description: 'The thing before the change; null when created.' }),
     after: Type.Unknown({ description: 'The thing after the change; null when removed.' }),
+    workspace: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description: 'In the listing of every workspace\'s events only: the subdomain of the event\'s workspace; null for a catalogue change or a deleted workspace.',
+        examples: ['acme'],
+      }),
+    ),
   },
   { description: 'One change, recorded in the transaction that made it.' },
 );
@@ -274,7 +280,7 @@ export const toWireApiKey = (k: ApiKeyRecord) => ({ ...apiKeyWireFields(k), last
 /** A key just made, with its plaintext `key`: the only answer that ever carries it. */
 export const toWireCreatedApiKey = (k: CreatedApiKey) => ({ ...apiKeyWireFields(k), key: k.key });
 /** An audit event as the admin API lists it (docs/api.md, "Audit trail"): its actor in full and flattened. */
-export const toWireAuditEvent = (e: AuditEvent) => ({
+export const toWireAuditEvent = (e: AuditEvent & { readonly workspace?: string | null }) => ({
   id: e.id,
   occurred_at: e.occurredAt,
   actor: toActorJson(e.actor),
@@ -287,4 +293,5 @@ export const toWireAuditEvent = (e: AuditEvent) => ({
   user_id: e.userId ?? null,
   before: e.before,
   after: e.after,
+  ...(e.workspace === undefined ? {} : { workspace: e.workspace }),
 });
