@@ -392,6 +392,8 @@ describe(`web console [${BACKEND}]`, () => {
   test('works with the keyboard alone: sign in, go to a page, pick roles, confirm a dialog', TEST_TIMEOUT, async () => {
     const page = await open();
     await page.goto(`${origin}/console/`);
+    // The page first asks whether a session cookie is there; a person tabs once the form is shown.
+    await page.locator('#sign-in-workspace').waitFor();
     await page.keyboard.press('Tab'); // skip link
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'sign-in-workspace');

@@ -31,6 +31,8 @@ const ACTION_LABELS: Record<string, string> = {
   'user.updated': 'Changed',
   'user.expiry_deferred': 'Expiry deferred',
   'user.access_expiring': 'Warned: access ending',
+  'api_key.created': 'API key created',
+  'api_key.revoked': 'API key revoked',
   'console.signed_in': 'Signed in to the console',
   'console.signed_out': 'Signed out of the console',
   'identity_provider.set': 'Identity provider set',
