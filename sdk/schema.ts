@@ -2006,7 +2006,7 @@ export interface operations {
                              * @example user.created
                              */
                             action: string;
-                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            /** @description Kind of the thing changed: user, api_key, workspace, product, webhook_endpoint, policy. */
                             target_type: string;
                             /** @description Its identity: email, key id, subdomain or product name. */
                             target_id: string;
@@ -3630,7 +3630,7 @@ export interface operations {
                              * @example user.created
                              */
                             action: string;
-                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            /** @description Kind of the thing changed: user, api_key, workspace, product, webhook_endpoint, policy. */
                             target_type: string;
                             /** @description Its identity: email, key id, subdomain or product name. */
                             target_id: string;
@@ -5923,7 +5923,7 @@ export interface operations {
                              * @example user.created
                              */
                             action: string;
-                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            /** @description Kind of the thing changed: user, api_key, workspace, product, webhook_endpoint, policy. */
                             target_type: string;
                             /** @description Its identity: email, key id, subdomain or product name. */
                             target_id: string;
@@ -6905,7 +6905,7 @@ export interface operations {
                              * @example user.created
                              */
                             action: string;
-                            /** @description Kind of the thing changed: user, api_key, workspace, product. */
+                            /** @description Kind of the thing changed: user, api_key, workspace, product, webhook_endpoint, policy. */
                             target_type: string;
                             /** @description Its identity: email, key id, subdomain or product name. */
                             target_id: string;

@@ -132,7 +132,7 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     assert.equal(policy.statusCode, 403);
   });
 
-  test('policies: PUT answers as written, GET reads it back, DELETE removes it; too short → 422 invalid_duration', async () => {
+  test('policies: PUT answers as written, GET reads it back, DELETE removes it; too short → 422 invalid_duration; each change audited', async () => {
     const ws = await ctx.createWorkspace();
     assert.equal((await ctx.api(ws, 'GET', '/policies/inactivity')).json().code, 'policy_not_found');
     const body = { deactivate_after: 'P90D', applies_to: 'all', warn_before: 'P7D' };
@@ -153,6 +153,17 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     assert.deepEqual((await ctx.api(ws, 'GET', '/policies/expiry')).json(), { warn_before: null });
     assert.deepEqual((await ctx.api(ws, 'PUT', '/policies/expiry', { body: { warn_before: 'P7D' } })).json(), { warn_before: 'P7D' });
     assert.deepEqual((await ctx.api(ws, 'GET', '/policies/expiry')).json(), { warn_before: 'P7D' });
+
+    // Each change is evidence: who set which policy to what (refused writes leave no row).
+    const trail = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
+    const rows = (trail.json().audit_events as Array<{ action: string; target_type: string; target_id: string; actor: { type: string }; before: unknown; after: unknown }>)
+      .filter((row) => row.target_type === 'policy')
+      .map(({ action, target_id, actor, before, after }) => ({ action, target_id, actor: actor.type, before, after }));
+    assert.deepEqual(rows, [
+      { action: 'inactivity_policy.set', target_id: 'inactivity', actor: 'api_key', before: null, after: body },
+      { action: 'inactivity_policy.removed', target_id: 'inactivity', actor: 'api_key', before: body, after: null },
+      { action: 'expiry_policy.set', target_id: 'expiry', actor: 'api_key', before: { warn_before: null }, after: { warn_before: 'P7D' } },
+    ]);
   });
 
   test('expiry deactivates as DELETE does, once, with the policy as actor and reason expired; reactivation clears the past expires_at', async () => {

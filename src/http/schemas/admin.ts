@@ -156,7 +156,7 @@ export const AuditEventSchema = Type.Object(
     actor_id: Type.Union([Type.String(), Type.Null()], { description: '`actor.id`: the API key id for `api_key` and `scim`, the user id for `person`, `oidc:<sub>` for an operator signed in to the console, else null.' }),
     request_id: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the change.' }),
     action: Type.String({ description: 'What happened.', examples: ['user.created'] }),
-    target_type: Type.String({ description: 'Kind of the thing changed: user, api_key, workspace, product.' }),
+    target_type: Type.String({ description: 'Kind of the thing changed: user, api_key, workspace, product, webhook_endpoint, policy.' }),
     target_id: Type.String({ description: 'Its identity: email, key id, subdomain or product name.' }),
     user_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
       description: 'For user events, the user\'s `id` (it survives renames); else null.',

@@ -101,6 +101,7 @@ export async function policiesRoutes(app: FastifyInstance, options: { store: Sto
           await workspace(request),
           { deactivateAfter: request.body.deactivate_after, appliesTo: request.body.applies_to, warnBefore: request.body.warn_before ?? null },
           limits,
+          mount.actor(request),
         ),
       ),
   });
@@ -135,7 +136,7 @@ export async function policiesRoutes(app: FastifyInstance, options: { store: Sto
       },
     },
     handler: async (request, reply) => {
-      await deleteInactivityPolicy(store, await workspace(request));
+      await deleteInactivityPolicy(store, await workspace(request), mount.actor(request));
       return reply.code(204).send();
     },
   });
@@ -155,7 +156,7 @@ export async function policiesRoutes(app: FastifyInstance, options: { store: Sto
         ...problemResponses(...mount.errors, ...BODY_ERRORS, 'invalid_duration'),
       },
     },
-    handler: async (request) => toWireExpiryPolicy(await putExpiryPolicy(store, await workspace(request), request.body.warn_before, limits)),
+    handler: async (request) => toWireExpiryPolicy(await putExpiryPolicy(store, await workspace(request), request.body.warn_before, limits, mount.actor(request))),
   });
 
   api.get(expiry, {
