@@ -19,7 +19,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
  * retry every 503 with it after Retry-After, as the SDK does. The primary node is killed whole
  * (pg_autoctl and postgres, SIGKILL) in the middle; later it comes back as a standby and the
  * new primary is killed in turn. Each time: only 201 and 503 (no 500, no hang), writes again
- * within 20 s of the kill and within 5 s of the promotion, /readyz 503 while there is no
+ * within 45 s of the kill and within 5 s of the promotion, /readyz 503 while there is no
  * primary and /healthz 200 throughout, a key revoked afterwards refused by both processes
  * within 1 s, every acknowledged user in the database with its audit row and its event,
  * nothing else, and each of those events delivered to a webhook receiver. PostgreSQL only; every process is killed in `after`.
@@ -41,10 +41,11 @@ const LOAD_AFTER_RECOVERY_MS = 2000;
 /**
  * docs/contract.md Part B bounds what wum adds: requests reach a promoted standby within 5 s
  * (REACH_AFTER_PROMOTION_MS). The time from the kill to the promotion is pg_auto_failover's: on a
- * loaded 2-core machine the monitor took 10.9-12.1 s to promote, so the bound from the kill
- * leaves it room and only catches a recovery that never comes in reasonable time.
+ * loaded 2-core machine the monitor took 10.9-12.1 s to promote, and in one CI run (both suites
+ * at once) writes came back 21.8 s after the kill, so the bound from the kill leaves it room and
+ * only catches a recovery that never comes in reasonable time.
  */
-const RECOVERY_AFTER_KILL_MS = 20_000;
+const RECOVERY_AFTER_KILL_MS = 45_000;
 const REACH_AFTER_PROMOTION_MS = 5000;
 const REVOCATION_MS = 1000;
 /** How long the delivery workers have to send every acknowledged write's event after the switch. */
@@ -285,9 +286,9 @@ if (BACKEND === 'postgres') {
       assert.ok(slowest < ANSWER_BOUND_MS, `every answer within ${ANSWER_BOUND_MS} ms (slowest ${slowest} ms)`);
       assert.ok(refused.length > 0, 'the kill was noticed');
 
-      // Writes again within 20 s of the kill, and within 5 s of the promotion.
+      // Writes again within 45 s of the kill, and within 5 s of the promotion.
       assert.ok(firstWrite, 'writes succeed again after the kill');
-      assert.ok(firstWrite.endedAt - killedAt <= RECOVERY_AFTER_KILL_MS, `writes again ${firstWrite.endedAt - killedAt} ms after the kill`);
+      assert.ok(firstWrite.endedAt - killedAt <= RECOVERY_AFTER_KILL_MS, `writes again ${firstWrite.endedAt - killedAt} ms after the kill (promotion after ${promotion.promotedAt ? promotion.promotedAt - killedAt : '?'} ms)`);
       assert.ok(promotion.promotedAt, 'the monitor promoted a standby');
       const reached = attempts.filter((a) => a.status === 201 && a.endedAt >= promotion.promotedAt!).sort((x, y) => x.endedAt - y.endedAt)[0];
       assert.ok(reached && reached.endedAt - promotion.promotedAt <= REACH_AFTER_PROMOTION_MS, 'requests reach the new primary within 5 s of its promotion');
