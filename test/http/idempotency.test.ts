@@ -24,6 +24,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     assert.equal(replay.statusCode, first.statusCode);
     assert.equal(replay.body, first.body, 'the same body, byte for byte');
     assert.equal(replay.headers['content-type'], first.headers['content-type']);
+    for (const name of ['location', 'etag']) assert.equal(replay.headers[name], first.headers[name], `the same ${name}`);
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.equal(first.headers['idempotent-replayed'], undefined, 'the first response is not a replay');
   }
@@ -53,6 +54,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     const body = userBody('once@example.com', { first_name: 'Once' });
     const first = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assert.equal(first.statusCode, 201, first.body);
+    assert.ok(first.headers.etag && first.headers.location, 'the created user has its ETag and Location');
     const retry = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assertReplayOf(retry, first);
     assert.equal(retry.headers.location, first.headers.location);

@@ -271,6 +271,8 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     assert.equal(replay.statusCode, 200);
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.deepEqual(replay.json(), first.json());
+    assert.ok(first.headers.etag, 'the change answers with its ETag');
+    assert.equal(replay.headers.etag, first.headers.etag, 'the replay carries the same ETag');
     assert.equal((await get(ws, 'idem@example.com')).json().first_name, 'Between', 'the replay changed nothing');
     const reused = await patch(ws, 'idem@example.com', { first_name: 'Other' }, headers);
     assert.equal(reused.statusCode, 422);

@@ -24,7 +24,7 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 /** A claim older than this with no response is considered abandoned (crashed process). */
 const LOCK_SECONDS = 60;
 /** Response headers replayed with the stored body. */
-const REPLAYED_HEADERS = ['content-type', 'location'];
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
 const PURGE_EVERY_MS = 10 * 60_000;
 
 /** Same route, same path parameters, same body (key order ignored) → same fingerprint. */
