@@ -1749,6 +1749,65 @@ export interface operations {
                         expires_at?: string | null;
                     };
                 };
+                /** @example {
+                 *       "user": {
+                 *         "role": "owner",
+                 *         "apps": [
+                 *           {
+                 *             "name": "crm",
+                 *             "role": "admin"
+                 *           }
+                 *         ]
+                 *       }
+                 *     } */
+                "application/merge-patch+json": {
+                    /** @description The fields to change; omitted fields stay as they are. */
+                    user: {
+                        /**
+                         * Format: email
+                         * @description A new email (rename); no other user of the workspace may hold it.
+                         */
+                        email?: string;
+                        /**
+                         * @description Workspace role.
+                         * @enum {string}
+                         */
+                        role?: "owner" | "non_owner";
+                        /** @description At most 255 characters; null resets it to "-". */
+                        first_name?: string | null;
+                        /** @description At most 255 characters; null resets it to "-". */
+                        last_name?: string | null;
+                        /** @description Replaces the whole set of product roles; may be empty. */
+                        apps?: {
+                            /**
+                             * @description A product name (`GET /products`).
+                             * @example crm
+                             */
+                            name: string;
+                            /**
+                             * @description One of that product's roles.
+                             * @example admin
+                             */
+                            role: string;
+                            /**
+                             * Format: date-time
+                             * @description When this grant ends (RFC 3339, in the future): it is then removed and the user stays. Omitted or null: never.
+                             */
+                            expires_at?: string | null;
+                        }[];
+                        /**
+                         * @description `deactivated` deactivates; `active` reactivates, keeping role and apps.
+                         * @enum {string}
+                         */
+                        status?: "active" | "deactivated";
+                        /**
+                         * Format: date-time
+                         * @description When the membership ends (RFC 3339): the user is then deactivated as `DELETE` would. Must be in the future (`422 expires_at_not_in_future`); null: never.
+                         * @example 2026-06-30T17:00:00Z
+                         */
+                        expires_at?: string | null;
+                    };
+                };
             };
         };
         responses: {
@@ -3117,7 +3176,7 @@ export interface operations {
                      *             "users:read",
                      *             "users:write"
                      *           ],
-                     *           "expires_at": "2025-04-15T09:00:00.000Z",
+                     *           "expires_at": "2030-04-15T09:00:00.000Z",
                      *           "created_by": {
                      *             "type": "operator",
                      *             "id": null,
@@ -3256,7 +3315,7 @@ export interface operations {
                  *       "scopes": [
                  *         "scim"
                  *       ],
-                 *       "expires_at": "2026-04-15T09:00:00Z"
+                 *       "expires_at": "2030-04-15T09:00:00Z"
                  *     } */
                 "application/json": {
                     /**
@@ -3298,7 +3357,7 @@ export interface operations {
                      *         "users:read",
                      *         "users:write"
                      *       ],
-                     *       "expires_at": "2025-04-15T09:00:00.000Z",
+                     *       "expires_at": "2030-04-15T09:00:00.000Z",
                      *       "created_by": {
                      *         "type": "operator",
                      *         "id": null,
@@ -5093,7 +5152,7 @@ export interface operations {
                      *       "total_count": 1
                      *     } */
                     "application/json": {
-                        /** @description This page, oldest first; empty past the end. */
+                        /** @description This page, newest first; empty past the end. */
                         deliveries: {
                             /**
                              * Format: uuid
@@ -5557,7 +5616,7 @@ export interface operations {
                      *           "users:read",
                      *           "users:write"
                      *         ],
-                     *         "expires_at": "2025-04-15T09:00:00.000Z",
+                     *         "expires_at": "2030-04-15T09:00:00.000Z",
                      *         "created_by": {
                      *           "type": "operator",
                      *           "id": null,
@@ -6446,7 +6505,7 @@ export interface operations {
                      *             "users:read",
                      *             "users:write"
                      *           ],
-                     *           "expires_at": "2025-04-15T09:00:00.000Z",
+                     *           "expires_at": "2030-04-15T09:00:00.000Z",
                      *           "created_by": {
                      *             "type": "operator",
                      *             "id": null,
@@ -6560,7 +6619,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /** @example {
                  *       "name": "provisioning",
@@ -6568,7 +6627,7 @@ export interface operations {
                  *         "users:read",
                  *         "users:write"
                  *       ],
-                 *       "expires_at": "2026-04-15T09:00:00Z"
+                 *       "expires_at": "2030-04-15T09:00:00Z"
                  *     } */
                 "application/json": {
                     /**
@@ -6610,7 +6669,7 @@ export interface operations {
                      *         "users:read",
                      *         "users:write"
                      *       ],
-                     *       "expires_at": "2025-04-15T09:00:00.000Z",
+                     *       "expires_at": "2030-04-15T09:00:00.000Z",
                      *       "created_by": {
                      *         "type": "operator",
                      *         "id": null,
@@ -8165,7 +8224,7 @@ export interface operations {
                      *       "total_count": 1
                      *     } */
                     "application/json": {
-                        /** @description This page, oldest first; empty past the end. */
+                        /** @description This page, newest first; empty past the end. */
                         deliveries: {
                             /**
                              * Format: uuid

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { API, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { ADMIN_TOKEN, API, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
  * The operator's surface stays on the operator host (docs/security.md, "Hardening controls";
@@ -83,6 +83,35 @@ describe(`the operator surface is not shown on workspace hosts [${BACKEND}]`, ()
       assert.ok(onOperatorHost.paths[`${API}/users`], url);
       assert.ok(onOperatorHost.components.securitySchemes.adminToken, url);
     }
+  });
+
+  test('the document says how a client reaches each operation: the operator API on the operator host, bodies it may omit, PATCH\'s media types', async () => {
+    type Operation = { servers?: Array<{ url: string; variables?: Record<string, { default: string }> }>; requestBody?: { required?: boolean; content: Record<string, unknown> } };
+    const document = (await documentAt('localhost:3000', `${API}/openapi.json`)) as unknown as { servers: Array<{ url: string }>; paths: Record<string, Record<string, Operation>> };
+    const operation = (path: string, method: string): Operation => {
+      const found = document.paths[path]?.[method];
+      assert.ok(found, `${method} ${path} is in the document`);
+      return found;
+    };
+    // A server URL resolved with its variables' defaults, as a generated client does.
+    const resolved = (server: { url: string; variables?: Record<string, { default: string }> }) =>
+      server.url.replace(/\{(\w+)\}/g, (_, name: string) => server.variables?.[name]?.default ?? name);
+    for (const [path, method] of [['/admin/v1/workspaces', 'post'], ['/admin/v1/workspaces/{subdomain}/api-keys', 'post'], ['/admin/v1/audit-events', 'get']] as const) {
+      const servers = operation(path, method).servers ?? [];
+      assert.equal(servers.length, 1, `${method} ${path} names its own server`);
+      const url = new URL(resolved(servers[0]!));
+      assert.equal(url.hostname, 'localhost', 'the operator host, not a workspace subdomain');
+      assert.equal(url.port, '3000');
+    }
+    assert.equal(operation(`${API}/users`, 'get').servers, undefined, 'the external API keeps the document\'s workspace server');
+    assert.match(document.servers[0]!.url, /\{workspace\}/);
+
+    assert.equal(operation('/admin/v1/workspaces/{subdomain}/api-keys', 'post').requestBody?.required, false, 'the operator may send no body');
+    assert.equal(operation(`${API}/api-keys`, 'post').requestBody?.required, true, 'the workspace must send its scopes');
+    const noBody = await ctx.app.inject({ method: 'POST', url: `/admin/v1/workspaces/${ws.subdomain}/api-keys`, headers: { host: 'localhost:3000', authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(noBody.statusCode, 201, 'as the service does');
+
+    assert.deepEqual(Object.keys(operation(`${API}/users/{email}`, 'patch').requestBody?.content ?? {}).sort(), ['application/json', 'application/merge-patch+json']);
   });
 
   test('the reference viewer\'s YAML on a workspace host has no /admin/v1; the operator host\'s has it', async () => {

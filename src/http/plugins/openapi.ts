@@ -1,4 +1,4 @@
-import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
+import swagger, { type StaticDocumentSpec, type SwaggerTransformObject } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema, type RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
 import { ActorSchema, ProblemSchema } from '../schemas/common.ts';
@@ -13,6 +13,9 @@ export const OPENAPI_PATH = `${EXTERNAL_PREFIX}/openapi.json`;
 
 /** Where the API reference page and its assets are served (`@fastify/swagger-ui`). */
 export const DOCS_PREFIX = '/docs';
+
+/** Where the operator API lives: on a workspace's host it does not exist, so its document leaves it out. */
+const ADMIN_PREFIX = '/admin/v1';
 
 /** The `Idempotency-Key` request header of routes marked `config.idempotent`, as documented. */
 const IdempotencyKeyHeaders = {
@@ -37,10 +40,26 @@ const IdempotencyKeyHeaders = {
  * - a query parameter with a default is optional to the client. The schemas list it as
  *   required only so the handler's types are not optional; Ajv fills in the default
  *   (`useDefaults`) before it checks `required`, so a request may always omit it;
- * - routes that honour `Idempotency-Key` (`config.idempotent`) document that header.
+ * - routes that honour `Idempotency-Key` (`config.idempotent`) document that header;
+ * - a body the route may go without (`config.optionalBody`) is marked so, for {@link describeDocument};
+ * - the operator API (`/admin/v1`) names the operator host as its server: on a workspace's host
+ *   it does not exist, so a client generated from the document must call another server.
  */
-function describeRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
-  if (!schema) return { schema, url };
+function describeRoute(operatorServers: readonly object[]) {
+  return ({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) => {
+    if (!schema) return { schema, url };
+    const described = describeSchema(schema, route);
+    if (url === ADMIN_PREFIX || url.startsWith(`${ADMIN_PREFIX}/`)) described.servers = operatorServers;
+    if (route.config?.optionalBody) described[OPTIONAL_BODY] = true;
+    return { schema: described, url };
+  };
+}
+
+/** Marks an operation whose body may be left out; {@link describeDocument} turns it into `requestBody.required: false`. */
+const OPTIONAL_BODY = 'x-optional-body';
+
+/** The query defaults and the `Idempotency-Key` header of {@link describeRoute}. */
+function describeSchema(schema: FastifySchema, route: RouteOptions): FastifySchema & Record<string, unknown> {
   let described: FastifySchema & Record<string, unknown> = { ...schema };
   const query = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
   if (query?.properties && query.required) {
@@ -55,8 +74,25 @@ function describeRoute({ schema, url, route }: { schema: FastifySchema; url: str
       headers: { ...IdempotencyKeyHeaders, properties: { ...own?.properties, ...IdempotencyKeyHeaders.properties } },
     };
   }
-  return { schema: described, url };
+  return described;
 }
+
+/**
+ * The last touches on the whole document: `@fastify/swagger` marks every request body
+ * required, so an operation marked {@link OPTIONAL_BODY} gets `requestBody.required: false`.
+ */
+const describeDocument: SwaggerTransformObject = (documentObject) => {
+  if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
+  const { openapiObject } = documentObject;
+  for (const item of Object.values(openapiObject.paths ?? {})) {
+    for (const operation of Object.values(item ?? {}) as Array<Record<string, unknown> & { requestBody?: { required?: boolean } }>) {
+      if (typeof operation !== 'object' || !operation || !(OPTIONAL_BODY in operation)) continue;
+      delete operation[OPTIONAL_BODY];
+      if (operation.requestBody) operation.requestBody.required = false;
+    }
+  }
+  return openapiObject;
+};
 
 /**
  * Generates the OpenAPI 3.1 document from the route schemas (one source of truth) and
@@ -109,16 +145,20 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on the operator host only' },
       ],
     },
-    transform: describeRoute,
+    transform: describeRoute([
+      {
+        url: `http://{operator_host}:${config.port}`,
+        description: 'The operator host: any host that is not a workspace subdomain of the base domain.',
+        variables: { operator_host: { default: config.baseDomain, description: 'The host name the operator API is served on.' } },
+      },
+    ]),
+    transformObject: describeDocument,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
   for (const schema of [ProblemSchema, ActorSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
 }
-
-/** Where the operator API lives: on a workspace's host it does not exist, so its document leaves it out. */
-const ADMIN_PREFIX = '/admin/v1';
 
 /** The parts of an OpenAPI document that {@link workspaceDocument} filters. */
 interface OpenApiDocument {

@@ -100,7 +100,7 @@ export const CreateApiKeyBody = Type.Object(
       Type.Unsafe<string>({ type: 'string', format: 'date-time', description: 'When the key stops working (in the future); never when omitted.' }),
     ),
   },
-  { additionalProperties: false, examples: [{ name: 'provisioning', scopes: ['users:read', 'users:write'], expires_at: '2026-04-15T09:00:00Z' }] },
+  { additionalProperties: false, examples: [{ name: 'provisioning', scopes: ['users:read', 'users:write'], expires_at: '2030-04-15T09:00:00Z' }] },
 );
 
 /**
@@ -119,7 +119,7 @@ export const CreateOwnApiKeyBody = Type.Object(
         '`*` (every scope, present and future) only from a credential of every scope.',
     },
   },
-  { additionalProperties: false, examples: [{ name: 'okta-scim', scopes: ['scim'], expires_at: '2026-04-15T09:00:00Z' }] },
+  { additionalProperties: false, examples: [{ name: 'okta-scim', scopes: ['scim'], expires_at: '2030-04-15T09:00:00Z' }] },
 );
 
 /** Response of workspace creation: the workspace and its first key. */
@@ -227,7 +227,7 @@ const API_KEY_EXAMPLE = {
   name: 'provisioning',
   prefix: 'wum_AbCd1234',
   scopes: ['users:read', 'users:write'],
-  expires_at: '2025-04-15T09:00:00.000Z',
+  expires_at: '2030-04-15T09:00:00.000Z',
   created_by: { type: 'operator', id: null, label: 'operator' },
   created_at: '2025-01-15T09:00:00.000Z',
 };

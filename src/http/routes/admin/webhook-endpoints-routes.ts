@@ -205,7 +205,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       response: {
         200: jsonResponse(
           'A page of deliveries with its pagination envelope.',
-          pageOf('deliveries', WebhookDeliverySchema),
+          pageOf('deliveries', WebhookDeliverySchema, 'newest first'),
           { deliveries: [delivery], ...ADMIN_EXAMPLES.page(1) },
           { Link: LinkHeader },
         ),

@@ -232,6 +232,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
         params: EmailParams,
         headers: IfMatchHeaders,
         body: PatchUserBody,
+        consumes: ['application/json', 'application/merge-patch+json'],
         response: {
           200: jsonResponse('The user after the change, with its new `ETag`.', Type.Ref(UserSchema), USER_EXAMPLE, EtagHeader),
           ...problemResponses(...EXTERNAL_API_ERRORS, 'unsupported_media_type', 'malformed_json', 'payload_too_large',
