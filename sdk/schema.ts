@@ -1014,7 +1014,18 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request id (the one sent, if valid, else a new one): it names the request in the logs and in its audit rows. */
+        "X-Request-Id": string;
+        /** @description The caller's remaining quota under the per-key limit (IETF draft-ietf-httpapi-ratelimit-headers), e.g. `"per-key";r=99;t=1`. */
+        RateLimit: string;
+        /** @description The per-key limit: the quota and its window in seconds, e.g. `"per-key";q=100;w=1`. */
+        "RateLimit-Policy": string;
+        /** @description `true` when the answer is the stored first answer to this `Idempotency-Key`, replayed. */
+        "Idempotent-Replayed": "true";
+        /** @description The authentication scheme the operation expects (RFC 9110 §11.6.1), on `401`. */
+        "WWW-Authenticate": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1077,6 +1088,9 @@ export interface operations {
             /** @description A page of users with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -1130,9 +1144,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1142,6 +1159,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1151,6 +1172,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1160,6 +1184,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1169,12 +1196,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1184,6 +1212,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1193,6 +1224,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1236,7 +1270,6 @@ export interface operations {
                     /** @description The user to add; unknown fields are refused. */
                     user: {
                         /**
-                         * Format: email
                          * @description The user's email, its identity in the workspace (matched case-insensitively).
                          * @example ada@example.com
                          */
@@ -1282,6 +1315,10 @@ export interface operations {
             /** @description The user, added (`created_at` = `updated_at`) or reactivated (`updated_at` later). `Location` points at it. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description Path of the user: `/api/external/v2/users/{email}`. */
                     Location?: string;
                     /** @description The user's strong entity tag; send it in `If-Match` to change the user only if nobody else has. */
@@ -1310,9 +1347,13 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1322,6 +1363,11 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1331,6 +1377,10 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1340,6 +1390,10 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1349,6 +1403,10 @@ export interface operations {
             /** @description Problem details; `code` is `user_already_exists` or `idempotency_key_in_use`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1360,6 +1418,10 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1369,6 +1431,10 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1378,6 +1444,10 @@ export interface operations {
             /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `expires_at_not_in_future` or `idempotency_key_reused`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1387,12 +1457,14 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1402,6 +1474,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1411,6 +1486,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1439,6 +1517,9 @@ export interface operations {
             /** @description The user. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description The user's strong entity tag; send it in `If-Match` to change the user only if nobody else has. */
                     ETag?: string;
                     [name: string]: unknown;
@@ -1465,9 +1546,25 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1477,6 +1574,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1486,6 +1586,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1495,12 +1598,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1510,6 +1614,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1519,6 +1626,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1558,13 +1668,21 @@ export interface operations {
             /** @description Deactivated, or already deactivated. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1574,6 +1692,11 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1583,6 +1706,10 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1592,6 +1719,10 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1601,6 +1732,10 @@ export interface operations {
             /** @description Problem details; `code` is `last_owner` or `idempotency_key_in_use`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1612,6 +1747,10 @@ export interface operations {
             /** @description Problem details; `code` is `precondition_failed`. */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1621,6 +1760,10 @@ export interface operations {
             /** @description Problem details; `code` is `idempotency_key_reused`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1630,12 +1773,14 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1645,6 +1790,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1654,6 +1802,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1704,10 +1855,7 @@ export interface operations {
                 "application/json": {
                     /** @description The fields to change; omitted fields stay as they are. */
                     user: {
-                        /**
-                         * Format: email
-                         * @description A new email (rename); no other user of the workspace may hold it.
-                         */
+                        /** @description A new email (rename); no other user of the workspace may hold it. */
                         email?: string;
                         /**
                          * @description Workspace role.
@@ -1763,10 +1911,7 @@ export interface operations {
                 "application/merge-patch+json": {
                     /** @description The fields to change; omitted fields stay as they are. */
                     user: {
-                        /**
-                         * Format: email
-                         * @description A new email (rename); no other user of the workspace may hold it.
-                         */
+                        /** @description A new email (rename); no other user of the workspace may hold it. */
                         email?: string;
                         /**
                          * @description Workspace role.
@@ -1814,6 +1959,10 @@ export interface operations {
             /** @description The user after the change, with its new `ETag`. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description The user's strong entity tag; send it in `If-Match` to change the user only if nobody else has. */
                     ETag?: string;
                     [name: string]: unknown;
@@ -1840,9 +1989,13 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1852,6 +2005,11 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1861,6 +2019,10 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1870,6 +2032,10 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1879,6 +2045,10 @@ export interface operations {
             /** @description Problem details; `code` is `user_already_exists` or `last_owner` or `idempotency_key_in_use`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1890,6 +2060,10 @@ export interface operations {
             /** @description Problem details; `code` is `precondition_failed`. */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1899,6 +2073,10 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1908,6 +2086,10 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1917,6 +2099,10 @@ export interface operations {
             /** @description Problem details; `code` is `unknown_product` or `unknown_product_role` or `expires_at_not_in_future` or `idempotency_key_reused`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1926,12 +2112,14 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1941,6 +2129,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1950,6 +2141,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1994,6 +2188,9 @@ export interface operations {
             /** @description A page of the user's audit events with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -2097,9 +2294,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2109,6 +2309,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2118,6 +2322,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2127,6 +2334,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2136,12 +2346,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2151,6 +2362,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2160,6 +2374,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2205,6 +2422,9 @@ export interface operations {
             /** @description How many users moved forward, and the unknown emails. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2223,9 +2443,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2235,6 +2458,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2244,6 +2471,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2253,6 +2483,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2262,6 +2495,9 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2271,6 +2507,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2280,12 +2519,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2295,6 +2535,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2304,6 +2547,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2326,6 +2572,9 @@ export interface operations {
             /** @description The policy. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2353,9 +2602,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2365,6 +2630,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2374,6 +2642,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2383,12 +2654,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,6 +2670,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2407,6 +2682,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2454,6 +2732,9 @@ export interface operations {
             /** @description The policy as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2481,9 +2762,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2493,6 +2777,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2502,6 +2790,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2511,6 +2802,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2520,6 +2814,9 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2529,6 +2826,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2538,6 +2838,9 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_duration`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2547,12 +2850,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2562,6 +2866,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2571,6 +2878,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2593,13 +2903,32 @@ export interface operations {
             /** @description Removed. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2609,6 +2938,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2618,6 +2950,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2627,12 +2962,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2642,6 +2978,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2651,6 +2990,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2673,6 +3015,9 @@ export interface operations {
             /** @description The policy. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2688,9 +3033,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2700,6 +3061,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2709,6 +3073,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2718,12 +3085,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2733,6 +3101,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2742,6 +3113,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2777,6 +3151,9 @@ export interface operations {
             /** @description The policy as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2792,9 +3169,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2804,6 +3184,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2813,6 +3197,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2822,6 +3209,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2831,6 +3221,9 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2840,6 +3233,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2849,6 +3245,9 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_duration`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2858,12 +3257,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2873,6 +3273,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2882,6 +3285,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2904,6 +3310,9 @@ export interface operations {
             /** @description Every product and its roles. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2938,9 +3347,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2950,6 +3375,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2959,6 +3387,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2968,12 +3399,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2983,6 +3415,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2992,6 +3427,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3025,6 +3463,9 @@ export interface operations {
             /** @description Events in sequence order, and where to continue. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3078,9 +3519,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3090,6 +3534,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3099,6 +3547,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3108,6 +3559,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3117,12 +3571,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3132,6 +3587,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3141,6 +3599,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3163,6 +3624,9 @@ export interface operations {
             /** @description The workspace's keys. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3237,9 +3701,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3249,6 +3729,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3258,6 +3741,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3267,12 +3753,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3282,6 +3769,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3291,6 +3781,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3346,6 +3839,9 @@ export interface operations {
             /** @description The new key with its plaintext, shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3407,9 +3903,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3419,6 +3918,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3428,6 +3931,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3437,6 +3943,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3446,6 +3955,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3455,12 +3967,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3470,6 +3983,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3479,6 +3995,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3507,13 +4026,32 @@ export interface operations {
             /** @description Revoked, or already revoked. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3523,6 +4061,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3532,6 +4073,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `api_key_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3541,12 +4085,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3556,6 +4101,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3565,6 +4113,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3618,6 +4169,9 @@ export interface operations {
             /** @description A page of audit events with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -3721,9 +4275,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3733,6 +4290,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3742,6 +4303,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3751,6 +4315,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3760,12 +4327,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3775,6 +4343,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3784,6 +4355,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3806,6 +4380,9 @@ export interface operations {
             /** @description The configuration. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3839,9 +4416,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3851,6 +4444,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3860,6 +4456,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3869,12 +4468,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3884,6 +4484,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3893,6 +4496,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3931,6 +4537,9 @@ export interface operations {
             /** @description The configuration replaced. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3967,6 +4576,9 @@ export interface operations {
             /** @description The configuration created. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4000,9 +4612,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4012,6 +4627,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4021,6 +4640,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4030,6 +4652,33 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4039,6 +4688,9 @@ export interface operations {
             /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4048,12 +4700,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4063,6 +4716,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4072,6 +4728,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4094,13 +4753,32 @@ export interface operations {
             /** @description Removed. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4110,6 +4788,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4119,6 +4800,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4128,12 +4812,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4143,6 +4828,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4152,6 +4840,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4174,6 +4865,9 @@ export interface operations {
             /** @description The provider answered as it must; the configuration, without the secret. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4207,9 +4901,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4219,6 +4929,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4228,6 +4941,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4237,6 +4953,9 @@ export interface operations {
             /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4246,12 +4965,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4261,6 +4981,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4270,6 +4993,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4292,6 +5018,9 @@ export interface operations {
             /** @description The workspace's endpoints. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4341,9 +5070,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4353,6 +5098,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4362,6 +5110,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4371,12 +5122,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4386,6 +5138,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4395,6 +5150,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4448,6 +5206,9 @@ export interface operations {
             /** @description The new endpoint with its secret, shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4493,9 +5254,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4505,6 +5269,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4514,6 +5282,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4523,6 +5294,21 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4532,6 +5318,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4541,12 +5330,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4556,6 +5346,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4565,6 +5358,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4593,6 +5389,9 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4635,9 +5434,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4647,6 +5462,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4656,6 +5474,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4665,12 +5486,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4680,6 +5502,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4689,6 +5514,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4717,13 +5545,32 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4733,6 +5580,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4742,6 +5592,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4751,12 +5604,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4766,6 +5620,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4775,6 +5632,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4828,6 +5688,9 @@ export interface operations {
             /** @description The endpoint after the change. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4870,9 +5733,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4882,6 +5748,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4891,6 +5761,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4900,6 +5773,21 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4909,6 +5797,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4918,12 +5809,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4933,6 +5825,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4942,6 +5837,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4970,6 +5868,9 @@ export interface operations {
             /** @description The endpoint with its new secret, shown only here. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5015,9 +5916,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5027,6 +5944,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5036,6 +5956,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5045,12 +5968,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5060,6 +5984,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5069,6 +5996,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5108,6 +6038,9 @@ export interface operations {
             /** @description A page of deliveries with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -5213,9 +6146,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5225,6 +6161,10 @@ export interface operations {
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5234,6 +6174,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5243,6 +6186,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5252,12 +6198,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5267,6 +6214,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5276,6 +6226,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5309,6 +6262,9 @@ export interface operations {
             /** @description The delivery, pending again. */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5385,9 +6341,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5397,6 +6369,9 @@ export interface operations {
             /** @description Problem details; `code` is `insufficient_scope`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5406,6 +6381,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found` or `webhook_delivery_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5415,6 +6393,9 @@ export interface operations {
             /** @description Problem details; `code` is `webhook_endpoint_disabled`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5424,12 +6405,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5439,6 +6421,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5448,6 +6433,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5481,6 +6469,7 @@ export interface operations {
             /** @description A page of workspaces with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -5528,9 +6517,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5540,6 +6530,34 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5549,6 +6567,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5558,6 +6577,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5599,6 +6619,7 @@ export interface operations {
             /** @description The workspace and its first API key (plaintext shown only here). */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Path of the workspace: `/admin/v1/workspaces/{subdomain}`. */
                     Location?: string;
                     [name: string]: unknown;
@@ -5676,9 +6697,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5688,6 +6710,18 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5697,6 +6731,43 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_exists`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5706,6 +6777,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5715,6 +6787,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5743,6 +6816,7 @@ export interface operations {
             /** @description The workspace. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5761,18 +6835,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5782,6 +6885,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5791,6 +6895,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5819,22 +6924,52 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5844,6 +6979,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5853,6 +6989,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5911,6 +7048,7 @@ export interface operations {
             /** @description A page of audit events with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -6014,9 +7152,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6026,6 +7165,34 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6035,6 +7202,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6044,6 +7212,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6066,6 +7235,7 @@ export interface operations {
             /** @description The catalogue. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6097,9 +7267,47 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6109,6 +7317,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6118,6 +7327,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6146,6 +7356,7 @@ export interface operations {
             /** @description The product. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6170,18 +7381,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `product_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `product_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6191,6 +7431,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6200,6 +7441,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6242,6 +7484,7 @@ export interface operations {
             /** @description The product, its roles replaced (or unchanged). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6269,6 +7512,7 @@ export interface operations {
             /** @description The product, created. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6293,9 +7537,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6305,6 +7550,18 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6314,6 +7571,43 @@ export interface operations {
             /** @description Problem details; `code` is `product_in_use`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6323,6 +7617,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6332,6 +7627,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6360,22 +7656,36 @@ export interface operations {
             /** @description Removed. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `product_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `product_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6385,6 +7695,23 @@ export interface operations {
             /** @description Problem details; `code` is `product_in_use`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6394,6 +7721,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6403,6 +7731,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6425,6 +7754,7 @@ export interface operations {
             /** @description The secrets re-encrypted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6443,9 +7773,47 @@ export interface operations {
                     };
                 };
             };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6455,6 +7823,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6464,6 +7833,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6492,6 +7862,7 @@ export interface operations {
             /** @description The workspace's keys. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6566,18 +7937,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6587,6 +7987,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6596,6 +7997,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6658,6 +8060,7 @@ export interface operations {
             /** @description The new key with its plaintext, shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6719,9 +8122,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6731,15 +8135,18 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6749,6 +8156,23 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6758,6 +8182,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6767,6 +8192,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6800,22 +8226,52 @@ export interface operations {
             /** @description Revoked, or already revoked. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `api_key_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `api_key_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6825,6 +8281,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6834,6 +8291,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6893,6 +8351,7 @@ export interface operations {
             /** @description A page of audit events with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -6996,9 +8455,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7008,15 +8468,34 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7026,6 +8505,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7035,6 +8515,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7063,6 +8544,7 @@ export interface operations {
             /** @description The configuration. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7096,18 +8578,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `identity_provider_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7117,6 +8628,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7126,6 +8638,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7170,6 +8683,7 @@ export interface operations {
             /** @description The configuration replaced. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7206,6 +8720,7 @@ export interface operations {
             /** @description The configuration created. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7239,9 +8754,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7251,15 +8767,38 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7269,6 +8808,23 @@ export interface operations {
             /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7278,6 +8834,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7287,6 +8844,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7315,22 +8873,52 @@ export interface operations {
             /** @description Removed. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `identity_provider_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7340,6 +8928,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7349,6 +8938,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7377,6 +8967,7 @@ export interface operations {
             /** @description The provider answered as it must; the configuration, without the secret. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7410,18 +9001,31 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `identity_provider_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `identity_provider_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7431,6 +9035,23 @@ export interface operations {
             /** @description Problem details; `code` is `identity_provider_unreachable` or `identity_provider_address_refused` or `identity_provider_http_refused` or `identity_provider_discovery_invalid` or `identity_provider_issuer_mismatch`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7440,6 +9061,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7449,6 +9071,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7477,6 +9100,7 @@ export interface operations {
             /** @description The workspace's endpoints. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7526,18 +9150,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7547,6 +9200,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7556,6 +9210,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7615,6 +9270,7 @@ export interface operations {
             /** @description The new endpoint with its secret, shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7660,9 +9316,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7672,15 +9329,28 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7690,6 +9360,23 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7699,6 +9386,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7708,6 +9396,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7741,6 +9430,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7783,18 +9473,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7804,6 +9523,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7813,6 +9533,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7846,22 +9567,52 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7871,6 +9622,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7880,6 +9632,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7938,6 +9691,7 @@ export interface operations {
             /** @description The endpoint after the change. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7980,9 +9734,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7992,15 +9747,28 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8010,6 +9778,23 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8019,6 +9804,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8028,6 +9814,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8061,6 +9848,7 @@ export interface operations {
             /** @description The endpoint with its new secret, shown only here. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8106,18 +9894,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8127,6 +9944,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8136,6 +9954,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8180,6 +9999,7 @@ export interface operations {
             /** @description A page of deliveries with its pagination envelope. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
                     Link?: string;
                     [name: string]: unknown;
@@ -8285,9 +10105,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_parameter`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8297,15 +10118,34 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `webhook_endpoint_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8315,6 +10155,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8324,6 +10165,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8362,6 +10204,7 @@ export interface operations {
             /** @description The delivery, pending again. */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8438,18 +10281,31 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `webhook_endpoint_not_found` or `webhook_delivery_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `webhook_endpoint_not_found` or `webhook_delivery_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8459,6 +10315,23 @@ export interface operations {
             /** @description Problem details; `code` is `webhook_endpoint_disabled`. */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8468,6 +10341,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8477,6 +10351,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8505,6 +10380,7 @@ export interface operations {
             /** @description The policy. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8532,18 +10408,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `policy_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8553,6 +10458,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8562,6 +10468,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8615,6 +10522,7 @@ export interface operations {
             /** @description The policy as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8642,9 +10550,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8654,15 +10563,18 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8672,6 +10584,7 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8681,6 +10594,7 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8690,6 +10604,23 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_duration`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8699,6 +10630,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8708,6 +10640,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8736,22 +10669,52 @@ export interface operations {
             /** @description Removed. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `policy_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found` or `policy_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8761,6 +10724,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8770,6 +10734,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8798,6 +10763,7 @@ export interface operations {
             /** @description The policy. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8813,18 +10779,47 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8834,6 +10829,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8843,6 +10839,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -8884,6 +10881,7 @@ export interface operations {
             /** @description The policy as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8899,9 +10897,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8911,15 +10910,18 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_admin_token`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8929,6 +10931,7 @@ export interface operations {
             /** @description Problem details; `code` is `payload_too_large`. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8938,6 +10941,7 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8947,6 +10951,23 @@ export interface operations {
             /** @description Problem details; `code` is `invalid_duration`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8956,6 +10977,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8965,6 +10987,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;

@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import type { FieldError } from '../core/errors.ts';
+import { EMAIL_PATTERN } from '../core/users/email.ts';
 import { addRouteHook, syncHook } from './hooks.ts';
 
 /*
@@ -69,6 +70,9 @@ function describe(error: ErrorObject): FieldError {
         field: toFieldPath(error.instancePath),
         message: error.params.format === 'email' ? 'must be a valid email address' : `must be a valid ${error.params.format}`,
       };
+    case 'pattern':
+      if (error.params.pattern === EMAIL_PATTERN) return { field: toFieldPath(error.instancePath), message: 'must be a valid email address' };
+      return { field: toFieldPath(error.instancePath), message: error.message ?? 'is invalid' };
     case 'enum':
       return {
         field: toFieldPath(error.instancePath),

@@ -1,3 +1,5 @@
+import assert from 'node:assert/strict';
+import { appendFileSync } from 'node:fs';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/load-config.ts';
 import type { Store } from '../../src/core/ports.ts';
@@ -9,6 +11,7 @@ import { createStore } from '../../src/storage/store.ts';
 import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE, TEST_SECRETS_KEY } from '../../harness/backend.ts';
 import { createKeyRing, type KeyRing } from '../../src/core/secrets/secret-box.ts';
+import { checkAnswersAgainstDocument, type DocumentCheck } from './document-check.ts';
 
 export { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE, TEST_SECRETS_KEY };
 
@@ -89,12 +92,14 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const database = await openTestDatabase();
   const store = createStore(database.db, { keyRing: testKeyRing() });
   const apps: FastifyInstance[] = [];
+  const checks: DocumentCheck[] = [];
   const build = async (extra: Record<string, string> = {}) => {
     const config = testConfig({ ...env, ...extra });
     const app = await buildApp(config, {
       ...storageDependencies(config, database, store),
       logger: false,
     });
+    checks.push(checkAnswersAgainstDocument(app));
     await app.ready();
     apps.push(app);
     return app;
@@ -150,6 +155,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     async close() {
       for (const a of apps) await a.close();
       await database.close();
+      const violations = [...new Set(checks.flatMap((check) => check.violations))];
+      if (process.env.WUM_DOCUMENT_CHECK_REPORT) appendFileSync(process.env.WUM_DOCUMENT_CHECK_REPORT, violations.map((v) => `${v}\n`).join(''));
+      else assert.deepEqual(violations, [], 'every answer is described by the OpenAPI document');
     },
   };
 }

@@ -122,6 +122,27 @@ describe(`POST /users [${BACKEND}]`, () => {
     assert.equal(list.json().total_count, 0);
   });
 
+  test('the email rule the document declares is the one the service applies: what its pattern accepts is added, what it refuses is 400', async () => {
+    const w = await ctx.createWorkspace();
+    const document = (await ctx.app.inject({ method: 'GET', url: '/api/external/v2/openapi.json', headers: { host: w.host } })).json();
+    const declared = document.paths['/api/external/v2/users'].post.requestBody.content['application/json'].schema.properties.user.properties.email;
+    assert.equal(declared.format, undefined, 'no format whose meaning varies between validators');
+    const pattern = new RegExp(declared.pattern, 'u');
+    const emails = [
+      'plain@example.com', ' padded@example.com\t', 'Mixed.Case+tag@Sub.Example.ORG', "o'hara!#$%&*=?^_`{|}~-@example.com",
+      'dot..double@example.com', '.lead@example.com', 'no-domain@', 'no-at.example.com', 'tld@localhost', 'ünï@example.com',
+      'a@ex_ample.com', 'a@-example.com', 'a b@example.com', 'a@example.com.',
+    ];
+    for (const [index, email] of emails.entries()) {
+      const res = await ctx.api(w, 'POST', '/users', { body: userBody(email, { first_name: `n${index}` }) });
+      if (pattern.test(email)) assert.equal(res.statusCode, 201, `${JSON.stringify(email)} matches the pattern: ${res.body}`);
+      else {
+        assert.equal(res.statusCode, 400, `${JSON.stringify(email)} does not match the pattern: ${res.body}`);
+        assert.deepEqual(res.json().errors, [{ field: 'user.email', message: 'must be a valid email address' }]);
+      }
+    }
+  });
+
   test('emails over 254 characters are rejected', async () => {
     const w = await ctx.createWorkspace();
     const email = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(60)}.com`;

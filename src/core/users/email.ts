@@ -6,6 +6,15 @@
  * "k", U+0130 to "i̇"), which let another mailbox's address match an owner's.
  */
 
+/**
+ * The syntax of an email wum accepts, as an ECMA-262 pattern (JSON Schema's `pattern`, no
+ * flags): a dot-atom local part and a domain of DNS labels, ASCII only (the `email` format of
+ * ajv-formats' full mode, letters spelled in both cases), with the white space around it that
+ * the service trims before it checks (docs/api.md, Users).
+ */
+export const EMAIL_PATTERN =
+  "^\\s*[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\\s*$";
+
 /** Printable ASCII: what an email wum accepts consists of (the email format is ASCII-only). */
 const ASCII = /^[\x20-\x7e]*$/;
 

@@ -85,14 +85,69 @@ const describeDocument: SwaggerTransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
   const { openapiObject } = documentObject;
   for (const item of Object.values(openapiObject.paths ?? {})) {
-    for (const operation of Object.values(item ?? {}) as Array<Record<string, unknown> & { requestBody?: { required?: boolean } }>) {
-      if (typeof operation !== 'object' || !operation || !(OPTIONAL_BODY in operation)) continue;
-      delete operation[OPTIONAL_BODY];
-      if (operation.requestBody) operation.requestBody.required = false;
+    for (const operation of Object.values(item ?? {}) as DescribedOperation[]) {
+      if (typeof operation !== 'object' || !operation) continue;
+      if (OPTIONAL_BODY in operation) {
+        delete operation[OPTIONAL_BODY];
+        if (operation.requestBody) operation.requestBody.required = false;
+      }
+      declareCommonHeaders(operation);
     }
   }
+  openapiObject.components = { ...openapiObject.components, headers: { ...openapiObject.components?.headers, ...COMMON_HEADERS } };
   return openapiObject;
 };
+
+/** An operation as {@link describeDocument} reads and completes it. */
+type DescribedOperation = Record<string, unknown> & {
+  requestBody?: { required?: boolean };
+  security?: ReadonlyArray<Record<string, unknown>>;
+  parameters?: ReadonlyArray<{ in?: string; name?: string }>;
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+};
+
+/**
+ * The response headers many operations send, declared once in `components.headers` and
+ * referenced by each response that carries them (docs/api.md, introduction).
+ */
+const COMMON_HEADERS = {
+  'X-Request-Id': {
+    description: 'The request id (the one sent, if valid, else a new one): it names the request in the logs and in its audit rows.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'The caller\'s remaining quota under the per-key limit (IETF draft-ietf-httpapi-ratelimit-headers), e.g. `"per-key";r=99;t=1`.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: 'The per-key limit: the quota and its window in seconds, e.g. `"per-key";q=100;w=1`.',
+    schema: { type: 'string' },
+  },
+  'Idempotent-Replayed': {
+    description: '`true` when the answer is the stored first answer to this `Idempotency-Key`, replayed.',
+    schema: { type: 'string', const: 'true' },
+  },
+  'WWW-Authenticate': {
+    description: 'The authentication scheme the operation expects (RFC 9110 §11.6.1), on `401`.',
+    schema: { type: 'string' },
+  },
+} as const;
+
+const headerRef = (name: keyof typeof COMMON_HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
+/** Adds references to the {@link COMMON_HEADERS} an operation's answers carry. */
+function declareCommonHeaders(operation: DescribedOperation): void {
+  const keyed = operation.security?.some((requirement) => 'apiKey' in requirement) ?? false;
+  const idempotent = operation.parameters?.some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key') ?? false;
+  for (const [status, response] of Object.entries(operation.responses ?? {})) {
+    if (typeof response !== 'object' || !response || '$ref' in response) continue;
+    const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('X-Request-Id') };
+    if (keyed) Object.assign(headers, { RateLimit: headerRef('RateLimit'), 'RateLimit-Policy': headerRef('RateLimit-Policy') });
+    if (idempotent && !status.startsWith('5')) headers['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
+    if (status === '401') headers['WWW-Authenticate'] = headerRef('WWW-Authenticate');
+    response.headers = { ...headers, ...response.headers };
+  }
+}
 
 /**
  * Generates the OpenAPI 3.1 document from the route schemas (one source of truth) and

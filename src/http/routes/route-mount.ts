@@ -53,7 +53,7 @@ export const OPERATOR_MOUNT: RouteMount = {
   actor: adminActor,
   security: () => adminSecurity,
   tags: () => adminTags,
-  errors: [...AUTH, 'workspace_not_found'],
+  errors: [...AUTH, 'workspace_not_found', 'invalid_parameter'],
   pick: (operator) => operator,
 };
 

@@ -112,8 +112,12 @@ export function problemExample(code: ErrorCode): ProblemDetails {
   };
 }
 
-/** Errors every external-API route can answer: addressing, authentication, scopes, limits, availability. */
+/**
+ * Errors every external-API route can answer: a request target it cannot read (a NUL, broken
+ * percent-encoding), addressing, authentication, scopes, limits, availability.
+ */
 export const EXTERNAL_API_ERRORS = [
+  'bad_request',
   'workspace_not_found',
   'missing_api_key',
   'invalid_api_key',
@@ -123,6 +127,9 @@ export const EXTERNAL_API_ERRORS = [
   'service_unavailable',
   'database_unavailable',
 ] as const satisfies readonly ErrorCode[];
+
+/** Errors every route with a JSON body can answer: its media type, its syntax, its size, its fields. */
+export const BODY_ERRORS = ['unsupported_media_type', 'malformed_json', 'payload_too_large', 'validation_failed'] as const satisfies readonly ErrorCode[];
 
 /** `Retry-After` as the service sends it with 429, 503 and `409 idempotency_key_in_use`. */
 const RetryAfterHeader = {
@@ -148,7 +155,7 @@ const PROBLEM_HEADERS: Partial<Record<number, Record<string, object>>> = {
  */
 export function problemResponses(...codes: ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
+  for (const code of new Set(codes)) {
     const { status } = ERROR_CATALOGUE[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }

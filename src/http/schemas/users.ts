@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { USER_SORTS } from '../../core/users/user-query.ts';
+import { EMAIL_PATTERN } from '../../core/users/email.ts';
 import { NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
 
 /** `expires_at` as a client writes it: an RFC 3339 instant in the future, or null for never. */
@@ -52,7 +53,7 @@ export const AddUserBody = Type.Object(
     user: Type.Object(
       {
         email: Type.String({
-          format: 'email',
+          pattern: EMAIL_PATTERN,
           maxLength: 254,
           description: 'The user\'s email, its identity in the workspace (matched case-insensitively).',
           examples: ['ada@example.com'],
@@ -180,7 +181,7 @@ export const PatchUserBody = Type.Object(
     user: Type.Object(
       {
         email: Type.Optional(
-          Type.String({ format: 'email', maxLength: 254, description: 'A new email (rename); no other user of the workspace may hold it.' }),
+          Type.String({ pattern: EMAIL_PATTERN, maxLength: 254, description: 'A new email (rename); no other user of the workspace may hold it.' }),
         ),
         role: Type.Optional(StringEnum(['owner', 'non_owner'], { description: 'Workspace role.' })),
         first_name: Type.Optional(

@@ -5,7 +5,7 @@ import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { Type } from '@sinclair/typebox';
 import { deleteProduct, getProduct, listProducts, putProduct } from '../../../core/products/products-service.ts';
 import { PutProductBody } from '../../schemas/admin.ts';
-import { jsonResponse, problemResponses } from '../../schemas/common.ts';
+import { BODY_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { ADMIN_PRODUCT_EXAMPLE, AdminProductSchema, PRODUCT_NAME_PATTERN, toAdminProduct } from '../../schemas/products.ts';
 import { AUTH, adminActor, security, tags } from './admin-common.ts';
 
@@ -57,7 +57,7 @@ export async function catalogueRoutes(app: FastifyInstance, options: { store: St
       response: {
         200: jsonResponse('The product, its roles replaced (or unchanged).', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE),
         201: jsonResponse('The product, created.', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE),
-        ...problemResponses(...AUTH, 'validation_failed', 'invalid_parameter', 'product_in_use'),
+        ...problemResponses(...AUTH, ...BODY_ERRORS, 'invalid_parameter', 'product_in_use'),
       },
     },
     handler: async (request, reply) => {
@@ -74,7 +74,7 @@ export async function catalogueRoutes(app: FastifyInstance, options: { store: St
       tags,
       security,
       params: ProductParams,
-      response: { 200: jsonResponse('The product.', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE), ...problemResponses(...AUTH, 'product_not_found') },
+      response: { 200: jsonResponse('The product.', AdminProductSchema, ADMIN_PRODUCT_EXAMPLE), ...problemResponses(...AUTH, 'product_not_found', 'invalid_parameter') },
     },
     handler: async (request) => toAdminProduct(await getProduct(store, request.params.name)),
   });
@@ -87,7 +87,7 @@ export async function catalogueRoutes(app: FastifyInstance, options: { store: St
       tags,
       security,
       params: ProductParams,
-      response: { 204: { type: 'null', description: 'Removed.' }, ...problemResponses(...AUTH, 'product_not_found', 'product_in_use') },
+      response: { 204: { type: 'null', description: 'Removed.' }, ...problemResponses(...AUTH, 'product_not_found', 'product_in_use', 'invalid_parameter') },
     },
     handler: async (request, reply) => {
       await deleteProduct(store, request.params.name, adminActor(request));

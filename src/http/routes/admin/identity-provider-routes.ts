@@ -12,7 +12,7 @@ import {
 import type { Store } from '../../../core/ports.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { OIDC_CALLBACK_PATH } from '../../oidc/oidc-routes.ts';
-import { Timestamp, jsonResponse, problemResponses } from '../../schemas/common.ts';
+import { BODY_ERRORS, Timestamp, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import type { RouteMount } from '../route-mount.ts';
 
 /** Body of `PUT …/identity-provider`. */
@@ -102,7 +102,7 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
         201: jsonResponse('The configuration created.', IdentityProviderSchema, example),
         ...problemResponses(
           ...mount.errors,
-          'validation_failed',
+          ...BODY_ERRORS,
           'identity_provider_unreachable',
           'identity_provider_address_refused',
           'identity_provider_http_refused',

@@ -17,7 +17,7 @@ import {
 import type { WebhookEndpointChanges } from '../../../core/webhooks/webhook-endpoint.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { ADMIN_EXAMPLES, AdminPageQuery, pageOf } from '../../schemas/admin.ts';
-import { LinkHeader, jsonResponse, problemResponses } from '../../schemas/common.ts';
+import { BODY_ERRORS, LinkHeader, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import {
   CreateWebhookEndpointBody,
   UpdateWebhookEndpointBody,
@@ -68,7 +68,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       body: CreateWebhookEndpointBody,
       response: {
         201: jsonResponse('The new endpoint with its secret, shown only here.', WebhookEndpointWithSecretSchema, { ...endpoint, secret }),
-        ...problemResponses(...mount.errors, 'validation_failed', 'unsupported_media_type', 'malformed_json'),
+        ...problemResponses(...mount.errors, ...BODY_ERRORS),
       },
     },
     handler: async (request, reply) => {
@@ -137,7 +137,7 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       body: UpdateWebhookEndpointBody,
       response: {
         200: jsonResponse('The endpoint after the change.', WebhookEndpointSchema, endpoint),
-        ...problemResponses(...NOT_FOUND, 'validation_failed', 'unsupported_media_type', 'malformed_json'),
+        ...problemResponses(...NOT_FOUND, ...BODY_ERRORS),
       },
     },
     handler: async (request) => {

@@ -18,7 +18,7 @@ import {
   toWireCreatedApiKey,
   toWireWorkspace,
 } from '../../schemas/admin.ts';
-import { LinkHeader, jsonResponse, problemResponses } from '../../schemas/common.ts';
+import { BODY_ERRORS, LinkHeader, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { AUTH, SubdomainParams, adminActor, listed, security, tags } from './admin-common.ts';
 
 const { workspace, createdApiKey, page } = ADMIN_EXAMPLES;
@@ -46,7 +46,7 @@ export async function workspacesRoutes(app: FastifyInstance, options: { store: S
           CreatedWorkspaceSchema,
           { ...workspace, api_key: createdApiKey },
           { Location: { type: 'string', description: 'Path of the workspace: `/admin/v1/workspaces/{subdomain}`.' } },
-        ), ...problemResponses(...AUTH, 'validation_failed', 'workspace_exists') },
+        ), ...problemResponses(...AUTH, ...BODY_ERRORS, 'workspace_exists') },
     },
     handler: async (request, reply) => {
       const created = await createWorkspace(store, request.body.subdomain, request.body.name, adminActor(request));
@@ -86,7 +86,7 @@ export async function workspacesRoutes(app: FastifyInstance, options: { store: S
       tags,
       security,
       params: SubdomainParams,
-      response: { 200: jsonResponse('The workspace.', WorkspaceSchema, workspace), ...problemResponses(...AUTH, 'workspace_not_found') },
+      response: { 200: jsonResponse('The workspace.', WorkspaceSchema, workspace), ...problemResponses(...AUTH, 'workspace_not_found', 'invalid_parameter') },
     },
     handler: async (request) => toWireWorkspace(await getWorkspace(store, request.params.subdomain)),
   });
@@ -99,7 +99,7 @@ export async function workspacesRoutes(app: FastifyInstance, options: { store: S
       tags,
       security,
       params: SubdomainParams,
-      response: { 204: { type: 'null', description: 'Deleted.' }, ...problemResponses(...AUTH, 'workspace_not_found') },
+      response: { 204: { type: 'null', description: 'Deleted.' }, ...problemResponses(...AUTH, 'workspace_not_found', 'invalid_parameter') },
     },
     handler: async (request, reply) => {
       await deleteWorkspace(store, request.params.subdomain, adminActor(request));

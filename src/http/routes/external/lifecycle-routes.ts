@@ -14,7 +14,7 @@ import type { Store } from '../../../core/ports.ts';
 import { scoped } from '../../route-scopes.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
-import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
+import { BODY_ERRORS, EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import {
   ActivityBody,
   ActivityResultSchema,
@@ -25,8 +25,6 @@ import {
   toWireInactivityPolicy,
 } from '../../schemas/policies.ts';
 import type { RouteMount } from '../route-mount.ts';
-
-const BODY_ERRORS = ['unsupported_media_type', 'malformed_json', 'payload_too_large', 'validation_failed'] as const;
 
 /** The workspace of a request. */
 function workspaceOf(request: FastifyRequest): number {

@@ -202,7 +202,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       params: EmailParams,
       response: {
         200: jsonResponse('The user.', Type.Ref(UserSchema), USER_EXAMPLE, EtagHeader),
-        ...problemResponses(...EXTERNAL_API_ERRORS, 'user_not_found'),
+        ...problemResponses(...EXTERNAL_API_ERRORS, 'invalid_parameter', 'user_not_found'),
       },
     },
     handler: async (request, reply) =>
