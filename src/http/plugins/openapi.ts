@@ -135,9 +135,13 @@ const COMMON_HEADERS = {
 
 const headerRef = (name: keyof typeof COMMON_HEADERS) => ({ $ref: `#/components/headers/${name}` });
 
-/** Adds references to the {@link COMMON_HEADERS} an operation's answers carry. */
+/** Adds references to the {@link COMMON_HEADERS} an operation's answers carry, and the console session as a way in. */
 function declareCommonHeaders(operation: DescribedOperation): void {
   const keyed = operation.security?.some((requirement) => 'apiKey' in requirement) ?? false;
+  // The console's session stands in for a key or the operator token (docs/security.md, "Console sessions").
+  if (operation.security?.some((requirement) => 'apiKey' in requirement || 'adminToken' in requirement)) {
+    operation.security = [...operation.security, { consoleSession: [] }];
+  }
   const idempotent = operation.parameters?.some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key') ?? false;
   for (const [status, response] of Object.entries(operation.responses ?? {})) {
     if (typeof response !== 'object' || !response || '$ref' in response) continue;
@@ -185,6 +189,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
               '`audit:read`; `*` is every scope, present and future. Each operation lists the scope it needs in its security requirement.',
           },
           adminToken: { type: 'http', scheme: 'bearer' },
+          consoleSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'wum_session',
+            description:
+              'The web console\'s session, set at sign-in (`__Host-wum_session` over https). A signed-in owner may call the ' +
+              'workspace\'s operations with every scope, a signed-in operator the operator API; a change must come from the ' +
+              'console\'s own origin (else `403 cross_origin_refused`).',
+          },
         },
       },
       security: [{ apiKey: [] }],

@@ -114,7 +114,8 @@ export function problemExample(code: ErrorCode): ProblemDetails {
 
 /**
  * Errors every external-API route can answer: a request target it cannot read (a NUL, broken
- * percent-encoding), addressing, authentication, scopes, limits, availability.
+ * percent-encoding), addressing, authentication (a key, or a console session and its
+ * same-origin rule), scopes, limits, availability.
  */
 export const EXTERNAL_API_ERRORS = [
   'bad_request',
@@ -122,6 +123,8 @@ export const EXTERNAL_API_ERRORS = [
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
+  'invalid_session',
+  'cross_origin_refused',
   'rate_limited',
   'internal_error',
   'service_unavailable',
