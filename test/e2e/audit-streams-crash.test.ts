@@ -88,7 +88,7 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
         body: { user: { email: `crash${i}@example.com`, role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] } },
       });
       assert.equal(res.status, 201, res.body);
-      if (i === USERS / 2) await eventually(async () => jsonl!.rows().length > 0, 30_000, 'a first batch at the https receiver');
+      if (i === USERS / 2) await eventually(async () => firstArrivals(jsonl!.rows()).length > 0, 30_000, 'a first batch at the https receiver');
     }
     await eventually(async () => hec!.received.length > 0, 30_000, 'the HEC refused a batch');
     first.kill(); // SIGKILL the whole process group, with rows undelivered and batches in flight

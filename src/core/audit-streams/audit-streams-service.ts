@@ -171,7 +171,7 @@ function patchedCredentials(destination: NonNullable<StreamPatch['destination']>
 /**
  * Changes a stream: name, format, actions, destination (its credentials kept when left out of a
  * destination of the same type), and `status` (`paused`, or `active` to resume from the cursor
- * at once). Audited as `audit_stream.updated`, and `audit_stream.paused` / `audit_stream.resumed`
+ * at once, a failing stream too). Audited as `audit_stream.updated`, and `audit_stream.paused` / `audit_stream.resumed`
  * for a change of status, in the change's transaction.
  * @throws AppError `audit_stream_not_found` (404); `validation_failed` (400); `format_not_available` (422).
  */
@@ -202,7 +202,8 @@ export async function updateAuditStream(
       ...(destination === undefined ? {} : { destination }),
       ...(credentials === undefined ? {} : { credentials }),
     };
-    const status = patch.status === undefined || (patch.status === 'paused') === (before.status === 'paused') ? undefined : patch.status;
+    // `active` also retries a failing stream at once, its backoff cleared.
+    const status = patch.status === undefined || patch.status === before.status ? undefined : patch.status;
     if (Object.keys(settings).length === 0 && status === undefined) return before;
     const after = await tx.auditStreams.update(id, { ...settings, ...(status === undefined ? {} : { status }) });
     if (Object.keys(settings).length > 0) await audit(tx, actor, 'audit_stream.updated', before, after);
