@@ -68,7 +68,7 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
     assert.equal(ws.status, 201, ws.body);
     const key = ws.json().api_key.key as string;
     const host = `streamy.localhost:${port}`;
-    const streams = [];
+    const streams: Array<{ id: string; cursor: number }> = [];
     for (const destination of [
       { type: 'https', url: jsonl.url },
       { type: 'splunk_hec', url: hec.url, token: HEC_TOKEN },
