@@ -2,7 +2,7 @@
  * The import graph's rules, checked by test/architecture/import-graph.test.ts (in `npm test`)
  * and by `npx depcruise src sdk console/src harness`. Rooms: core is the domain (no HTTP, SQL or
  * framework), http/ the HTTP adapter, storage/ the database, webhooks/ the delivery worker,
- * server/ the composition root that wires them; the console sees the server only through sdk/.
+ * audit-streams/ the audit stream worker, server/ the composition root that wires them; the console sees the server only through sdk/.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -17,23 +17,23 @@ module.exports = {
     {
       name: 'adapters-not-into-storage',
       severity: 'error',
-      comment: 'http/ and webhooks/ depend on ports in core/; only the composition root (src/server/) imports storage/.',
-      from: { path: '^src/(http|webhooks)/' },
+      comment: 'http/, webhooks/ and audit-streams/ depend on ports in core/; only the composition root (src/server/) imports storage/.',
+      from: { path: '^src/(http|webhooks|audit-streams)/' },
       to: { path: '^src/storage/' },
     },
     {
       name: 'http-not-into-webhooks',
       severity: 'error',
-      comment: 'The HTTP adapter gets what it needs of the webhook worker (the URL check) from the composition root.',
+      comment: 'The HTTP adapter gets what it needs of the webhook and audit stream workers (the URL checks, the test send) from the composition root.',
       from: { path: '^src/http/' },
-      to: { path: '^src/webhooks/' },
+      to: { path: '^src/(webhooks|audit-streams)/' },
     },
     {
       name: 'core-is-the-domain',
       severity: 'error',
       comment: 'src/core imports neither the adapters nor the composition root.',
       from: { path: '^src/core/' },
-      to: { path: '^src/(http|storage|webhooks|server|cli|scim)/' },
+      to: { path: '^src/(http|storage|webhooks|audit-streams|server|cli|scim)/' },
     },
     {
       name: 'core-without-frameworks',

@@ -71,6 +71,7 @@ const WUM_VARIABLES = [
   'SECRETS_KEY',
   'SECRETS_KEY_PREVIOUS',
   'POLICY_MIN_DURATION',
+  'AUDIT_STREAM_PAUSE_AFTER',
 ];
 
 /** A server process started by a test, with its output so far. */

@@ -29,6 +29,7 @@ export const API_KEY_SCOPES = [
   'sso:write',
   'webhooks:write',
   'audit:read',
+  'audit:write',
 ] as const satisfies readonly ApiKeyScope[];
 
 /** A named scope (not {@link EVERY_SCOPE}). */

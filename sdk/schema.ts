@@ -413,6 +413,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/external/v2/audit-streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit streams, with their health
+         * @description The workspace's streams, oldest first.
+         */
+        get: operations["listOwnAuditStreams"];
+        put?: never;
+        /**
+         * Create an audit stream (an https stream's secret is shown only in this response)
+         * @description Sends the audit rows written from now on, in audit id order and at least once, to a SIEM: `https` (signed JSON Lines), `splunk_hec`, `s3` or `syslog`. The destination's address passes the outbound guard (`400 validation_failed`).
+         */
+        post: operations["createOwnAuditStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/audit-streams/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an audit stream and its health
+         * @description Its settings (never its credentials) and health: `status`, `last_delivered_at`, `lag_rows`, `lag_seconds`, `last_error`.
+         */
+        get: operations["getOwnAuditStream"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an audit stream
+         * @description Nothing more is sent; a batch in flight may still arrive.
+         */
+        delete: operations["deleteOwnAuditStream"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume an audit stream
+         * @description Changes the fields given. A destination replaces the old one; its credentials may be left out to keep the stored ones (same type). `status: "paused"` stops sending; `status: "active"` resumes from the cursor at once (also after the service paused a failing stream).
+         */
+        patch: operations["updateOwnAuditStream"];
+        trace?: never;
+    };
+    "/api/external/v2/audit-streams/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one synthetic row to the stream's destination now
+         * @description A row with `action` `audit_stream.test` and id 0, in the stream's format; the answer says whether the destination accepted it. The cursor and health are left alone.
+         */
+        post: operations["testOwnAuditStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/audit-streams/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the rows from an instant on again
+         * @description Moves the cursor back to just before the first row at or after `from` (never forward); the rows are sent again, in order. Rows older than `AUDIT_RETENTION` are gone: `complete` is false when the oldest row kept is newer than `from`.
+         */
+        post: operations["replayOwnAuditStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/workspaces": {
         parameters: {
             query?: never;
@@ -819,6 +911,98 @@ export interface paths {
          */
         put: operations["putWorkspaceExpiryPolicy"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit-streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit streams, with their health
+         * @description Every stream, of every workspace, oldest first.
+         */
+        get: operations["listAuditStreams"];
+        put?: never;
+        /**
+         * Create an audit stream (an https stream's secret is shown only in this response)
+         * @description Sends the audit rows written from now on, in audit id order and at least once, to a SIEM: `https` (signed JSON Lines), `splunk_hec`, `s3` or `syslog`. The destination's address passes the outbound guard (`400 validation_failed`). `workspace` names the workspace whose rows it sends; null or absent: every workspace's.
+         */
+        post: operations["createAuditStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit-streams/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an audit stream and its health
+         * @description Its settings (never its credentials) and health: `status`, `last_delivered_at`, `lag_rows`, `lag_seconds`, `last_error`.
+         */
+        get: operations["getAuditStream"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an audit stream
+         * @description Nothing more is sent; a batch in flight may still arrive.
+         */
+        delete: operations["deleteAuditStream"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume an audit stream
+         * @description Changes the fields given. A destination replaces the old one; its credentials may be left out to keep the stored ones (same type). `status: "paused"` stops sending; `status: "active"` resumes from the cursor at once (also after the service paused a failing stream).
+         */
+        patch: operations["updateAuditStream"];
+        trace?: never;
+    };
+    "/admin/v1/audit-streams/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one synthetic row to the stream's destination now
+         * @description A row with `action` `audit_stream.test` and id 0, in the stream's format; the answer says whether the destination accepted it. The cursor and health are left alone.
+         */
+        post: operations["testAuditStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit-streams/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the rows from an instant on again
+         * @description Moves the cursor back to just before the first row at or after `from` (never forward); the rows are sent again, in order. Rows older than `AUDIT_RETENTION` are gone: `complete` is false when the oldest row kept is newer than `from`.
+         */
+        post: operations["replayAuditStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3680,7 +3864,7 @@ export interface operations {
                              *       "*"
                              *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -3826,7 +4010,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                    scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                     /**
                      * Format: date-time
                      * @description When the key stops working (in the future); never when omitted.
@@ -3888,7 +4072,7 @@ export interface operations {
                          *       "*"
                          *     ]
                          */
-                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                         /**
                          * Format: date-time
                          * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -6446,6 +6630,1220 @@ export interface operations {
             };
         };
     };
+    listOwnAuditStreams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The streams. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_streams": [
+                     *         {
+                     *           "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *           "workspace": "acme",
+                     *           "name": "SIEM",
+                     *           "format": "json",
+                     *           "actions": null,
+                     *           "destination": {
+                     *             "type": "splunk_hec",
+                     *             "url": "https://splunk.example.com:8088",
+                     *             "token_set": true
+                     *           },
+                     *           "status": "active",
+                     *           "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *           "lag_rows": 0,
+                     *           "lag_seconds": 0,
+                     *           "last_error": null,
+                     *           "failing_since": null,
+                     *           "cursor": 42,
+                     *           "created_at": "2025-01-15T09:00:00.000Z",
+                     *           "updated_at": "2025-01-15T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        audit_streams: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                            workspace: string | null;
+                            name: string;
+                            /** @enum {string} */
+                            format: "json" | "ocsf";
+                            actions: string[] | null;
+                            /** @description The destination without its credentials. */
+                            destination: {
+                                /** @enum {string} */
+                                type: "https" | "splunk_hec" | "s3" | "syslog";
+                                url?: string;
+                                /** @description `splunk_hec`: a token is stored (it is never shown). */
+                                token_set?: boolean;
+                                endpoint?: string;
+                                region?: string;
+                                bucket?: string;
+                                prefix?: string;
+                                access_key_id?: string;
+                                /** @description `s3`: a secret key is stored (it is never shown). */
+                                secret_access_key_set?: boolean;
+                                host?: string;
+                                port?: number;
+                                ca_certificate?: string;
+                            };
+                            /**
+                             * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                             * @enum {string}
+                             */
+                            status: "active" | "failing" | "paused";
+                            /**
+                             * Format: date-time
+                             * @description When a batch was last accepted.
+                             */
+                            last_delivered_at: string | null;
+                            /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                            lag_rows: number;
+                            /** @description Age of the oldest of them, in seconds; 0 when none. */
+                            lag_seconds: number;
+                            /** @description What the destination answered to the last failed batch; null after a success. */
+                            last_error: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Since when it fails without a success; null when not failing.
+                             */
+                            failing_since: string | null;
+                            /** @description The last audit id delivered. */
+                            cursor: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createOwnAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "name": "SIEM",
+                 *       "format": "json",
+                 *       "destination": {
+                 *         "type": "splunk_hec",
+                 *         "url": "https://splunk.example.com:8088",
+                 *         "token": "8f0c…"
+                 *       }
+                 *     } */
+                "application/json": {
+                    /** @description A name for people. */
+                    name: string;
+                    /**
+                     * @description `json`: each row as `GET /audit-events` shows it; `ocsf`: an OCSF 1.x event.
+                     * @enum {string}
+                     */
+                    format: "json" | "ocsf";
+                    /** @description Only rows of these actions (e.g. `user.created`); null or absent: every action. */
+                    actions?: string[] | null;
+                    /** @description Where the rows go: `https`, `splunk_hec`, `s3` or `syslog`. */
+                    destination: {
+                        /** @enum {string} */
+                        type: "https";
+                        /** @description Where batches are POSTed: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "splunk_hec";
+                        /** @description The collector's base URL: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                        /** @description The HEC token. Write-only: never answered. */
+                        token: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "s3";
+                        /** @description An S3-compatible server (absent: AWS): `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        endpoint?: string;
+                        /** @description The bucket's region, e.g. `eu-west-1`. */
+                        region: string;
+                        /** @description The bucket. */
+                        bucket: string;
+                        /** @description Prepended to every object key, e.g. `wum/audit/`. */
+                        prefix?: string;
+                        /** @description The access key id. */
+                        access_key_id: string;
+                        /** @description The secret access key. Write-only: never answered. */
+                        secret_access_key: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "syslog";
+                        /** @description The syslog server (RFC 5425, TLS). */
+                        host: string;
+                        /** @description Its TLS port, e.g. 6514. */
+                        port: number;
+                        /** @description A PEM CA certificate to trust instead of the system's. */
+                        ca_certificate?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The new stream; `secret` for an https destination, shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *       "workspace": "acme",
+                     *       "name": "SIEM",
+                     *       "format": "json",
+                     *       "actions": null,
+                     *       "destination": {
+                     *         "type": "splunk_hec",
+                     *         "url": "https://splunk.example.com:8088",
+                     *         "token_set": true
+                     *       },
+                     *       "status": "active",
+                     *       "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *       "lag_rows": 0,
+                     *       "lag_seconds": 0,
+                     *       "last_error": null,
+                     *       "failing_since": null,
+                     *       "cursor": 42,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                        workspace: string | null;
+                        name: string;
+                        /** @enum {string} */
+                        format: "json" | "ocsf";
+                        actions: string[] | null;
+                        /** @description The destination without its credentials. */
+                        destination: {
+                            /** @enum {string} */
+                            type: "https" | "splunk_hec" | "s3" | "syslog";
+                            url?: string;
+                            /** @description `splunk_hec`: a token is stored (it is never shown). */
+                            token_set?: boolean;
+                            endpoint?: string;
+                            region?: string;
+                            bucket?: string;
+                            prefix?: string;
+                            access_key_id?: string;
+                            /** @description `s3`: a secret key is stored (it is never shown). */
+                            secret_access_key_set?: boolean;
+                            host?: string;
+                            port?: number;
+                            ca_certificate?: string;
+                        };
+                        /**
+                         * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                         * @enum {string}
+                         */
+                        status: "active" | "failing" | "paused";
+                        /**
+                         * Format: date-time
+                         * @description When a batch was last accepted.
+                         */
+                        last_delivered_at: string | null;
+                        /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                        lag_rows: number;
+                        /** @description Age of the oldest of them, in seconds; 0 when none. */
+                        lag_seconds: number;
+                        /** @description What the destination answered to the last failed batch; null after a success. */
+                        last_error: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Since when it fails without a success; null when not failing.
+                         */
+                        failing_since: string | null;
+                        /** @description The last audit id delivered. */
+                        cursor: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description `https` only: the signing secret (`whsec_…`, Standard Webhooks), shown only in this answer. */
+                        secret?: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `format_not_available`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOwnAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *       "workspace": "acme",
+                     *       "name": "SIEM",
+                     *       "format": "json",
+                     *       "actions": null,
+                     *       "destination": {
+                     *         "type": "splunk_hec",
+                     *         "url": "https://splunk.example.com:8088",
+                     *         "token_set": true
+                     *       },
+                     *       "status": "active",
+                     *       "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *       "lag_rows": 0,
+                     *       "lag_seconds": 0,
+                     *       "last_error": null,
+                     *       "failing_since": null,
+                     *       "cursor": 42,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                        workspace: string | null;
+                        name: string;
+                        /** @enum {string} */
+                        format: "json" | "ocsf";
+                        actions: string[] | null;
+                        /** @description The destination without its credentials. */
+                        destination: {
+                            /** @enum {string} */
+                            type: "https" | "splunk_hec" | "s3" | "syslog";
+                            url?: string;
+                            /** @description `splunk_hec`: a token is stored (it is never shown). */
+                            token_set?: boolean;
+                            endpoint?: string;
+                            region?: string;
+                            bucket?: string;
+                            prefix?: string;
+                            access_key_id?: string;
+                            /** @description `s3`: a secret key is stored (it is never shown). */
+                            secret_access_key_set?: boolean;
+                            host?: string;
+                            port?: number;
+                            ca_certificate?: string;
+                        };
+                        /**
+                         * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                         * @enum {string}
+                         */
+                        status: "active" | "failing" | "paused";
+                        /**
+                         * Format: date-time
+                         * @description When a batch was last accepted.
+                         */
+                        last_delivered_at: string | null;
+                        /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                        lag_rows: number;
+                        /** @description Age of the oldest of them, in seconds; 0 when none. */
+                        lag_seconds: number;
+                        /** @description What the destination answered to the last failed batch; null after a success. */
+                        last_error: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Since when it fails without a success; null when not failing.
+                         */
+                        failing_since: string | null;
+                        /** @description The last audit id delivered. */
+                        cursor: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteOwnAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateOwnAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "status": "active"
+                 *     } */
+                "application/json": {
+                    /** @description A name for people. */
+                    name?: string;
+                    /**
+                     * @description `json`: each row as `GET /audit-events` shows it; `ocsf`: an OCSF 1.x event.
+                     * @enum {string}
+                     */
+                    format?: "json" | "ocsf";
+                    /** @description Only rows of these actions (e.g. `user.created`); null or absent: every action. */
+                    actions?: string[] | null;
+                    /** @description Where the rows go: `https`, `splunk_hec`, `s3` or `syslog`. */
+                    destination?: {
+                        /** @enum {string} */
+                        type: "https";
+                        /** @description Where batches are POSTed: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "splunk_hec";
+                        /** @description The collector's base URL: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                        /** @description The HEC token. Write-only: never answered. */
+                        token?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "s3";
+                        /** @description An S3-compatible server (absent: AWS): `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        endpoint?: string;
+                        /** @description The bucket's region, e.g. `eu-west-1`. */
+                        region: string;
+                        /** @description The bucket. */
+                        bucket: string;
+                        /** @description Prepended to every object key, e.g. `wum/audit/`. */
+                        prefix?: string;
+                        /** @description The access key id. */
+                        access_key_id: string;
+                        /** @description The secret access key. Write-only: never answered. */
+                        secret_access_key?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "syslog";
+                        /** @description The syslog server (RFC 5425, TLS). */
+                        host: string;
+                        /** @description Its TLS port, e.g. 6514. */
+                        port: number;
+                        /** @description A PEM CA certificate to trust instead of the system's. */
+                        ca_certificate?: string;
+                    };
+                    /**
+                     * @description `paused` stops sending; `active` resumes from the cursor at once.
+                     * @enum {string}
+                     */
+                    status?: "active" | "paused";
+                };
+            };
+        };
+        responses: {
+            /** @description The stream after the change; `secret` when it changed to a new https destination. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *       "workspace": "acme",
+                     *       "name": "SIEM",
+                     *       "format": "json",
+                     *       "actions": null,
+                     *       "destination": {
+                     *         "type": "splunk_hec",
+                     *         "url": "https://splunk.example.com:8088",
+                     *         "token_set": true
+                     *       },
+                     *       "status": "active",
+                     *       "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *       "lag_rows": 0,
+                     *       "lag_seconds": 0,
+                     *       "last_error": null,
+                     *       "failing_since": null,
+                     *       "cursor": 42,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                        workspace: string | null;
+                        name: string;
+                        /** @enum {string} */
+                        format: "json" | "ocsf";
+                        actions: string[] | null;
+                        /** @description The destination without its credentials. */
+                        destination: {
+                            /** @enum {string} */
+                            type: "https" | "splunk_hec" | "s3" | "syslog";
+                            url?: string;
+                            /** @description `splunk_hec`: a token is stored (it is never shown). */
+                            token_set?: boolean;
+                            endpoint?: string;
+                            region?: string;
+                            bucket?: string;
+                            prefix?: string;
+                            access_key_id?: string;
+                            /** @description `s3`: a secret key is stored (it is never shown). */
+                            secret_access_key_set?: boolean;
+                            host?: string;
+                            port?: number;
+                            ca_certificate?: string;
+                        };
+                        /**
+                         * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                         * @enum {string}
+                         */
+                        status: "active" | "failing" | "paused";
+                        /**
+                         * Format: date-time
+                         * @description When a batch was last accepted.
+                         */
+                        last_delivered_at: string | null;
+                        /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                        lag_rows: number;
+                        /** @description Age of the oldest of them, in seconds; 0 when none. */
+                        lag_seconds: number;
+                        /** @description What the destination answered to the last failed batch; null after a success. */
+                        last_error: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Since when it fails without a success; null when not failing.
+                         */
+                        failing_since: string | null;
+                        /** @description The last audit id delivered. */
+                        cursor: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description `https` only: the signing secret (`whsec_…`, Standard Webhooks), shown only in this answer. */
+                        secret?: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `format_not_available`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testOwnAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the destination answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "ok": true,
+                     *       "error": null
+                     *     } */
+                    "application/json": {
+                        /** @description Whether the destination accepted the synthetic row. */
+                        ok: boolean;
+                        /** @description What went wrong, when it did not. */
+                        error: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replayOwnAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339: the rows from this instant on are sent again.
+                     * @example 2025-01-15T00:00:00Z
+                     */
+                    from: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The stream after the rewind. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_stream": {
+                     *         "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *         "workspace": "acme",
+                     *         "name": "SIEM",
+                     *         "format": "json",
+                     *         "actions": null,
+                     *         "destination": {
+                     *           "type": "splunk_hec",
+                     *           "url": "https://splunk.example.com:8088",
+                     *           "token_set": true
+                     *         },
+                     *         "status": "active",
+                     *         "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *         "lag_rows": 0,
+                     *         "lag_seconds": 0,
+                     *         "last_error": null,
+                     *         "failing_since": null,
+                     *         "cursor": 42,
+                     *         "created_at": "2025-01-15T09:00:00.000Z",
+                     *         "updated_at": "2025-01-15T09:00:00.000Z"
+                     *       },
+                     *       "oldest_kept_at": "2024-01-15T09:00:00.000Z",
+                     *       "complete": true
+                     *     } */
+                    "application/json": {
+                        /** @description An audit stream. */
+                        audit_stream: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                            workspace: string | null;
+                            name: string;
+                            /** @enum {string} */
+                            format: "json" | "ocsf";
+                            actions: string[] | null;
+                            /** @description The destination without its credentials. */
+                            destination: {
+                                /** @enum {string} */
+                                type: "https" | "splunk_hec" | "s3" | "syslog";
+                                url?: string;
+                                /** @description `splunk_hec`: a token is stored (it is never shown). */
+                                token_set?: boolean;
+                                endpoint?: string;
+                                region?: string;
+                                bucket?: string;
+                                prefix?: string;
+                                access_key_id?: string;
+                                /** @description `s3`: a secret key is stored (it is never shown). */
+                                secret_access_key_set?: boolean;
+                                host?: string;
+                                port?: number;
+                                ca_certificate?: string;
+                            };
+                            /**
+                             * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                             * @enum {string}
+                             */
+                            status: "active" | "failing" | "paused";
+                            /**
+                             * Format: date-time
+                             * @description When a batch was last accepted.
+                             */
+                            last_delivered_at: string | null;
+                            /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                            lag_rows: number;
+                            /** @description Age of the oldest of them, in seconds; 0 when none. */
+                            lag_seconds: number;
+                            /** @description What the destination answered to the last failed batch; null after a success. */
+                            last_error: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Since when it fails without a success; null when not failing.
+                             */
+                            failing_since: string | null;
+                            /** @description The last audit id delivered. */
+                            cursor: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /**
+                         * Format: date-time
+                         * @description The oldest audit row still kept (AUDIT_RETENTION removes older ones); null when none.
+                         */
+                        oldest_kept_at: string | null;
+                        /** @description False when the oldest row kept is newer than `from`: rows between may have been removed by retention. */
+                        complete: boolean;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listWorkspaces: {
         parameters: {
             query?: {
@@ -6681,7 +8079,7 @@ export interface operations {
                              *       "*"
                              *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -7916,7 +9314,7 @@ export interface operations {
                              *       "*"
                              *     ]
                              */
-                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                            scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                             /**
                              * Format: date-time
                              * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -8047,7 +9445,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                    scopes?: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                     /**
                      * Format: date-time
                      * @description When the key stops working (in the future); never when omitted.
@@ -8107,7 +9505,7 @@ export interface operations {
                          *       "*"
                          *     ]
                          */
-                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "*")[];
+                        scopes: ("users:read" | "users:write" | "products:read" | "events:read" | "scim" | "owners:write" | "activity:write" | "policies:write" | "keys:write" | "sso:write" | "webhooks:write" | "audit:read" | "audit:write" | "*")[];
                         /**
                          * Format: date-time
                          * @description When the key stops working (then `401 invalid_api_key`); null for never.
@@ -10988,6 +12386,1057 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAuditStreams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The streams. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_streams": [
+                     *         {
+                     *           "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *           "workspace": "acme",
+                     *           "name": "SIEM",
+                     *           "format": "json",
+                     *           "actions": null,
+                     *           "destination": {
+                     *             "type": "splunk_hec",
+                     *             "url": "https://splunk.example.com:8088",
+                     *             "token_set": true
+                     *           },
+                     *           "status": "active",
+                     *           "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *           "lag_rows": 0,
+                     *           "lag_seconds": 0,
+                     *           "last_error": null,
+                     *           "failing_since": null,
+                     *           "cursor": 42,
+                     *           "created_at": "2025-01-15T09:00:00.000Z",
+                     *           "updated_at": "2025-01-15T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        audit_streams: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                            workspace: string | null;
+                            name: string;
+                            /** @enum {string} */
+                            format: "json" | "ocsf";
+                            actions: string[] | null;
+                            /** @description The destination without its credentials. */
+                            destination: {
+                                /** @enum {string} */
+                                type: "https" | "splunk_hec" | "s3" | "syslog";
+                                url?: string;
+                                /** @description `splunk_hec`: a token is stored (it is never shown). */
+                                token_set?: boolean;
+                                endpoint?: string;
+                                region?: string;
+                                bucket?: string;
+                                prefix?: string;
+                                access_key_id?: string;
+                                /** @description `s3`: a secret key is stored (it is never shown). */
+                                secret_access_key_set?: boolean;
+                                host?: string;
+                                port?: number;
+                                ca_certificate?: string;
+                            };
+                            /**
+                             * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                             * @enum {string}
+                             */
+                            status: "active" | "failing" | "paused";
+                            /**
+                             * Format: date-time
+                             * @description When a batch was last accepted.
+                             */
+                            last_delivered_at: string | null;
+                            /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                            lag_rows: number;
+                            /** @description Age of the oldest of them, in seconds; 0 when none. */
+                            lag_seconds: number;
+                            /** @description What the destination answered to the last failed batch; null after a success. */
+                            last_error: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Since when it fails without a success; null when not failing.
+                             */
+                            failing_since: string | null;
+                            /** @description The last audit id delivered. */
+                            cursor: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "name": "SIEM",
+                 *       "format": "json",
+                 *       "destination": {
+                 *         "type": "splunk_hec",
+                 *         "url": "https://splunk.example.com:8088",
+                 *         "token": "8f0c…"
+                 *       }
+                 *     } */
+                "application/json": {
+                    /**
+                     * @description The workspace whose rows it sends; null or absent: every workspace's and the operator's own.
+                     * @example acme
+                     */
+                    workspace?: string | null;
+                    /** @description A name for people. */
+                    name: string;
+                    /**
+                     * @description `json`: each row as `GET /audit-events` shows it; `ocsf`: an OCSF 1.x event.
+                     * @enum {string}
+                     */
+                    format: "json" | "ocsf";
+                    /** @description Only rows of these actions (e.g. `user.created`); null or absent: every action. */
+                    actions?: string[] | null;
+                    /** @description Where the rows go: `https`, `splunk_hec`, `s3` or `syslog`. */
+                    destination: {
+                        /** @enum {string} */
+                        type: "https";
+                        /** @description Where batches are POSTed: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "splunk_hec";
+                        /** @description The collector's base URL: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                        /** @description The HEC token. Write-only: never answered. */
+                        token: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "s3";
+                        /** @description An S3-compatible server (absent: AWS): `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        endpoint?: string;
+                        /** @description The bucket's region, e.g. `eu-west-1`. */
+                        region: string;
+                        /** @description The bucket. */
+                        bucket: string;
+                        /** @description Prepended to every object key, e.g. `wum/audit/`. */
+                        prefix?: string;
+                        /** @description The access key id. */
+                        access_key_id: string;
+                        /** @description The secret access key. Write-only: never answered. */
+                        secret_access_key: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "syslog";
+                        /** @description The syslog server (RFC 5425, TLS). */
+                        host: string;
+                        /** @description Its TLS port, e.g. 6514. */
+                        port: number;
+                        /** @description A PEM CA certificate to trust instead of the system's. */
+                        ca_certificate?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The new stream; `secret` for an https destination, shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *       "workspace": "acme",
+                     *       "name": "SIEM",
+                     *       "format": "json",
+                     *       "actions": null,
+                     *       "destination": {
+                     *         "type": "splunk_hec",
+                     *         "url": "https://splunk.example.com:8088",
+                     *         "token_set": true
+                     *       },
+                     *       "status": "active",
+                     *       "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *       "lag_rows": 0,
+                     *       "lag_seconds": 0,
+                     *       "last_error": null,
+                     *       "failing_since": null,
+                     *       "cursor": 42,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                        workspace: string | null;
+                        name: string;
+                        /** @enum {string} */
+                        format: "json" | "ocsf";
+                        actions: string[] | null;
+                        /** @description The destination without its credentials. */
+                        destination: {
+                            /** @enum {string} */
+                            type: "https" | "splunk_hec" | "s3" | "syslog";
+                            url?: string;
+                            /** @description `splunk_hec`: a token is stored (it is never shown). */
+                            token_set?: boolean;
+                            endpoint?: string;
+                            region?: string;
+                            bucket?: string;
+                            prefix?: string;
+                            access_key_id?: string;
+                            /** @description `s3`: a secret key is stored (it is never shown). */
+                            secret_access_key_set?: boolean;
+                            host?: string;
+                            port?: number;
+                            ca_certificate?: string;
+                        };
+                        /**
+                         * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                         * @enum {string}
+                         */
+                        status: "active" | "failing" | "paused";
+                        /**
+                         * Format: date-time
+                         * @description When a batch was last accepted.
+                         */
+                        last_delivered_at: string | null;
+                        /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                        lag_rows: number;
+                        /** @description Age of the oldest of them, in seconds; 0 when none. */
+                        lag_seconds: number;
+                        /** @description What the destination answered to the last failed batch; null after a success. */
+                        last_error: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Since when it fails without a success; null when not failing.
+                         */
+                        failing_since: string | null;
+                        /** @description The last audit id delivered. */
+                        cursor: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description `https` only: the signing secret (`whsec_…`, Standard Webhooks), shown only in this answer. */
+                        secret?: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `workspace_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `format_not_available`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *       "workspace": "acme",
+                     *       "name": "SIEM",
+                     *       "format": "json",
+                     *       "actions": null,
+                     *       "destination": {
+                     *         "type": "splunk_hec",
+                     *         "url": "https://splunk.example.com:8088",
+                     *         "token_set": true
+                     *       },
+                     *       "status": "active",
+                     *       "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *       "lag_rows": 0,
+                     *       "lag_seconds": 0,
+                     *       "last_error": null,
+                     *       "failing_since": null,
+                     *       "cursor": 42,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                        workspace: string | null;
+                        name: string;
+                        /** @enum {string} */
+                        format: "json" | "ocsf";
+                        actions: string[] | null;
+                        /** @description The destination without its credentials. */
+                        destination: {
+                            /** @enum {string} */
+                            type: "https" | "splunk_hec" | "s3" | "syslog";
+                            url?: string;
+                            /** @description `splunk_hec`: a token is stored (it is never shown). */
+                            token_set?: boolean;
+                            endpoint?: string;
+                            region?: string;
+                            bucket?: string;
+                            prefix?: string;
+                            access_key_id?: string;
+                            /** @description `s3`: a secret key is stored (it is never shown). */
+                            secret_access_key_set?: boolean;
+                            host?: string;
+                            port?: number;
+                            ca_certificate?: string;
+                        };
+                        /**
+                         * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                         * @enum {string}
+                         */
+                        status: "active" | "failing" | "paused";
+                        /**
+                         * Format: date-time
+                         * @description When a batch was last accepted.
+                         */
+                        last_delivered_at: string | null;
+                        /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                        lag_rows: number;
+                        /** @description Age of the oldest of them, in seconds; 0 when none. */
+                        lag_seconds: number;
+                        /** @description What the destination answered to the last failed batch; null after a success. */
+                        last_error: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Since when it fails without a success; null when not failing.
+                         */
+                        failing_since: string | null;
+                        /** @description The last audit id delivered. */
+                        cursor: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {
+                 *       "status": "active"
+                 *     } */
+                "application/json": {
+                    /** @description A name for people. */
+                    name?: string;
+                    /**
+                     * @description `json`: each row as `GET /audit-events` shows it; `ocsf`: an OCSF 1.x event.
+                     * @enum {string}
+                     */
+                    format?: "json" | "ocsf";
+                    /** @description Only rows of these actions (e.g. `user.created`); null or absent: every action. */
+                    actions?: string[] | null;
+                    /** @description Where the rows go: `https`, `splunk_hec`, `s3` or `syslog`. */
+                    destination?: {
+                        /** @enum {string} */
+                        type: "https";
+                        /** @description Where batches are POSTed: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "splunk_hec";
+                        /** @description The collector's base URL: `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        url: string;
+                        /** @description The HEC token. Write-only: never answered. */
+                        token?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "s3";
+                        /** @description An S3-compatible server (absent: AWS): `https://` (`http://` to loopback only when the service allows it); private, loopback and metadata addresses are refused unless the operator allowed them. */
+                        endpoint?: string;
+                        /** @description The bucket's region, e.g. `eu-west-1`. */
+                        region: string;
+                        /** @description The bucket. */
+                        bucket: string;
+                        /** @description Prepended to every object key, e.g. `wum/audit/`. */
+                        prefix?: string;
+                        /** @description The access key id. */
+                        access_key_id: string;
+                        /** @description The secret access key. Write-only: never answered. */
+                        secret_access_key?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "syslog";
+                        /** @description The syslog server (RFC 5425, TLS). */
+                        host: string;
+                        /** @description Its TLS port, e.g. 6514. */
+                        port: number;
+                        /** @description A PEM CA certificate to trust instead of the system's. */
+                        ca_certificate?: string;
+                    };
+                    /**
+                     * @description `paused` stops sending; `active` resumes from the cursor at once.
+                     * @enum {string}
+                     */
+                    status?: "active" | "paused";
+                };
+            };
+        };
+        responses: {
+            /** @description The stream after the change; `secret` when it changed to a new https destination. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *       "workspace": "acme",
+                     *       "name": "SIEM",
+                     *       "format": "json",
+                     *       "actions": null,
+                     *       "destination": {
+                     *         "type": "splunk_hec",
+                     *         "url": "https://splunk.example.com:8088",
+                     *         "token_set": true
+                     *       },
+                     *       "status": "active",
+                     *       "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *       "lag_rows": 0,
+                     *       "lag_seconds": 0,
+                     *       "last_error": null,
+                     *       "failing_since": null,
+                     *       "cursor": 42,
+                     *       "created_at": "2025-01-15T09:00:00.000Z",
+                     *       "updated_at": "2025-01-15T09:00:00.000Z"
+                     *     } */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                        workspace: string | null;
+                        name: string;
+                        /** @enum {string} */
+                        format: "json" | "ocsf";
+                        actions: string[] | null;
+                        /** @description The destination without its credentials. */
+                        destination: {
+                            /** @enum {string} */
+                            type: "https" | "splunk_hec" | "s3" | "syslog";
+                            url?: string;
+                            /** @description `splunk_hec`: a token is stored (it is never shown). */
+                            token_set?: boolean;
+                            endpoint?: string;
+                            region?: string;
+                            bucket?: string;
+                            prefix?: string;
+                            access_key_id?: string;
+                            /** @description `s3`: a secret key is stored (it is never shown). */
+                            secret_access_key_set?: boolean;
+                            host?: string;
+                            port?: number;
+                            ca_certificate?: string;
+                        };
+                        /**
+                         * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                         * @enum {string}
+                         */
+                        status: "active" | "failing" | "paused";
+                        /**
+                         * Format: date-time
+                         * @description When a batch was last accepted.
+                         */
+                        last_delivered_at: string | null;
+                        /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                        lag_rows: number;
+                        /** @description Age of the oldest of them, in seconds; 0 when none. */
+                        lag_seconds: number;
+                        /** @description What the destination answered to the last failed batch; null after a success. */
+                        last_error: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Since when it fails without a success; null when not failing.
+                         */
+                        failing_since: string | null;
+                        /** @description The last audit id delivered. */
+                        cursor: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description `https` only: the signing secret (`whsec_…`, Standard Webhooks), shown only in this answer. */
+                        secret?: string;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `format_not_available`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the destination answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "ok": true,
+                     *       "error": null
+                     *     } */
+                    "application/json": {
+                        /** @description Whether the destination accepted the synthetic row. */
+                        ok: boolean;
+                        /** @description What went wrong, when it did not. */
+                        error: string | null;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replayAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The stream's id.
+                 * @example 5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339: the rows from this instant on are sent again.
+                     * @example 2025-01-15T00:00:00Z
+                     */
+                    from: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The stream after the rewind. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "audit_stream": {
+                     *         "id": "5b0f7c9e-2d4a-4c1e-9f3b-7a6d8e2c1b40",
+                     *         "workspace": "acme",
+                     *         "name": "SIEM",
+                     *         "format": "json",
+                     *         "actions": null,
+                     *         "destination": {
+                     *           "type": "splunk_hec",
+                     *           "url": "https://splunk.example.com:8088",
+                     *           "token_set": true
+                     *         },
+                     *         "status": "active",
+                     *         "last_delivered_at": "2025-01-15T09:30:01.000Z",
+                     *         "lag_rows": 0,
+                     *         "lag_seconds": 0,
+                     *         "last_error": null,
+                     *         "failing_since": null,
+                     *         "cursor": 42,
+                     *         "created_at": "2025-01-15T09:00:00.000Z",
+                     *         "updated_at": "2025-01-15T09:00:00.000Z"
+                     *       },
+                     *       "oldest_kept_at": "2024-01-15T09:00:00.000Z",
+                     *       "complete": true
+                     *     } */
+                    "application/json": {
+                        /** @description An audit stream. */
+                        audit_stream: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @description The workspace whose rows it sends; null: every workspace (an operator's stream). */
+                            workspace: string | null;
+                            name: string;
+                            /** @enum {string} */
+                            format: "json" | "ocsf";
+                            actions: string[] | null;
+                            /** @description The destination without its credentials. */
+                            destination: {
+                                /** @enum {string} */
+                                type: "https" | "splunk_hec" | "s3" | "syslog";
+                                url?: string;
+                                /** @description `splunk_hec`: a token is stored (it is never shown). */
+                                token_set?: boolean;
+                                endpoint?: string;
+                                region?: string;
+                                bucket?: string;
+                                prefix?: string;
+                                access_key_id?: string;
+                                /** @description `s3`: a secret key is stored (it is never shown). */
+                                secret_access_key_set?: boolean;
+                                host?: string;
+                                port?: number;
+                                ca_certificate?: string;
+                            };
+                            /**
+                             * @description `active`: delivering; `failing`: the last batch failed and is retried with backoff; `paused`: nothing is sent until resumed.
+                             * @enum {string}
+                             */
+                            status: "active" | "failing" | "paused";
+                            /**
+                             * Format: date-time
+                             * @description When a batch was last accepted.
+                             */
+                            last_delivered_at: string | null;
+                            /** @description Audit rows not yet delivered (after the cursor, of its workspace and actions). */
+                            lag_rows: number;
+                            /** @description Age of the oldest of them, in seconds; 0 when none. */
+                            lag_seconds: number;
+                            /** @description What the destination answered to the last failed batch; null after a success. */
+                            last_error: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Since when it fails without a success; null when not failing.
+                             */
+                            failing_since: string | null;
+                            /** @description The last audit id delivered. */
+                            cursor: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /**
+                         * Format: date-time
+                         * @description The oldest audit row still kept (AUDIT_RETENTION removes older ones); null when none.
+                         */
+                        oldest_kept_at: string | null;
+                        /** @description False when the oldest row kept is newer than `from`: rows between may have been removed by retention. */
+                        complete: boolean;
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;

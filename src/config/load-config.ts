@@ -86,6 +86,8 @@ const EnvSchema = Type.Object({
   SECRETS_KEY_PREVIOUS: Type.Optional(Type.String()),
   // Access that ends on time (docs/contract.md Part B): the shortest duration a policy accepts.
   POLICY_MIN_DURATION: Type.String({ minLength: 2, default: 'P1D' }),
+  // Audit streams (docs/operations.md, "Audit streams"): how long a stream may fail before it is paused.
+  AUDIT_STREAM_PAUSE_AFTER: Type.String({ minLength: 2, default: 'PT24H' }),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -322,6 +324,26 @@ export interface Config {
    * the shortest `deactivate_after` or `warn_before` accepted (ISO 8601, default `P1D`; tests use seconds).
    */
   readonly policies: PolicyLimits;
+  /** Audit streams (docs/operations.md, "Audit streams"). */
+  readonly auditStreams: AuditStreamsConfig;
+}
+
+/** Audit streams' settings. */
+export interface AuditStreamsConfig {
+  /** How long a stream may fail without a success before it is paused, in ms (`AUDIT_STREAM_PAUSE_AFTER`, ISO 8601, default `PT24H`). */
+  readonly pauseAfterMs: number;
+}
+
+/**
+ * `AUDIT_STREAM_PAUSE_AFTER` read as a positive duration of fixed length (weeks to seconds).
+ * @throws ConfigError naming the setting.
+ */
+function auditStreamsConfig(text: string): AuditStreamsConfig {
+  const seconds = durationSeconds(text.trim());
+  if (seconds === undefined || seconds <= 0) {
+    throw new ConfigError(`invalid configuration: AUDIT_STREAM_PAUSE_AFTER must be a positive ISO 8601 duration in weeks, days, hours, minutes or seconds (e.g. PT24H, PT3S), not "${text}"`);
+  }
+  return Object.freeze({ pauseAfterMs: Math.round(seconds * 1000) });
 }
 
 /** Bounds on what anonymous clients and keys can make the server keep or show (docs/security.md, "Hardening controls"). */
@@ -601,6 +623,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bounds: boundsConfig(parsed),
     secrets: secretsKeys(parsed),
     policies: Object.freeze({ minDuration: policyMinDuration(parsed.POLICY_MIN_DURATION) }),
+    auditStreams: auditStreamsConfig(parsed.AUDIT_STREAM_PAUSE_AFTER),
   });
 }
 

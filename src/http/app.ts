@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../config/load-config.ts';
 import type { Store } from '../core/ports.ts';
+import type { AuditStreamDependencies } from '../core/audit-streams/audit-streams-service.ts';
+import { AppError } from '../core/errors.ts';
 import { handleFrameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerConnectionLimits } from './plugins/connection-limits.ts';
@@ -39,6 +41,15 @@ import type { Registry } from 'prom-client';
 import { createRateLimits } from './rate-limit/rate-limits.ts';
 import { connectSharedRedis } from './rate-limit/shared-redis.ts';
 
+/** The audit stream routes' parts in an app built without them: every destination is refused. */
+const WITHOUT_AUDIT_STREAMS: AuditStreamDependencies = {
+  checkDestination: async () => {
+    throw new AppError('validation_failed', 'Audit streams are not available on this server.', [{ field: 'destination', message: 'not available' }]);
+  },
+  formats: new Set(),
+  sendTest: async () => ({ ok: false, error: 'audit streams are not available on this server' }),
+};
+
 /** Largest accepted request body: 64 KiB (docs/contract.md Part B, Errors). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -67,6 +78,12 @@ export interface AppDependencies {
    * over the configured policy): rejects with AppError `invalid_webhook_url`.
    */
   readonly checkWebhookUrl: (url: string) => Promise<void>;
+  /**
+   * What the audit stream routes need of the stream worker (`streamDependencies` of
+   * audit-streams/): the destination check, the formats available, the test send. Absent: every
+   * destination is refused (an app built without the worker's parts).
+   */
+  readonly auditStreams?: AuditStreamDependencies;
   /** Directory of the built web console; default `console/dist` (see `registerConsole`). */
   readonly consoleDistDir?: string;
 }
@@ -148,7 +165,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });
   const checkIdentityProvider = identityProviderCheck(config.outbound);
-  await app.register(selfServiceRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, checkWebhookUrl: deps.checkWebhookUrl, checkIdentityProvider });
+  const auditStreams = deps.auditStreams ?? WITHOUT_AUDIT_STREAMS;
+  await app.register(selfServiceRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, checkWebhookUrl: deps.checkWebhookUrl, checkIdentityProvider, auditStreams });
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
   const { operatorSignIn } = config;
   const operators = operatorSignIn
@@ -164,6 +182,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       authFailures: limits.authFailures,
       checkWebhookUrl: deps.checkWebhookUrl,
       checkIdentityProvider,
+      auditStreams,
       policyLimits: config.policies,
     });
   }

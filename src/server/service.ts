@@ -14,6 +14,8 @@ import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
 import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
+import { startStreamWorker, type StreamWorker } from '../audit-streams/stream-worker.ts';
+import { createStreamQueue } from '../storage/audit-streams.queries.ts';
 import { openKeyRing, type OpenedKeyRing } from './secrets-key.ts';
 import type { Store } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
@@ -45,6 +47,8 @@ export interface Service {
   readonly eventPruner: EventPruner | undefined;
   /** The scheduler of expiries, inactivity and warnings (docs/contract.md Part B, "Access that ends on time"). */
   readonly lifecycle: LifecycleScheduler;
+  /** The audit stream worker (every process runs one; replicas share the streams by claims). */
+  readonly streamWorker: StreamWorker;
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
@@ -158,6 +162,14 @@ export async function startService(config: Config, options: ServiceOptions = {})
     sharedConnection: database.kind === 'pglite',
   });
   userWritten = () => lifecycle.wake();
+  // Every process sends audit streams (docs/operations.md, "Audit streams"); claims keep one sender per stream at a time.
+  const streamWorker = startStreamWorker({
+    queue: createStreamQueue(database.db),
+    store,
+    settings: { policy: config.outbound, timeoutMs: config.webhooks.timeoutMs, pauseAfterMs: config.auditStreams.pauseAfterMs },
+    log: app.log.child({ component: 'audit-streams' }),
+    registry,
+  });
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,
@@ -165,6 +177,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     database,
     maintenance,
     lifecycle,
+    streamWorker,
     listener,
     deliveryWorker: background?.deliveryWorker,
     eventPruner: background?.eventPruner,
@@ -172,6 +185,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
       await app.close();
       await lifecycle.stop();
       await background?.deliveryWorker.stop();
+      await streamWorker.stop();
       await background?.eventPruner.stop();
       await listener?.close();
       await maintenance?.stop();

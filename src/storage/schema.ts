@@ -556,3 +556,47 @@ export const lifecycleMarks = pgTable(
     foreignKey({ name: 'lifecycle_marks__user', columns: [t.workspaceId, t.userId], foreignColumns: [users.workspaceId, users.id] }).onDelete('cascade'),
   ],
 );
+
+/**
+ * Audit streams (docs/api.md, "Audit streams"): each sends the audit rows after its `cursor`
+ * (the last audit id delivered), in id order, to one destination. `workspace_id` null: every
+ * workspace's rows (an operator's stream), so the key is the stream's id alone, like
+ * `audit_events`'s (docs/scaling.md). `destination` holds the address without credentials;
+ * `credentials` the write-only part (a signing secret, a token, a secret key) as encrypted JSON
+ * (docs/security.md, "Secrets at rest"). A claim (`claim_id`, `claimed_until`, a lease) lets one
+ * process at a time send a stream's next batch; a process that dies leaves it to the lease.
+ */
+export const auditStreams = pgTable(
+  'audit_streams',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspaceId: bigint('workspace_id', { mode: 'number' }).references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    format: text('format').notNull(),
+    actions: text('actions').array(),
+    destinationType: text('destination_type').notNull(),
+    destination: jsonb('destination').notNull(),
+    credentials: text('credentials').notNull(),
+    status: text('status').notNull().default('active'),
+    cursor: bigint('cursor', { mode: 'number' }).notNull(),
+    lastDeliveredAt: timestamp('last_delivered_at', { withTimezone: true, precision: 6 }),
+    lastError: text('last_error'),
+    /** When the current run of failed sends began; null while the last send succeeded. */
+    failingSince: timestamp('failing_since', { withTimezone: true, precision: 6 }),
+    /** Failed sends in a row: the retry backoff's index. */
+    failures: integer('failures').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    claimId: uuid('claim_id'),
+    claimedUntil: timestamp('claimed_until', { withTimezone: true, precision: 6 }),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('audit_streams__workspace_id').on(t.workspaceId, t.createdAt),
+    // What the worker claims: streams not paused whose next attempt is due.
+    index('audit_streams__due').on(t.nextAttemptAt).where(sql`${t.status} <> 'paused'`),
+    check('audit_streams__format', sql`${t.format} in ('json', 'ocsf')`),
+    check('audit_streams__status', sql`${t.status} in ('active', 'failing', 'paused')`),
+    check('audit_streams__destination_type', sql`${t.destinationType} in ('https', 'splunk_hec', 's3', 'syslog')`),
+  ],
+);

@@ -3,6 +3,7 @@ import { decryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { DeliveriesDue } from '../core/webhooks/delivery-queue.ts';
 import { createApiKeyRepository } from './api-keys.queries.ts';
 import { createAuditRepository } from './audit.queries.ts';
+import { createAuditStreamRepository } from './audit-streams.queries.ts';
 import { createEventRepository } from './events.queries.ts';
 import { createGroupRepository } from './groups.queries.ts';
 import type { Database } from './database.ts';
@@ -36,6 +37,7 @@ function repositories(db: Database, keyRing: KeyRing): Repositories {
     webhooks: createWebhookRepository(db, keyRing),
     policies: createPolicyRepository(db),
     lifecycle: createLifecycleRepository(db),
+    auditStreams: createAuditStreamRepository(db, keyRing),
   };
 }
 

@@ -25,6 +25,7 @@ export const SECRET_COLUMNS: readonly SecretColumn[] = [
   { table: 'webhook_endpoints', column: 'secret', key: WEBHOOK_ENDPOINT_KEY },
   { table: 'webhook_endpoints', column: 'previous_secret', key: WEBHOOK_ENDPOINT_KEY },
   { table: 'workspace_identity_providers', column: 'client_secret', key: [{ name: 'workspace_id', type: 'int8' }] },
+  { table: 'audit_streams', column: 'credentials', key: [{ name: 'id', type: 'uuid' }] },
 ];
 
 /** Rows read per statement: a pass holds no lock and no transaction across batches. */

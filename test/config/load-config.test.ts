@@ -380,6 +380,13 @@ describe(`loadConfig [${BACKEND}]`, () => {
     ]);
   });
 
+  test('AUDIT_STREAM_PAUSE_AFTER: an ISO 8601 duration of fixed length, default PT24H', () => {
+    assert.equal(loadConfig({}).auditStreams.pauseAfterMs, 24 * 3_600_000);
+    assert.equal(loadConfig({ AUDIT_STREAM_PAUSE_AFTER: 'PT3S' }).auditStreams.pauseAfterMs, 3000);
+    assert.equal(loadConfig({ AUDIT_STREAM_PAUSE_AFTER: 'P7D' }).auditStreams.pauseAfterMs, 7 * 86_400_000);
+    for (const value of ['24h', 'P', 'PT0S', '-PT1H', 'P1M', 'P1Y']) assertRejected({ AUDIT_STREAM_PAUSE_AFTER: value }, ['AUDIT_STREAM_PAUSE_AFTER']);
+  });
+
   test('SECRETS_KEY: required with DATABASE_URL (the error names it and says every replica needs the same key); 32 bytes in base64; optional with the embedded store', () => {
     assert.throws(
       () => loadConfig({ DATABASE_URL: 'postgres://db/wum' }),

@@ -18,9 +18,10 @@ const REFERENCE_TABLES = new Set(['workspaces', 'products']);
 /**
  * Tenant tables allowed to break the rule, each for a reason docs/scaling.md, "What must change",
  * also gives. `audit_events`: operator changes of the catalogue have no workspace
- * (`workspace_id` is nullable), so its key is a global id.
+ * (`workspace_id` is nullable), so its key is a global id; `audit_streams`: an operator's stream
+ * covers every workspace (`workspace_id` null), so its key is its id.
  */
-const EXCEPTIONS = new Set(['audit_events']);
+const EXCEPTIONS = new Set(['audit_events', 'audit_streams']);
 
 interface Rows<T> {
   rows: T[];

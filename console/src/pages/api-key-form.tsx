@@ -24,6 +24,7 @@ const SCOPE_HINTS: Record<NamedApiKeyScope, string> & Record<string, string> = {
   'sso:write': "set, test and remove the workspace's identity provider",
   'webhooks:write': "manage the workspace's webhook endpoints and their deliveries",
   'audit:read': "read the workspace's audit trail",
+  'audit:write': "stream the workspace's audit trail to a SIEM: create, change, pause, replay and delete audit streams",
 };
 
 /** Expiry choices, in days; 0 is never. */

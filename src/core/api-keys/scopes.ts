@@ -10,7 +10,7 @@ import { AppError } from '../errors.ts';
  * people at once): each apart, so a product reporting sign-ins cannot add users. The owner's
  * self-service scopes each open one of the workspace's own settings: `keys:write` its API keys,
  * `sso:write` its identity provider, `webhooks:write` its webhook endpoints, `audit:read` its
- * audit trail (docs/security.md, "Self-service").
+ * audit trail, `audit:write` its audit streams (docs/security.md, "Self-service").
  */
 export const API_KEY_SCOPES = [
   'users:read',
@@ -25,6 +25,7 @@ export const API_KEY_SCOPES = [
   'sso:write',
   'webhooks:write',
   'audit:read',
+  'audit:write',
 ] as const;
 
 /** One of {@link API_KEY_SCOPES}. */

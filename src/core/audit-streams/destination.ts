@@ -9,6 +9,8 @@ export type StreamDestination = HttpsDestination | SplunkHecDestination | S3Dest
 export interface HttpsDestination {
   readonly type: 'https';
   readonly url: string;
+  /** The signing secret (`whsec_…`), made by the server at creation; present where a batch is sent. */
+  readonly secret?: string;
 }
 
 /** Splunk's HTTP Event Collector: `<url>/services/collector/event`, `Authorization: Splunk <token>`. */

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { ACTOR_TYPES, toActorJson } from '../../core/actor.ts';
+import { ACTOR_TYPES } from '../../core/actor.ts';
 import { API_KEY_SCOPES, EVERY_SCOPE } from '../../core/api-keys/scopes.ts';
 import type { CreatedApiKey } from '../../core/api-keys/api-keys-service.ts';
-import type { ApiKeyRecord, AuditEvent, Workspace } from '../../core/ports.ts';
+import type { ApiKeyRecord, Workspace } from '../../core/ports.ts';
 import { ActorSchema, NullableTimestamp, PageQuery, PaginationSchema, StringEnum, Timestamp } from './common.ts';
 import { PRODUCT_NAME_PATTERN } from './products.ts';
 import { USER_EXAMPLE } from './users.ts';
@@ -279,19 +279,5 @@ const apiKeyWireFields = (k: ApiKeyRecord) => ({
 export const toWireApiKey = (k: ApiKeyRecord) => ({ ...apiKeyWireFields(k), last_used_at: k.lastUsedAt, revoked_at: k.revokedAt });
 /** A key just made, with its plaintext `key`: the only answer that ever carries it. */
 export const toWireCreatedApiKey = (k: CreatedApiKey) => ({ ...apiKeyWireFields(k), key: k.key });
-/** An audit event as the admin API lists it (docs/api.md, "Audit trail"): its actor in full and flattened. */
-export const toWireAuditEvent = (e: AuditEvent & { readonly workspace?: string | null }) => ({
-  id: e.id,
-  occurred_at: e.occurredAt,
-  actor: toActorJson(e.actor),
-  actor_type: e.actor.type,
-  actor_id: e.actor.id,
-  request_id: e.actor.requestId,
-  action: e.action,
-  target_type: e.targetType,
-  target_id: e.targetId,
-  user_id: e.userId ?? null,
-  before: e.before,
-  after: e.after,
-  ...(e.workspace === undefined ? {} : { workspace: e.workspace }),
-});
+/** An audit event as the admin API lists it (docs/api.md, "Audit trail"): one definition with the audit streams'. */
+export { toWireAuditEvent } from '../../core/audit/wire-audit-event.ts';

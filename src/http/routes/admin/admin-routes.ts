@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
 import { requireAdminToken, type AdminGuard } from '../../plugins/admin-auth.ts';
 import { apiKeysRoutes } from './api-keys-routes.ts';
+import { auditStreamsRoutes } from './audit-streams-routes.ts';
+import type { AuditStreamDependencies } from '../../../core/audit-streams/audit-streams-service.ts';
 import { auditRoutes, workspaceAuditRoutes } from './audit-routes.ts';
 import { catalogueRoutes } from './catalogue-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
@@ -22,7 +24,7 @@ import type { PolicyLimits } from '../../../core/lifecycle/policy.ts';
  */
 export async function adminRoutes(
   app: FastifyInstance,
-  options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck; checkIdentityProvider: IdentityProviderCheck; policyLimits: PolicyLimits },
+  options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck; checkIdentityProvider: IdentityProviderCheck; policyLimits: PolicyLimits; auditStreams: AuditStreamDependencies },
 ): Promise<void> {
   requireAdminToken(app, options);
   const { store } = options;
@@ -35,4 +37,5 @@ export async function adminRoutes(
   await app.register(identityProviderRoutes, { store, check: options.checkIdentityProvider, mount });
   await app.register(webhookEndpointsRoutes, { store, checkUrl: options.checkWebhookUrl, mount });
   await app.register(policiesRoutes, { store, limits: options.policyLimits, mount });
+  await app.register(auditStreamsRoutes, { store, mount, streams: options.auditStreams });
 }

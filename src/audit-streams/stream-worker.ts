@@ -1,0 +1,251 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { SYSTEM_ACTOR } from '../core/actor.ts';
+import { joinDestination, type AuditStream, type StreamCredentials } from '../core/audit-streams/audit-stream.ts';
+import { pauseFailingStreams, type StreamTestSend } from '../core/audit-streams/audit-streams-service.ts';
+import type { ClaimedStream, StreamQueue } from '../core/audit-streams/stream-queue.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Store, StreamedAuditEvent } from '../core/ports.ts';
+import type { OutboundPolicy } from '../outbound/outbound-guard.ts';
+import { retryDelayMs } from '../webhooks/retry-schedule.ts';
+import { formatters } from './formatters.ts';
+import { describeError } from './post-batch.ts';
+import { StreamSendError, type StreamBatch } from './send-batch.ts';
+import { sendBatch } from './senders.ts';
+
+/** Settings of the stream worker. */
+export interface StreamWorkerSettings {
+  /** The outbound guard every send runs under. */
+  readonly policy: OutboundPolicy;
+  /** Longest a send may take, in ms. */
+  readonly timeoutMs: number;
+  /** How long a stream may fail before it is paused, in ms (`AUDIT_STREAM_PAUSE_AFTER`). */
+  readonly pauseAfterMs: number;
+}
+
+/** Options of {@link startStreamWorker}. */
+export interface StreamWorkerOptions {
+  readonly queue: StreamQueue;
+  readonly store: Store;
+  readonly settings: StreamWorkerSettings;
+  readonly log: Logger;
+  readonly registry: Registry;
+}
+
+/** A running stream worker. */
+export interface StreamWorker {
+  /** Stops claiming, waits for the batches in flight (each ends within the timeout). */
+  stop(): Promise<void>;
+}
+
+/** Most rows in one batch. */
+export const BATCH_ROWS = 500;
+/** How often the worker looks for streams with rows to send, in ms: rows wait at most about this long to leave. */
+const POLL_MS = 250;
+/** After a batch that was not full, how long a stream gathers rows before the next, in ms (batches of up to N rows or about 1 s). */
+const GATHER_MS = 250;
+/** Most streams one process sends at once. */
+const MAX_STREAMS = 16;
+/** How much longer than a send's timeout a claim holds, in ms (reading and recording take a moment too). */
+const LEASE_MARGIN_MS = 10_000;
+/** How often failing streams are checked against `AUDIT_STREAM_PAUSE_AFTER`, in ms (the pause comes within 10 s of the threshold). */
+const PAUSE_CHECK_MS = 2_000;
+/** The backoff of a failing stream: 1 s doubling to 5 min, then every 5 min (with jitter), until it succeeds or is paused. */
+const RETRY_SCHEDULE_MS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 300].map((s) => s * 1000);
+
+/** The delay before the retry after `failures` failed sends in a row. */
+export function streamRetryDelayMs(failures: number): number {
+  return retryDelayMs(RETRY_SCHEDULE_MS, Math.min(Math.max(failures, 1), RETRY_SCHEDULE_MS.length))!;
+}
+
+type Lags = Awaited<ReturnType<StreamQueue['lags']>>;
+
+/** A gauge of every stream's lag (`rows` or `seconds`), read from the database at scrape time. */
+function lagGauge(registry: Registry, lags: () => Promise<Lags>, name: string, help: string, field: 'rows' | 'seconds') {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ['stream', 'status'],
+    registers: [registry],
+    async collect() {
+      try {
+        const all = await lags();
+        this.reset();
+        for (const l of all) this.set({ stream: l.id, status: l.status }, l[field]);
+      } catch {
+        // Unknown while the database is away: keep the last values.
+      }
+    },
+  });
+}
+
+function metrics(registry: Registry, queue: StreamQueue) {
+  const lags = () => queue.lags();
+  return {
+    rows: new Counter({
+      name: 'wum_audit_stream_rows_delivered_total',
+      help: 'Audit rows delivered by audit streams (a row sent again after a failure or a replay counts again), by stream id.',
+      labelNames: ['stream'],
+      registers: [registry],
+    }),
+    failures: new Counter({
+      name: 'wum_audit_stream_send_failures_total',
+      help: 'Failed audit stream batches (refused, timed out, unreachable), by stream id.',
+      labelNames: ['stream'],
+      registers: [registry],
+    }),
+    paused: new Counter({
+      name: 'wum_audit_streams_paused_total',
+      help: 'Audit streams paused by the server because they kept failing for AUDIT_STREAM_PAUSE_AFTER.',
+      registers: [registry],
+    }),
+    lagRows: lagGauge(registry, lags, 'wum_audit_stream_lag_rows', "Audit rows after a stream's cursor (not yet delivered), by stream id and status, counted at scrape time.", 'rows'),
+    lagSeconds: lagGauge(registry, lags, 'wum_audit_stream_lag_seconds', 'Age of the oldest audit row a stream has not delivered, in seconds (0 when none), by stream id and status, at scrape time.', 'seconds'),
+  };
+}
+
+/** The batch of `rows` of `stream`, each written in the stream's format. */
+function batchOf(stream: AuditStream, rows: readonly StreamedAuditEvent[]): StreamBatch {
+  const format = formatters[stream.format];
+  if (!format) throw new StreamSendError(`the format ${stream.format} is not available on this server`);
+  return {
+    streamId: stream.id,
+    lines: rows.map((row) => format(row, stream)),
+    firstAuditId: rows[0]!.id,
+    lastAuditId: rows[rows.length - 1]!.id,
+    firstOccurredAt: rows[0]!.occurredAt,
+    lastOccurredAt: rows[rows.length - 1]!.occurredAt,
+  };
+}
+
+/**
+ * The test send of `POST …/audit-streams/{id}/test` (docs/api.md, "Audit streams"): one
+ * synthetic row (`action` `audit_stream.test`, id 0) in the stream's format, sent now by the
+ * stream's sender under the outbound guard; what the destination answered comes back.
+ */
+export function createStreamTestSend(settings: Pick<StreamWorkerSettings, 'policy' | 'timeoutMs'>): StreamTestSend {
+  return async (stream, destination) => {
+    const row: StreamedAuditEvent = {
+      id: 0,
+      workspaceId: stream.workspaceId,
+      workspace: stream.workspace,
+      occurredAt: new Date(),
+      actor: SYSTEM_ACTOR,
+      action: 'audit_stream.test',
+      targetType: 'audit_stream',
+      targetId: stream.id,
+      userId: null,
+      before: null,
+      after: null,
+    };
+    try {
+      await sendBatch(destination, batchOf(stream, [row]), { policy: settings.policy, timeoutMs: settings.timeoutMs });
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, error: error instanceof StreamSendError ? error.message : describeError(error) };
+    }
+  };
+}
+
+/**
+ * Starts the audit stream worker of this process (docs/api.md, "Audit streams"; docs/operations.md,
+ * "Audit streams"): every 250 ms it claims streams with rows after their cursor (one process at a
+ * time per stream: `FOR UPDATE SKIP LOCKED`, then a lease), reads up to {@link BATCH_ROWS} rows in
+ * audit id order, writes them in the stream's format, sends them with the destination type's
+ * sender and, once accepted, moves the cursor in the statement that releases the claim (at least
+ * once: a crash before that sends the batch again). A failed send keeps the cursor, marks the
+ * stream `failing` and retries with backoff; every 2 s streams failing for longer than
+ * `pauseAfterMs` are paused, audited and counted.
+ */
+export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
+  const { queue, store, settings, log } = options;
+  const m = metrics(options.registry, queue);
+  const tasks = new Set<Promise<void>>();
+  let stopping = false;
+  let wakeUp: (() => void) | undefined;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => (wakeUp = undefined));
+
+  async function deliver(claim: ClaimedStream): Promise<void> {
+    const { stream } = claim;
+    const { rows, through } = await queue.readRows(stream, BATCH_ROWS);
+    if (rows.length === 0) {
+      // Only rows of other actions (or none settled yet): the cursor moves past them, nothing is sent.
+      if (through > stream.cursor) await queue.recordDelivered(claim, through, GATHER_MS, false);
+      else await queue.release(claim, GATHER_MS);
+      return;
+    }
+    try {
+      const credentials = JSON.parse(store.openSecret(claim.credentials)) as StreamCredentials;
+      const destination = joinDestination(stream.destination, credentials);
+      await sendBatch(destination, batchOf(stream, rows), { policy: settings.policy, timeoutMs: settings.timeoutMs });
+    } catch (error) {
+      const message = error instanceof StreamSendError ? error.message : describeError(error);
+      m.failures.inc({ stream: stream.id });
+      const retryInMs = streamRetryDelayMs(claim.failures + 1);
+      log.warn({ stream: stream.id, error: message, retryInMs }, 'audit stream batch failed; retrying');
+      await queue.recordFailed(claim, message, retryInMs);
+      return;
+    }
+    if (await queue.recordDelivered(claim, through, rows.length === BATCH_ROWS ? 0 : GATHER_MS, true)) {
+      m.rows.inc({ stream: stream.id }, rows.length);
+    }
+  }
+
+  function run(claim: ClaimedStream): void {
+    const task = deliver(claim)
+      .catch((err) => log.error({ err, stream: claim.stream.id }, 'could not send an audit stream batch'))
+      .finally(() => {
+        tasks.delete(task);
+        wakeUp?.();
+      });
+    tasks.add(task);
+  }
+
+  async function loop(): Promise<void> {
+    while (!stopping) {
+      if (tasks.size < MAX_STREAMS) {
+        try {
+          for (const claim of await queue.claimDue(MAX_STREAMS - tasks.size, settings.timeoutMs + LEASE_MARGIN_MS)) run(claim);
+        } catch (err) {
+          if (stopping) return;
+          log.warn({ err }, 'could not claim audit streams');
+        }
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
+  async function checkPauses(): Promise<void> {
+    try {
+      for (const stream of await pauseFailingStreams(store, settings.pauseAfterMs)) {
+        m.paused.inc();
+        log.warn({ stream: stream.id, failingSince: stream.failingSince, lastError: stream.lastError }, 'audit stream paused: it kept failing for AUDIT_STREAM_PAUSE_AFTER');
+      }
+    } catch (err) {
+      log.warn({ err }, 'could not check failing audit streams');
+    }
+  }
+  let pausing: Promise<void> | undefined;
+  const pauseTimer = setInterval(() => {
+    pausing ??= checkPauses().finally(() => (pausing = undefined));
+  }, PAUSE_CHECK_MS);
+
+  const running = loop();
+  return {
+    async stop() {
+      stopping = true;
+      clearInterval(pauseTimer);
+      wakeUp?.();
+      await running;
+      await Promise.all(tasks);
+      await pausing;
+    },
+  };
+}
