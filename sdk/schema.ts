@@ -1340,7 +1340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1353,7 +1353,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1544,7 +1544,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1558,7 +1558,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1742,7 +1742,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1755,7 +1755,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1873,7 +1873,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1887,7 +1887,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2186,7 +2186,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2200,7 +2200,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2490,7 +2490,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2503,7 +2503,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2639,7 +2639,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2652,7 +2652,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2798,7 +2798,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2811,7 +2811,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2958,7 +2958,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2971,7 +2971,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3106,7 +3106,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3119,7 +3119,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3229,7 +3229,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3242,7 +3242,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3365,7 +3365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3378,7 +3378,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3543,7 +3543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3556,7 +3556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3715,7 +3715,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3728,7 +3728,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3897,7 +3897,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3910,7 +3910,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4099,7 +4099,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4112,7 +4112,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4229,7 +4229,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4242,7 +4242,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4471,7 +4471,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4484,7 +4484,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4612,7 +4612,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4625,7 +4625,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4808,7 +4808,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4821,7 +4821,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4956,7 +4956,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4969,7 +4969,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5097,7 +5097,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5110,7 +5110,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5266,7 +5266,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5279,7 +5279,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5450,7 +5450,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5463,7 +5463,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5630,7 +5630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5643,7 +5643,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5748,7 +5748,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5761,7 +5761,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5929,7 +5929,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5942,7 +5942,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6112,7 +6112,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6125,7 +6125,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6342,7 +6342,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6355,7 +6355,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6537,7 +6537,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6550,7 +6550,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6642,6 +6642,9 @@ export interface operations {
             /** @description The streams. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6729,18 +6732,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6750,6 +6772,9 @@ export interface operations {
             /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6759,12 +6784,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6774,6 +6800,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6783,6 +6812,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6866,6 +6898,9 @@ export interface operations {
             /** @description The new stream; `secret` for an https destination, shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6949,36 +6984,49 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `validation_failed` or `malformed_json`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `workspace_not_found`. */
+            /** @description Problem details; `code` is `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6988,6 +7036,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6997,6 +7048,9 @@ export interface operations {
             /** @description Problem details; `code` is `format_not_available`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7006,12 +7060,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7021,6 +7076,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7030,6 +7088,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7058,6 +7119,9 @@ export interface operations {
             /** @description The stream. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7139,18 +7203,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7160,6 +7243,9 @@ export interface operations {
             /** @description Problem details; `code` is `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7169,12 +7255,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7184,6 +7271,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7193,6 +7283,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7221,22 +7314,44 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7246,6 +7361,9 @@ export interface operations {
             /** @description Problem details; `code` is `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7255,12 +7373,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7270,6 +7389,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7279,6 +7401,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7367,6 +7492,9 @@ export interface operations {
             /** @description The stream after the change; `secret` when it changed to a new https destination. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7450,27 +7578,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `validation_failed` or `malformed_json`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7480,6 +7618,9 @@ export interface operations {
             /** @description Problem details; `code` is `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7489,6 +7630,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7498,6 +7642,9 @@ export interface operations {
             /** @description Problem details; `code` is `format_not_available`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7507,12 +7654,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7522,6 +7670,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7531,6 +7682,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7559,6 +7713,9 @@ export interface operations {
             /** @description What the destination answered. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7574,18 +7731,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7595,6 +7771,9 @@ export interface operations {
             /** @description Problem details; `code` is `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7604,12 +7783,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7619,6 +7799,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7628,6 +7811,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7667,6 +7853,9 @@ export interface operations {
             /** @description The stream after the rewind. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7762,27 +7951,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `validation_failed` or `malformed_json`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key`. */
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `insufficient_scope`. */
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7792,6 +7991,9 @@ export interface operations {
             /** @description Problem details; `code` is `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7801,6 +8003,9 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7810,12 +8015,13 @@ export interface operations {
             /** @description Problem details; `code` is `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
-                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
                     RateLimit?: string;
                     /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
                     "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7825,6 +8031,9 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7834,6 +8043,9 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -7925,11 +8137,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8105,11 +8327,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8243,11 +8475,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8337,11 +8579,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8560,11 +8812,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8675,11 +8937,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8789,11 +9061,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8945,11 +9227,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9069,11 +9361,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9181,11 +9483,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9345,11 +9657,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9530,11 +9852,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9639,11 +9971,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9863,11 +10205,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9986,11 +10338,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10162,11 +10524,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10286,11 +10658,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10409,11 +10791,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10558,11 +10950,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10724,11 +11126,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10881,11 +11293,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10980,11 +11402,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11142,11 +11574,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11302,11 +11744,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11513,11 +11965,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11689,11 +12151,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11816,11 +12288,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11958,11 +12440,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12082,11 +12574,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12187,11 +12689,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12305,11 +12817,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12408,6 +12930,7 @@ export interface operations {
             /** @description The streams. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12495,18 +13018,57 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12516,6 +13078,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12525,6 +13088,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -12613,6 +13177,7 @@ export interface operations {
             /** @description The new stream; `secret` for an https destination, shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12696,27 +13261,41 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `validation_failed` or `malformed_json`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `workspace_not_found` or `workspace_not_found`. */
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12726,6 +13305,7 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12735,6 +13315,23 @@ export interface operations {
             /** @description Problem details; `code` is `format_not_available`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12744,6 +13341,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12753,6 +13351,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -12781,6 +13380,7 @@ export interface operations {
             /** @description The stream. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12862,18 +13462,57 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12883,6 +13522,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12892,6 +13532,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -12920,22 +13561,62 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12945,6 +13626,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12954,6 +13636,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -13042,6 +13725,7 @@ export interface operations {
             /** @description The stream after the change; `secret` when it changed to a new https destination. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13125,27 +13809,41 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `validation_failed` or `malformed_json`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13155,6 +13853,7 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13164,6 +13863,23 @@ export interface operations {
             /** @description Problem details; `code` is `format_not_available`. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13173,6 +13889,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13182,6 +13899,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -13210,6 +13928,7 @@ export interface operations {
             /** @description What the destination answered. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13225,18 +13944,57 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
-            401: {
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13246,6 +14004,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13255,6 +14014,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -13294,6 +14054,7 @@ export interface operations {
             /** @description The stream after the rewind. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13389,27 +14150,41 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `validation_failed` or `malformed_json`. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `invalid_admin_token`. */
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem details; `code` is `audit_stream_not_found`. */
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `audit_stream_not_found`. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13419,6 +14194,23 @@ export interface operations {
             /** @description Problem details; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13428,6 +14220,7 @@ export interface operations {
             /** @description Problem details; `code` is `internal_error`. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13437,6 +14230,7 @@ export interface operations {
             /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
