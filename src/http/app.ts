@@ -149,7 +149,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });
   const checkIdentityProvider = identityProviderCheck(config.outbound);
   await app.register(selfServiceRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, checkWebhookUrl: deps.checkWebhookUrl, checkIdentityProvider });
-  await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
+  await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store, server: config });
   const { operatorSignIn } = config;
   const operators = operatorSignIn
     ? { store: deps.store, policy: { issuer: operatorSignIn.issuer, emails: operatorSignIn.emails }, lifetime: config.sessions }

@@ -1,6 +1,6 @@
 import { ACTOR_TYPES } from '../../core/actor.ts';
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ERROR_CATALOGUE, type ErrorCode, type FieldError } from '../../core/errors.ts';
+import { ERROR_CATALOGUE, WORKSPACE_REQUEST_ERRORS, type ErrorCode, type FieldError } from '../../core/errors.ts';
 import type { Pagination } from '../../core/pagination.ts';
 import { PAGE_DEFAULTS } from '../../core/pagination.ts';
 import { PROBLEM_CONTENT_TYPE, problemType, type ProblemDetails } from '../problem.ts';
@@ -113,16 +113,7 @@ export function problemExample(code: ErrorCode): ProblemDetails {
 }
 
 /** Errors every external-API route can answer: addressing, authentication, scopes, limits, availability. */
-export const EXTERNAL_API_ERRORS = [
-  'workspace_not_found',
-  'missing_api_key',
-  'invalid_api_key',
-  'insufficient_scope',
-  'rate_limited',
-  'internal_error',
-  'service_unavailable',
-  'database_unavailable',
-] as const satisfies readonly ErrorCode[];
+export const EXTERNAL_API_ERRORS = WORKSPACE_REQUEST_ERRORS;
 
 /** `Retry-After` as the service sends it with 429, 503 and `409 idempotency_key_in_use`. */
 const RetryAfterHeader = {
