@@ -34,13 +34,20 @@ const TYPES: Record<string, JsonSchema> = {
   binary: { type: 'string', contentEncoding: 'base64' },
 };
 
+/**
+ * Whether a schema describes resources as the service answers them, or as requests send them:
+ * a required read-only attribute (`id`, `meta`) is required in answers only (RFC 7643 §2.2: the
+ * service provider assigns it, and ignores it in requests).
+ */
+export type Reading = 'response' | 'request';
+
 /** An object of `attributes`, each a property; the required ones listed. */
-function objectOf(attributes: readonly AttributeDefinition[], description?: string): JsonSchema {
-  const required = attributes.filter((a) => a.required).map((a) => a.name);
+function objectOf(attributes: readonly AttributeDefinition[], reading: Reading, description?: string): JsonSchema {
+  const required = attributes.filter((a) => a.required && (reading === 'response' || a.mutability !== 'readOnly')).map((a) => a.name);
   return {
     type: 'object',
     ...(description ? { description } : {}),
-    properties: Object.fromEntries(attributes.map((a) => [a.name, attributeSchema(a)])),
+    properties: Object.fromEntries(attributes.map((a) => [a.name, attributeSchema(a, reading)])),
     ...(required.length > 0 ? { required } : {}),
   };
 }
@@ -51,10 +58,10 @@ function objectOf(attributes: readonly AttributeDefinition[], description?: stri
  * schemas list them), `readOnly` for read-only attributes and `writeOnly` for those never
  * returned (the password). Source: RFC 7643 §2.3, §2.4, §7.
  */
-function attributeSchema(attribute: AttributeDefinition): JsonSchema {
+function attributeSchema(attribute: AttributeDefinition, reading: Reading): JsonSchema {
   const value =
     attribute.type === 'complex'
-      ? objectOf(attribute.subAttributes ?? [])
+      ? objectOf(attribute.subAttributes ?? [], reading)
       : { ...TYPES[attribute.type], ...(attribute.canonicalValues?.length ? { enum: [...attribute.canonicalValues] } : {}) };
   return {
     ...(attribute.multiValued ? { type: 'array', items: value } : value),
@@ -70,17 +77,17 @@ function attributeSchema(attribute: AttributeDefinition): JsonSchema {
  * named by its URN (RFC 7643 §3.3). Unknown properties are allowed: the service ignores them in
  * requests (RFC 7644 §3.3). Source: RFC 7643 §2, §3, §7.
  */
-export function resourceJsonSchema(definition: SCIMMY.Types.SchemaDefinition): JsonSchema {
+export function resourceJsonSchema(definition: SCIMMY.Types.SchemaDefinition, reading: Reading = 'response'): JsonSchema {
   const attributes: AttributeDefinition[] = [];
   const extensions: Array<[string, JsonSchema]> = [];
   for (const item of definition.attributes as unknown[]) {
     if (item instanceof SCIMMY.Types.SchemaDefinition) {
-      extensions.push([item.id, objectOf(definitionOf(item), item.description)]);
+      extensions.push([item.id, objectOf(definitionOf(item), reading, item.description)]);
     } else {
       attributes.push(JSON.parse(JSON.stringify(item)) as AttributeDefinition);
     }
   }
-  const schema = objectOf(attributes, definition.description);
+  const schema = objectOf(attributes, reading, definition.description);
   return { ...schema, properties: { ...(schema.properties as JsonSchema), ...Object.fromEntries(extensions) } };
 }
 

@@ -72,7 +72,9 @@ function withPrimaryScheme(schema: JsonSchema): JsonSchema {
 function componentSchemas(): Record<string, JsonSchema> {
   return {
     User: resourceJsonSchema(userDefinition),
+    UserRequest: resourceJsonSchema(userDefinition, 'request'),
     Group: resourceJsonSchema(groupDefinition),
+    GroupRequest: resourceJsonSchema(groupDefinition, 'request'),
     ServiceProviderConfig: withPrimaryScheme(resourceJsonSchema(SCIMMY.Schemas.ServiceProviderConfig.definition)),
     ResourceType: resourceJsonSchema(SCIMMY.Schemas.ResourceType.definition),
     Schema: {
@@ -250,7 +252,7 @@ function userPaths(): Record<string, object> {
       }),
       post: operation('Users', 'createUser', 'Create a user', 'Creates a user, or reactivates the deactivated user with that `userName` (the email). Unknown attributes are ignored.', {
         parameters: PROJECTION,
-        requestBody: requestBody('User', examples.userRequestExample),
+        requestBody: requestBody('UserRequest', examples.userRequestExample),
         responses: { ...user('The user created.', 201), ...errorResponses([...WITH_BODY, 'user_already_exists', 'unknown_product', 'unknown_product_role']) },
       }),
     },
@@ -261,7 +263,7 @@ function userPaths(): Record<string, object> {
       }),
       put: operation('Users', 'replaceUser', 'Replace a user', 'Replaces the user\'s attributes; roles, workspace role and status are kept when the body leaves them out.', {
         parameters: [USER_ID, IF_MATCH, ...PROJECTION],
-        requestBody: requestBody('User', examples.userRequestExample),
+        requestBody: requestBody('UserRequest', examples.userRequestExample),
         responses: { ...user('The user replaced.', 200), ...errorResponses([...WITH_BODY, ...USER_CHANGE_ERRORS]) },
       }),
       patch: operation('Users', 'patchUser', 'Change a user', 'Applies PATCH operations (RFC 7644 §3.5.2) and answers with the user, also when nothing changed.', {
@@ -290,7 +292,7 @@ function groupPaths(): Record<string, object> {
       }),
       post: operation('Groups', 'createGroup', 'Link a group', 'Links the product role named by `displayName` (`"product:role"`) as a group, and grants it to the `members`.', {
         parameters: PROJECTION,
-        requestBody: requestBody('Group', examples.groupRequestExample),
+        requestBody: requestBody('GroupRequest', examples.groupRequestExample),
         responses: { ...group('The group linked.', 201), ...errorResponses([...WITH_BODY, 'group_exists', 'unknown_product', 'unknown_product_role']) },
       }),
     },
@@ -301,7 +303,7 @@ function groupPaths(): Record<string, object> {
       }),
       put: operation('Groups', 'replaceGroup', 'Replace a group', 'Sets `externalId` and, when the body has `members`, exactly those members; `displayName` cannot change.', {
         parameters: [GROUP_ID, ...PROJECTION],
-        requestBody: requestBody('Group', examples.groupRequestExample),
+        requestBody: requestBody('GroupRequest', examples.groupRequestExample),
         responses: { ...group('The group replaced.', 200), ...errorResponses(GROUP_CHANGE_ERRORS) },
       }),
       patch: operation('Groups', 'patchGroup', 'Change a group', 'Applies PATCH operations: members added or removed become grants and revocations of the role.', {

@@ -57,7 +57,8 @@ export const groupListExample = listResponse([groupExample], 1, 1);
 /** The discovery answers. */
 export const serviceProviderConfigExample = serviceProviderConfig(BASE);
 const resourceTypeExamples = resourceTypes(BASE);
-const schemaExamples = schemas(BASE);
+// As sent: the schema documents hold SCIMMY's attribute objects, which become JSON when sent.
+const schemaExamples = JSON.parse(JSON.stringify(schemas(BASE))) as Array<Record<string, unknown>>;
 export const resourceTypeExample = resourceTypeExamples[0]!;
 export const resourceTypeListExample = listResponse(resourceTypeExamples, resourceTypeExamples.length, 1);
 export const schemaExample = schemaExamples.find((s) => s.id === URN.wumUser)!;
