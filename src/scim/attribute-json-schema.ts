@@ -35,15 +35,24 @@ const TYPES: Record<string, JsonSchema> = {
 };
 
 /**
- * Whether a schema describes resources as the service answers them, or as requests send them:
- * a required read-only attribute (`id`, `meta`) is required in answers only (RFC 7643 §2.2: the
- * service provider assigns it, and ignores it in requests).
+ * What a schema describes, which decides the attributes it requires:
+ * - `response`: resources as the service answers them, whole: every required attribute;
+ * - `projected`: answers that `attributes`/`excludedAttributes` may have narrowed (RFC 7644
+ *   §3.4.2.5): only the attributes returned always, and `schemas` (RFC 7643 §3);
+ * - `request`: resources as clients send them: the required attributes but the read-only ones
+ *   (`id`, `meta`), which the service assigns and ignores in requests (RFC 7643 §3.1).
  */
-export type Reading = 'response' | 'request';
+type Reading = 'response' | 'projected' | 'request';
+
+/** True when `attribute` must be present in a resource of `reading`. */
+function isRequired(attribute: AttributeDefinition, reading: Reading): boolean {
+  if (reading === 'projected') return attribute.returned === 'always' || attribute.name === 'schemas';
+  return attribute.required && (reading === 'response' || attribute.mutability !== 'readOnly');
+}
 
 /** An object of `attributes`, each a property; the required ones listed. */
 function objectOf(attributes: readonly AttributeDefinition[], reading: Reading, description?: string): JsonSchema {
-  const required = attributes.filter((a) => a.required && (reading === 'response' || a.mutability !== 'readOnly')).map((a) => a.name);
+  const required = attributes.filter((a) => isRequired(a, reading)).map((a) => a.name);
   return {
     type: 'object',
     ...(description ? { description } : {}),

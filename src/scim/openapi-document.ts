@@ -71,9 +71,9 @@ function withPrimaryScheme(schema: JsonSchema): JsonSchema {
 /** The SCIM messages and resources, by component name. */
 function componentSchemas(): Record<string, JsonSchema> {
   return {
-    User: resourceJsonSchema(userDefinition),
+    User: resourceJsonSchema(userDefinition, 'projected'),
     UserRequest: resourceJsonSchema(userDefinition, 'request'),
-    Group: resourceJsonSchema(groupDefinition),
+    Group: resourceJsonSchema(groupDefinition, 'projected'),
     GroupRequest: resourceJsonSchema(groupDefinition, 'request'),
     ServiceProviderConfig: withPrimaryScheme(resourceJsonSchema(SCIMMY.Schemas.ServiceProviderConfig.definition)),
     ResourceType: resourceJsonSchema(SCIMMY.Schemas.ResourceType.definition),

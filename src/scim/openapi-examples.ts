@@ -50,18 +50,23 @@ export const userExample = toUserResource(USER, BASE);
 /** A Group resource as the service answers it, with its members. */
 export const groupExample = toGroupResource(GROUP, [USER], BASE);
 
-/** The list answers of the resource endpoints. */
+/** The answer of `GET /Users`. */
 export const userListExample = listResponse([userExample], 1, 1);
+/** The answer of `GET /Groups`. */
 export const groupListExample = listResponse([groupExample], 1, 1);
 
-/** The discovery answers. */
+/** The answer of `GET /ServiceProviderConfig`. */
 export const serviceProviderConfigExample = serviceProviderConfig(BASE);
 const resourceTypeExamples = resourceTypes(BASE);
 // As sent: the schema documents hold SCIMMY's attribute objects, which become JSON when sent.
 const schemaExamples = JSON.parse(JSON.stringify(schemas(BASE))) as Array<Record<string, unknown>>;
+/** The answer of `GET /ResourceTypes/User`. */
 export const resourceTypeExample = resourceTypeExamples[0]!;
+/** The answer of `GET /ResourceTypes`. */
 export const resourceTypeListExample = listResponse(resourceTypeExamples, resourceTypeExamples.length, 1);
+/** The answer of `GET /Schemas/{id}` for wum's extension. */
 export const schemaExample = schemaExamples.find((s) => s.id === URN.wumUser)!;
+/** The answer of `GET /Schemas`. */
 export const schemaListExample = listResponse(schemaExamples, schemaExamples.length, 1);
 
 /** A POST /Users body as identity providers send it. */
@@ -84,8 +89,9 @@ export const groupRequestExample = {
   members: [{ value: USER.id }],
 };
 
-/** PATCH bodies (RFC 7644 §3.5.2): a user deactivated, a member added to a group. */
+/** A PATCH /Users body (RFC 7644 §3.5.2): the user deactivated, as Okta and Entra ID send it. */
 export const userPatchExample = { schemas: [URN.patchOp], Operations: [{ op: 'replace', path: 'active', value: false }] };
+/** A PATCH /Groups body (RFC 7644 §3.5.2): a member added. */
 export const groupPatchExample = { schemas: [URN.patchOp], Operations: [{ op: 'add', path: 'members', value: [{ value: USER.id }] }] };
 
 /** What each error example says, as the service words it; other codes say their title. */

@@ -105,7 +105,7 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
     }
     assert.equal(document.openapi, '3.1.0');
     assert.deepEqual(document.servers.map((s) => s.url), [`http://{workspace}.${ctx.config.baseDomain}:${ctx.config.port}/scim/v2`]);
-    const refused = await ctx.app.inject({ method: 'POST', url: DOCUMENT, headers: { host: ws.host } });
+    const refused = await ctx.app.inject({ method: 'DELETE', url: DOCUMENT, headers: { host: ws.host } });
     assert.equal(refused.statusCode, 405);
     // The rest of the SCIM service still needs the key.
     assert.equal((await ctx.app.inject({ method: 'GET', url: '/scim/v2/Users', headers: { host: ws.host } })).statusCode, 401);
