@@ -1,7 +1,7 @@
 import SCIMMY from 'scimmy';
 import { WORKSPACE_REQUEST_ERRORS, type ErrorCode } from '../core/errors.ts';
 import { resourceJsonSchema, type JsonSchema } from './attribute-json-schema.ts';
-import { DEFAULT_COUNT, MAX_COUNT, MAX_PATCH_OPERATIONS, SCIM_PREFIX, URN } from './constants.ts';
+import { DEFAULT_COUNT, MAX_COUNT, MAX_FILTER_LENGTH, MAX_GROUP_MEMBERS, MAX_PATCH_OPERATIONS, SCIM_PREFIX, URN } from './constants.ts';
 import * as examples from './openapi-examples.ts';
 import { groupDefinition, userDefinition } from './schema-definitions.ts';
 
@@ -210,7 +210,7 @@ const PROJECTION = [
 
 /** Paging and filtering of a list (RFC 7644 §3.4.2). */
 const LIST = [
-  query('filter', 'A filter (RFC 7644 §3.4.2.2), at most 2,048 characters.', { type: 'string', maxLength: 2048 }, 'userName eq "ada@example.com"'),
+  query('filter', `A filter (RFC 7644 §3.4.2.2), at most ${MAX_FILTER_LENGTH} characters.`, { type: 'string', maxLength: MAX_FILTER_LENGTH }, 'userName eq "ada@example.com"'),
   query('startIndex', 'The 1-based index of the first resource; below 1 reads as 1.', { type: 'integer', default: 1 }, 1),
   query('count', `Resources per page: ${DEFAULT_COUNT} unless given, at most ${MAX_COUNT} (a larger count is lowered); negative reads as 0.`, { type: 'integer', default: DEFAULT_COUNT }, 100),
   ...PROJECTION,
@@ -286,7 +286,7 @@ function groupPaths(): Record<string, object> {
   const GROUP_CHANGE_ERRORS: readonly ErrorCode[] = [...WITH_BODY, 'group_not_found', 'mutability', 'unknown_product_role'];
   return {
     '/Groups': {
-      get: operation('Groups', 'listGroups', 'List groups', 'The product roles linked as groups, in linking order, filtered and paged; each with up to 1,000 members.', {
+      get: operation('Groups', 'listGroups', 'List groups', `The product roles linked as groups, in linking order, filtered and paged; each with up to ${MAX_GROUP_MEMBERS} members.`, {
         parameters: LIST,
         responses: { 200: scimResponse('A page of groups.', 'GroupList', examples.groupListExample), ...errorResponses(['invalid_filter', 'invalid_value', 'invalid_parameter']) },
       }),
@@ -297,7 +297,7 @@ function groupPaths(): Record<string, object> {
       }),
     },
     '/Groups/{id}': {
-      get: operation('Groups', 'getGroup', 'Read a group', 'One group with up to 1,000 members.', {
+      get: operation('Groups', 'getGroup', 'Read a group', `One group with up to ${MAX_GROUP_MEMBERS} members.`, {
         parameters: [GROUP_ID, ...PROJECTION],
         responses: { ...group('The group.', 200), ...errorResponses(['invalid_value', 'invalid_parameter', 'group_not_found']) },
       }),
