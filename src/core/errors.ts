@@ -104,6 +104,22 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * Errors every request of a workspace's APIs (the external API and SCIM) can be answered with:
+ * addressing, authentication, scopes, limits, availability. Source: docs/contract.md Part B,
+ * Addressing and tenancy, Authentication, Retries and limits, Errors.
+ */
+export const WORKSPACE_REQUEST_ERRORS = [
+  'workspace_not_found',
+  'missing_api_key',
+  'invalid_api_key',
+  'insufficient_scope',
+  'rate_limited',
+  'internal_error',
+  'service_unavailable',
+  'database_unavailable',
+] as const satisfies readonly ErrorCode[];
+
 /** Seconds a client should wait before retrying after a transient database error. */
 export const TRANSIENT_RETRY_AFTER_SECONDS = 1;
 

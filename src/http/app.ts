@@ -167,7 +167,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const checkIdentityProvider = identityProviderCheck(config.outbound);
   const auditStreams = deps.auditStreams ?? WITHOUT_AUDIT_STREAMS;
   await app.register(selfServiceRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, checkWebhookUrl: deps.checkWebhookUrl, checkIdentityProvider, auditStreams });
-  await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store });
+  await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store, server: config });
   const { operatorSignIn } = config;
   const operators = operatorSignIn
     ? { store: deps.store, policy: { issuer: operatorSignIn.issuer, emails: operatorSignIn.emails }, lifetime: config.sessions }

@@ -6,6 +6,9 @@
 /** Path prefix of the SCIM service on a workspace's host. */
 export const SCIM_PREFIX = '/scim/v2';
 
+/** Where the SCIM service's OpenAPI document is served: public documentation, on any host, without a key. */
+export const SCIM_OPENAPI_PATH = `${SCIM_PREFIX}/openapi.json`;
+
 /** Media type of every SCIM response (RFC 7644 §3.1). */
 export const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 

@@ -168,7 +168,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         description:
           'Add, deactivate, reactivate and list the users of a workspace. Every external request goes to the ' +
           "workspace's own host (`{workspace}.<base domain>`) and carries an `X-Api-Key` of that workspace. " +
-          'Errors are RFC 9457 problem details with a stable `code`.',
+          'Errors are RFC 9457 problem details with a stable `code`. SCIM 2.0 provisioning (`/scim/v2`) is described by its own document, `/scim/v2/openapi.json`.',
       },
       servers: [
         {

@@ -5,7 +5,7 @@ import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import { andThen, orElse, type Awaitable } from '../../core/awaitable.ts';
 import type { Store } from '../../core/ports.ts';
-import { isScimPath } from '../../scim/constants.ts';
+import { isScimPath, SCIM_OPENAPI_PATH } from '../../scim/constants.ts';
 import { requiredScopes } from '../route-scopes.ts';
 import { sessionIdOf } from '../session-cookie.ts';
 import { awaitableHook } from '../hooks.ts';
@@ -23,8 +23,8 @@ declare module 'fastify' {
 
 /** Path prefix of the external API (docs/contract.md Part A). */
 export const EXTERNAL_PREFIX = '/api/external/v2';
-/** Paths under the prefix that are public documentation, served on any host without a key. */
-const PUBLIC_PATHS = new Set([`${EXTERNAL_PREFIX}/openapi.json`]);
+/** Paths under the prefixes that are public documentation, served on any host without a key. */
+const PUBLIC_PATHS = new Set([`${EXTERNAL_PREFIX}/openapi.json`, SCIM_OPENAPI_PATH]);
 /** A DNS label: letters, digits, inner hyphens, 1-63 characters (RFC 1035 §2.3.1, RFC 1123). */
 export const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
 /** Write `last_used_at` at most this often per key, not on every request. */
@@ -61,7 +61,7 @@ function routeShape(request: FastifyRequest): RouteShape {
 
 /** True for a path of the external API (or of the SCIM service) that needs a workspace and a key. */
 export function isExternalApiPath(path: string): boolean {
-  return ((path === EXTERNAL_PREFIX || path.startsWith(`${EXTERNAL_PREFIX}/`)) && !PUBLIC_PATHS.has(path)) || isScimPath(path);
+  return (path === EXTERNAL_PREFIX || path.startsWith(`${EXTERNAL_PREFIX}/`) || isScimPath(path)) && !PUBLIC_PATHS.has(path);
 }
 
 /** The key a request presents: `X-Api-Key`, or on SCIM paths the bearer token of `Authorization` (RFC 6750 §2.1). */

@@ -1,6 +1,6 @@
 import { ACTOR_TYPES } from '../../core/actor.ts';
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ERROR_CATALOGUE, type ErrorCode, type FieldError } from '../../core/errors.ts';
+import { ERROR_CATALOGUE, WORKSPACE_REQUEST_ERRORS, type ErrorCode, type FieldError } from '../../core/errors.ts';
 import type { Pagination } from '../../core/pagination.ts';
 import { PAGE_DEFAULTS } from '../../core/pagination.ts';
 import { PROBLEM_CONTENT_TYPE, problemType, type ProblemDetails } from '../problem.ts';
@@ -114,21 +114,14 @@ export function problemExample(code: ErrorCode): ProblemDetails {
 
 /**
  * Errors every external-API route can answer: a request target it cannot read (a NUL, broken
- * percent-encoding), addressing, authentication (a key, or a console session and its
- * same-origin rule), scopes, limits, availability.
+ * percent-encoding), those of every workspace request, and a console session's (docs/security.md,
+ * "Console sessions").
  */
 export const EXTERNAL_API_ERRORS = [
   'bad_request',
-  'workspace_not_found',
-  'missing_api_key',
-  'invalid_api_key',
-  'insufficient_scope',
+  ...WORKSPACE_REQUEST_ERRORS,
   'invalid_session',
   'cross_origin_refused',
-  'rate_limited',
-  'internal_error',
-  'service_unavailable',
-  'database_unavailable',
 ] as const satisfies readonly ErrorCode[];
 
 /** Errors every route with a JSON body can answer: its media type, its syntax, its size, its fields. */
