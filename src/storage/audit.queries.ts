@@ -1,7 +1,7 @@
-import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, lt, lte, max, sql, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { AuditEntry, AuditEvent, AuditFilter, AuditRepository } from '../core/ports.ts';
+import type { AuditEntry, AuditEvent, AuditFilter, AuditKeyset, AuditRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { auditEvents } from './schema.ts';
@@ -51,6 +51,26 @@ export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
   };
 }
 
+/**
+ * The conditions of an audit read. A keyset bound is on `id` in the listing's direction, so the
+ * read walks the index on (workspace_id, id), or the primary key for every workspace, and a row
+ * written meanwhile neither shifts nor repeats the rows after the cursor.
+ */
+function auditWhere(workspaceId: number | null, filter: AuditFilter, keyset: AuditKeyset): SQL | undefined {
+  const { afterId, maxId } = keyset;
+  return and(
+    workspaceId === null ? undefined : eq(auditEvents.workspaceId, workspaceId),
+    filter.action === undefined ? undefined : eq(auditEvents.action, filter.action),
+    filter.actorType === undefined ? undefined : eq(auditEvents.actorType, filter.actorType),
+    filter.targetId === undefined ? undefined : eq(auditEvents.targetId, filter.targetId),
+    filter.userId === undefined ? undefined : eq(auditEvents.userId, filter.userId),
+    filter.since === undefined ? undefined : gte(auditEvents.occurredAt, filter.since),
+    filter.until === undefined ? undefined : lt(auditEvents.occurredAt, filter.until),
+    afterId === undefined ? undefined : filter.newestFirst ? lt(auditEvents.id, afterId) : gt(auditEvents.id, afterId),
+    maxId === undefined ? undefined : lte(auditEvents.id, maxId),
+  );
+}
+
 /** Every change of the API writes one event: its statement is built and planned once. */
 const appendEvent = new NamedStatement('wum_audit_append', () => auditInsert());
 
@@ -61,14 +81,8 @@ export function createAuditRepository(db: Database): AuditRepository {
       await appendEvent.run(db, auditEventParams(entry));
     },
 
-    async findPage(workspaceId, page, filter: AuditFilter = {}) {
-      const where = and(
-        workspaceId === null ? undefined : eq(auditEvents.workspaceId, workspaceId),
-        filter.action === undefined ? undefined : eq(auditEvents.action, filter.action),
-        filter.actorType === undefined ? undefined : eq(auditEvents.actorType, filter.actorType),
-        filter.targetId === undefined ? undefined : eq(auditEvents.targetId, filter.targetId),
-        filter.userId === undefined ? undefined : eq(auditEvents.userId, filter.userId),
-      );
+    async findPage(workspaceId, page, filter: AuditFilter = {}, keyset: AuditKeyset = {}) {
+      const where = auditWhere(workspaceId, filter, keyset);
       const [totalRow] = await db.select({ n: count() }).from(auditEvents).where(where);
       const rows = await db
         .select()
@@ -76,8 +90,23 @@ export function createAuditRepository(db: Database): AuditRepository {
         .where(where)
         .orderBy(filter.newestFirst ? desc(auditEvents.id) : asc(auditEvents.id))
         .limit(page.pageSize)
-        .offset(pageOffset(page));
+        .offset(keyset.afterId === undefined ? pageOffset(page) : 0);
       return { rows: rows.map(toEvent), total: totalRow?.n ?? 0 };
+    },
+
+    async findBatch(workspaceId, limit, filter, keyset) {
+      const rows = await db
+        .select()
+        .from(auditEvents)
+        .where(auditWhere(workspaceId, filter, keyset))
+        .orderBy(filter.newestFirst ? desc(auditEvents.id) : asc(auditEvents.id))
+        .limit(limit);
+      return rows.map(toEvent);
+    },
+
+    async lastId() {
+      const [row] = await db.select({ id: max(auditEvents.id) }).from(auditEvents);
+      return row?.id === null || row?.id === undefined ? 0 : Number(row.id);
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Store } from '../../../core/ports.ts';
 import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-service.ts';
 import { apiKeysRoutes } from '../admin/api-keys-routes.ts';
 import { workspaceAuditRoutes } from '../admin/audit-routes.ts';
+import { workspaceAuditExportRoutes } from '../admin/audit-export-routes.ts';
 import { identityProviderRoutes } from '../admin/identity-provider-routes.ts';
 import { webhookEndpointsRoutes } from '../admin/webhook-endpoints-routes.ts';
 import { WORKSPACE_MOUNT } from '../route-mount.ts';
@@ -22,6 +23,7 @@ export async function selfServiceRoutes(
   const mount = WORKSPACE_MOUNT;
   await app.register(apiKeysRoutes, { store, mount });
   await app.register(workspaceAuditRoutes, { store, mount });
+  await app.register(workspaceAuditExportRoutes, { store, mount });
   await app.register(identityProviderRoutes, { store, check: options.checkIdentityProvider, mount });
   await app.register(webhookEndpointsRoutes, { store, checkUrl: options.checkWebhookUrl, mount });
 }
