@@ -46,8 +46,9 @@ export function auditExportStream(
 ): { readonly body: Readable; readonly contentType: string } {
   const contentType = MEDIA_TYPES[format];
   if (format === 'jsonl') {
+    // One string per event, not per batch: a batch's megabyte string would sit in V8's large-object space until a full GC.
     const lines = async function* () {
-      for await (const batch of batches) yield batch.map((event) => `${JSON.stringify(toWireAuditEvent(event))}\n`).join('');
+      for await (const batch of batches) for (const event of batch) yield `${JSON.stringify(toWireAuditEvent(event))}\n`;
     };
     return { body: Readable.from(lines(), { objectMode: false }), contentType };
   }
