@@ -3723,7 +3723,7 @@ export interface operations {
                             workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
-                        pagination: {
+                        pagination?: {
                             /** @description Items across all pages. */
                             total_records: number;
                             /** @description The page returned, from 1. */
@@ -3733,8 +3733,8 @@ export interface operations {
                             /** @description Items per page. */
                             page_size: number;
                         };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
+                        /** @description Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`). */
+                        total_count?: number;
                         /**
                          * @description The `starting_after` of the next page (the `id` of this page's last event); null when this page ends the listing.
                          * @example 42
@@ -6167,7 +6167,7 @@ export interface operations {
                             workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
-                        pagination: {
+                        pagination?: {
                             /** @description Items across all pages. */
                             total_records: number;
                             /** @description The page returned, from 1. */
@@ -6177,8 +6177,8 @@ export interface operations {
                             /** @description Items per page. */
                             page_size: number;
                         };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
+                        /** @description Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`). */
+                        total_count?: number;
                         /**
                          * @description The `starting_after` of the next page (the `id` of this page's last event); null when this page ends the listing.
                          * @example 42
@@ -7272,7 +7272,7 @@ export interface operations {
                             workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
-                        pagination: {
+                        pagination?: {
                             /** @description Items across all pages. */
                             total_records: number;
                             /** @description The page returned, from 1. */
@@ -7282,8 +7282,8 @@ export interface operations {
                             /** @description Items per page. */
                             page_size: number;
                         };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
+                        /** @description Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`). */
+                        total_count?: number;
                         /**
                          * @description The `starting_after` of the next page (the `id` of this page's last event); null when this page ends the listing.
                          * @example 42

@@ -87,8 +87,8 @@ export function auditCommand(): Command {
         page.audit_events.map((e) => [e.occurred_at, e.action, `${e.actor_type}: ${e.actor.label ?? e.actor_id ?? ''}`, `${e.target_type} ${e.target_id}`]),
       ),
     );
-    const { current_page_number: current, total_pages: pages } = page.pagination;
-    say(`Page ${current} of ${pages} (${page.total_count} events).`);
+    // Read by page number, as here, a listing always has its pagination.
+    if (page.pagination) say(`Page ${page.pagination.current_page_number} of ${page.pagination.total_pages} (${page.total_count} events).`);
   });
 
   withJson(

@@ -383,13 +383,12 @@ export interface IdentityProviderRepository {
 /** The audit trail. */
 export interface AuditRepository {
   append(entry: AuditEntry): Promise<void>;
+  /** A page of events, oldest first unless `filter.newestFirst`; `workspaceId` null means every event. */
+  findPage(workspaceId: number | null, page: PageRequest, filter?: AuditFilter): Promise<Slice<AuditEvent>>;
   /**
-   * A page of events, oldest first unless `filter.newestFirst`; `workspaceId` null means every
-   * event. With `keyset.afterId` the page starts past that event (the page number is then
-   * ignored) and `total` counts the events from there on.
+   * Up to `limit` events past `keyset.afterId` (and up to `keyset.maxId`) in the order of
+   * `filter`, without a count: a page read by cursor, or a batch of an export.
    */
-  findPage(workspaceId: number | null, page: PageRequest, filter?: AuditFilter, keyset?: AuditKeyset): Promise<Slice<AuditEvent>>;
-  /** Up to `limit` events past `keyset.afterId` in the order of `filter`, without a count: a batch of an export. */
   findBatch(workspaceId: number | null, limit: number, filter: AuditFilter, keyset: AuditKeyset): Promise<AuditEvent[]>;
   /** The largest event id written so far, 0 when the trail is empty. */
   lastId(): Promise<number>;

@@ -81,8 +81,8 @@ export function createAuditRepository(db: Database): AuditRepository {
       await appendEvent.run(db, auditEventParams(entry));
     },
 
-    async findPage(workspaceId, page, filter: AuditFilter = {}, keyset: AuditKeyset = {}) {
-      const where = auditWhere(workspaceId, filter, keyset);
+    async findPage(workspaceId, page, filter: AuditFilter = {}) {
+      const where = auditWhere(workspaceId, filter, {});
       const [totalRow] = await db.select({ n: count() }).from(auditEvents).where(where);
       const rows = await db
         .select()
@@ -90,7 +90,7 @@ export function createAuditRepository(db: Database): AuditRepository {
         .where(where)
         .orderBy(filter.newestFirst ? desc(auditEvents.id) : asc(auditEvents.id))
         .limit(page.pageSize)
-        .offset(keyset.afterId === undefined ? pageOffset(page) : 0);
+        .offset(pageOffset(page));
       return { rows: rows.map(toEvent), total: totalRow?.n ?? 0 };
     },
 

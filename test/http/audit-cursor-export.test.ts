@@ -17,7 +17,7 @@ interface Event {
 interface Listing {
   audit_events: Event[];
   next_cursor: number | null;
-  total_count: number;
+  total_count?: number;
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -175,7 +175,7 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     const opWs = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&starting_after=${events[1]!.id}`);
     assert.equal(opWs.statusCode, 200, opWs.body);
     assert.deepEqual(opWs.json().audit_events.map((e: Event) => e.id), [events[2]!.id, events[3]!.id]);
-    assert.equal(opWs.json().total_count, events.length - 2, 'read by cursor, the count is of the events from the cursor on');
+    assert.equal('total_count' in opWs.json() || 'pagination' in opWs.json(), false, 'read by cursor, nothing is counted');
     const opAll = await ctx.admin('GET', `/audit-events?page_size=1&workspace=${ws.subdomain}&starting_after=${events[1]!.id}`);
     assert.deepEqual(opAll.json().audit_events.map((e: Event) => [e.id, e.workspace]), [[events[2]!.id, ws.subdomain]]);
     assert.equal(nextLink(opAll.headers.link as string)?.includes(`starting_after=${events[2]!.id}`), true);

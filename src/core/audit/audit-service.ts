@@ -1,12 +1,16 @@
-import { paginate, type Page, type PageRequest } from '../pagination.ts';
-import type { AuditEvent, AuditFilter, AuditKeyset, Store } from '../ports.ts';
+import { paginate, type PageRequest, type Pagination } from '../pagination.ts';
+import type { AuditEvent, AuditFilter, Store } from '../ports.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 
 /**
  * A page of the audit trail and where the next one starts: `nextCursor` is the id of its last
- * event when more follow in the listing's order, else null (docs/api.md, "Audit trail").
+ * event when more follow in the listing's order, else null. Read by page number it has its
+ * `pagination`; read by cursor it has none, since counting every event past the cursor would
+ * cost each page a walk of the rest of the trail (docs/api.md, "Audit trail").
  */
-export interface AuditPage<T> extends Page<T> {
+export interface AuditPage<T> {
+  readonly items: readonly T[];
+  readonly pagination?: Pagination;
   readonly nextCursor: number | null;
 }
 
@@ -23,7 +27,7 @@ export const AUDIT_EXPORT_BATCH = 1000;
  */
 export type AuditExportScope = { readonly subdomain: string } | { readonly all: true; readonly workspace?: string };
 
-/** The events of `page`, with `nextCursor` when the listing goes on past them. */
+/** The events of `page`, or of the page past the event `afterId`, with `nextCursor` when the listing goes on past them. */
 async function readPage(
   store: Store,
   workspaceId: number | null,
@@ -31,13 +35,15 @@ async function readPage(
   filter: AuditFilter,
   afterId: number | undefined,
 ): Promise<AuditPage<AuditEvent>> {
-  const keyset: AuditKeyset = afterId === undefined ? {} : { afterId };
-  const { rows, total } = await store.audit.findPage(workspaceId, page, filter, keyset);
-  // With a cursor, `total` counts from the cursor on, so the page is the listing's first.
-  const pageRequest = afterId === undefined ? page : { ...page, pageNumber: 1 };
-  const before = afterId === undefined ? (page.pageNumber - 1) * page.pageSize : 0;
-  const more = rows.length > 0 && before + rows.length < total;
-  return { items: rows, pagination: paginate(pageRequest, total), nextCursor: more ? rows[rows.length - 1]!.id : null };
+  if (afterId !== undefined) {
+    // One event more than the page tells whether another page follows, without a count.
+    const rows = await store.audit.findBatch(workspaceId, page.pageSize + 1, filter, { afterId });
+    const items = rows.slice(0, page.pageSize);
+    return { items, nextCursor: rows.length > page.pageSize ? items[items.length - 1]!.id : null };
+  }
+  const { rows, total } = await store.audit.findPage(workspaceId, page, filter);
+  const more = rows.length > 0 && (page.pageNumber - 1) * page.pageSize + rows.length < total;
+  return { items: rows, pagination: paginate(page, total), nextCursor: more ? rows[rows.length - 1]!.id : null };
 }
 
 /**
@@ -82,7 +88,7 @@ export async function listAllAuditEvents(
     return { ...listed, items: await withSubdomains(store, listed.items) };
   }
   const workspace = await store.workspaces.findBySubdomain(subdomain.toLowerCase());
-  if (!workspace) return { items: [], pagination: paginate(page, 0), nextCursor: null };
+  if (!workspace) return { items: [], ...(afterId === undefined ? { pagination: paginate(page, 0) } : {}), nextCursor: null };
   const listed = await readPage(store, workspace.id, page, rest, afterId);
   return { ...listed, items: listed.items.map((row) => ({ ...row, workspace: workspace.subdomain })) };
 }

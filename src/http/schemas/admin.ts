@@ -255,10 +255,13 @@ export const AuditExportQuery = Type.Object({ ...exportFormat, ...AuditFilters }
 /** Query of the operator's export of every event: also by workspace. */
 export const GlobalAuditExportQuery = Type.Object({ ...exportFormat, ...AuditFilters, ...WorkspaceFilter });
 
-/** The envelope of an audit listing: a page, and the cursor of the next. */
+/** The envelope of an audit listing: a page, its place in the listing (by page number only), and the cursor of the next. */
 export const AuditPageSchema = (order: string) =>
   Type.Object({
-    ...pageOf('audit_events', AuditEventSchema, order).properties,
+    audit_events: Type.Array(AuditEventSchema, { description: `This page, ${order}; empty past the end.` }),
+    // Absent when read by cursor (`starting_after`), which counts nothing.
+    pagination: Type.Optional(PaginationSchema),
+    total_count: Type.Optional(Type.Integer({ description: 'Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`).' })),
     next_cursor: Type.Union([Type.Integer(), Type.Null()], {
       description: 'The `starting_after` of the next page (the `id` of this page\'s last event); null when this page ends the listing.',
       examples: [42],

@@ -6,10 +6,10 @@ import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { listAllAuditEvents, listAuditEvents, type AuditPage } from '../../../core/audit/audit-service.ts';
 import { AppError } from '../../../core/errors.ts';
 import type { AuditFilter } from '../../../core/ports.ts';
-import { cursorLinks } from '../../link-header.ts';
+import { cursorLinks, paginationLinks } from '../../link-header.ts';
 import { ADMIN_EXAMPLES, AuditPageSchema, AuditQuery, OwnAuditQuery, WorkspaceAuditQuery, toWireAuditEvent } from '../../schemas/admin.ts';
-import { jsonResponse, problemResponses } from '../../schemas/common.ts';
-import { AUTH, listed, security, tags } from './admin-common.ts';
+import { jsonResponse, problemResponses, toWirePagination } from '../../schemas/common.ts';
+import { AUTH, security, tags } from './admin-common.ts';
 import type { RouteMount } from '../route-mount.ts';
 
 const { auditEvent, page } = ADMIN_EXAMPLES;
@@ -50,11 +50,14 @@ function cursorOf(request: FastifyRequest, startingAfter: number | undefined): n
   return startingAfter;
 }
 
-/** A listing's answer: page-number links, or cursor links when read by cursor; `next_cursor` either way. */
-function auditListed<T extends Parameters<typeof toWireAuditEvent>[0]>(request: FastifyRequest, reply: FastifyReply, listing: AuditPage<T>, cursor: number | undefined) {
-  const body = listed(request, reply, 'audit_events', listing, toWireAuditEvent);
-  if (cursor !== undefined) reply.header('link', cursorLinks(request, listing.nextCursor));
-  return { ...body, next_cursor: listing.nextCursor };
+/**
+ * A listing's answer with `next_cursor`: by page number, its envelope and page-number links
+ * (docs/contract.md Part B, Listing); by cursor, no count and cursor links.
+ */
+function auditListed<T extends Parameters<typeof toWireAuditEvent>[0]>(request: FastifyRequest, reply: FastifyReply, listing: AuditPage<T>) {
+  const { pagination, nextCursor } = listing;
+  reply.header('link', pagination ? paginationLinks(request, pagination) : cursorLinks(request, nextCursor));
+  return { audit_events: listing.items.map(toWireAuditEvent), ...(pagination ? toWirePagination(pagination) : {}), next_cursor: nextCursor };
 }
 
 const auditPage = jsonResponse('A page of audit events with its pagination envelope and the cursor of the next page.', AuditPageSchema('in the order of `sort`'), {
@@ -102,7 +105,7 @@ export async function workspaceAuditRoutes(app: FastifyInstance, options: { stor
       const { page_number: pageNumber, page_size: pageSize, starting_after: startingAfter, ...filters } = request.query;
       const cursor = cursorOf(request, startingAfter);
       const listing = await listAuditEvents(store, mount.subdomain(request), { pageNumber, pageSize }, auditFilter(filters), cursor);
-      return auditListed(request, reply, listing, cursor);
+      return auditListed(request, reply, listing);
     },
   });
   rejectOtherMethods(app, path, ['GET']);
@@ -133,7 +136,7 @@ export async function auditRoutes(app: FastifyInstance, options: { store: Store 
       const cursor = cursorOf(request, startingAfter);
       const filter = { ...auditFilter(filters), ...(workspace === undefined ? {} : { workspace }) };
       const listing = await listAllAuditEvents(store, { pageNumber, pageSize }, filter, cursor);
-      return auditListed(request, reply, listing, cursor);
+      return auditListed(request, reply, listing);
     },
   });
   rejectOtherMethods(app, '/audit-events', ['GET']);
