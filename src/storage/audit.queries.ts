@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, gte, lt, lte, max, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, lt, lte, max, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { AuditEntry, AuditEvent, AuditFilter, AuditKeyset, AuditRepository } from '../core/ports.ts';
@@ -52,6 +52,17 @@ export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
 }
 
 /**
+ * A bound as a scalar subquery, which the planner cannot evaluate: as a value, on a table not
+ * analyzed yet, a cursor or a limit made it read every event of the workspace from a bitmap
+ * and sort them (test/storage/plans-unanalyzed.test.ts), where reading the index range in
+ * order and stopping at the limit is the plan wanted whatever the statistics say. The same
+ * reasoning as the events feed's (events.queries.ts).
+ */
+function scalar(value: number, type: 'bigint' | 'int' = 'bigint'): SQL {
+  return type === 'int' ? sql`(select ${value}::int)` : sql`(select ${value}::bigint)`;
+}
+
+/**
  * The conditions of an audit read. A keyset bound is on `id` in the listing's direction, so the
  * read walks the index on (workspace_id, id), or the primary key for every workspace, and a row
  * written meanwhile neither shifts nor repeats the rows after the cursor.
@@ -66,8 +77,8 @@ function auditWhere(workspaceId: number | null, filter: AuditFilter, keyset: Aud
     filter.userId === undefined ? undefined : eq(auditEvents.userId, filter.userId),
     filter.since === undefined ? undefined : gte(auditEvents.occurredAt, filter.since),
     filter.until === undefined ? undefined : lt(auditEvents.occurredAt, filter.until),
-    afterId === undefined ? undefined : filter.newestFirst ? lt(auditEvents.id, afterId) : gt(auditEvents.id, afterId),
-    maxId === undefined ? undefined : lte(auditEvents.id, maxId),
+    afterId === undefined ? undefined : filter.newestFirst ? lt(auditEvents.id, scalar(afterId)) : gt(auditEvents.id, scalar(afterId)),
+    maxId === undefined ? undefined : lte(auditEvents.id, scalar(maxId)),
   );
 }
 
@@ -100,7 +111,8 @@ export function createAuditRepository(db: Database): AuditRepository {
         .from(auditEvents)
         .where(auditWhere(workspaceId, filter, keyset))
         .orderBy(filter.newestFirst ? desc(auditEvents.id) : asc(auditEvents.id))
-        .limit(limit);
+        // Drizzle writes any SQL object given as the limit as it is (as it does a placeholder).
+        .limit(scalar(limit, 'int') as unknown as Placeholder);
       return rows.map(toEvent);
     },
 

@@ -18,7 +18,7 @@ export interface AuditPage<T> {
 export type GlobalAuditEvent = AuditEvent & { readonly workspace: string | null };
 
 /** Events past this id per export batch: small enough for constant memory, large enough for few round trips. */
-export const AUDIT_EXPORT_BATCH = 1000;
+const AUDIT_EXPORT_BATCH = 1000;
 
 /**
  * Which trail an export reads: one workspace's, as its own listing shows it; or, for the

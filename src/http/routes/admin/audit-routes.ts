@@ -15,7 +15,7 @@ import type { RouteMount } from '../route-mount.ts';
 const { auditEvent, page } = ADMIN_EXAMPLES;
 
 /** The filters of an audit query (listing or export). */
-export interface AuditFilterQuery {
+interface AuditFilterQuery {
   action?: string;
   actor_type?: string;
   target_id?: string;
