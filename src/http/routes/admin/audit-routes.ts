@@ -1,11 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Store } from '../../../core/ports.ts';
 import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { listAllAuditEvents, listAuditEvents, type AuditPage } from '../../../core/audit/audit-service.ts';
 import { AppError } from '../../../core/errors.ts';
-import type { AuditFilter } from '../../../core/ports.ts';
+import type { AuditFilter, Store } from '../../../core/ports.ts';
 import { cursorLinks, paginationLinks } from '../../link-header.ts';
 import { ADMIN_EXAMPLES, AuditPageSchema, AuditQuery, OwnAuditQuery, WorkspaceAuditQuery, toWireAuditEvent } from '../../schemas/admin.ts';
 import { jsonResponse, problemResponses, toWirePagination } from '../../schemas/common.ts';
