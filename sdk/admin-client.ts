@@ -1,5 +1,5 @@
 import type { operations } from './schema.ts';
-import { createTransport, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
+import { createTransport, everyEvent, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
 
 type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> =
   operations[Op]['responses'][Status] extends { content: { 'application/json': infer Body } } ? Body : never;
@@ -28,7 +28,10 @@ export type AuditEventPage = Json<'listAuditEvents', 200>;
 export type AuditEvent = AuditEventPage['audit_events'][number];
 /** Page query of admin listings: `page_number` (from 1) and `page_size` (1-100), both optional. */
 export type PageQuery = NonNullable<operations['listWorkspaces']['parameters']['query']>;
-/** Query of audit listings: page, the filters `action`, `actor_type`, `target_id` (and `workspace` on the global list), and `sort`. */
+/**
+ * Query of audit listings: page or cursor (`starting_after`), the filters `action`,
+ * `actor_type`, `target_id`, `since`, `until` (and `workspace` on the global list), and `sort`.
+ */
 export type AuditQuery = NonNullable<operations['listAuditEvents']['parameters']['query']>;
 
 /** A webhook endpoint (never its secret). */
@@ -165,6 +168,11 @@ export interface AuditApi {
    * oldest first unless `sort: '-occurred_at'`, narrowed by the filters of `query`.
    */
   list(subdomain?: string, query?: AuditQuery): Promise<AuditEventPage>;
+  /**
+   * Every event of a workspace (or of all, `subdomain` undefined) the query selects, read page
+   * by page with the cursor, so events written meanwhile neither repeat nor shift it.
+   */
+  iterate(subdomain?: string, query?: Omit<AuditQuery, 'page_number'>): AsyncGenerator<AuditEvent, void, undefined>;
 }
 
 /** Webhook endpoints of a workspace and their deliveries. */
@@ -382,6 +390,9 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
         api.GET('/admin/v1/workspaces/{subdomain}/audit-events', { params: { path: { subdomain }, query: workspaceQuery }, signal }),
       );
       return data!;
+    },
+    iterate(subdomain, query = {}) {
+      return everyEvent(query, (page) => auditEvents.list(subdomain, page));
     },
   };
 

@@ -93,6 +93,8 @@ export type {
   OwnAuditApi,
   OwnAuditEventPage,
   OwnAuditQuery,
+  OwnAuditExportQuery,
+  OwnAuditEvent,
   OwnIdentityProvider,
   OwnIdentityProviderApi,
   OwnIdentityProviderConfig,

@@ -242,9 +242,29 @@ export interface paths {
         };
         /**
          * List the workspace's audit events, newest first
-         * @description Every change made in the workspace (users, keys, its identity provider and webhook endpoints), with actor, request id, before and after; `action`, `actor_type` (e.g. `person`, `operator`) and `target_id` narrow it, `sort` orders it.
+         * @description Every change made in the workspace (users, keys, its identity provider and webhook endpoints), with actor, request id, before and after; `action`, `actor_type` (e.g. `person`, `operator`), `target_id`, `since` and `until` narrow it, `sort` orders it. Read it by page number, or by cursor: pass `next_cursor` as `starting_after` (rows written meanwhile neither shift nor repeat the pages).
          */
         get: operations["listOwnAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/audit-events/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the workspace's audit events
+         * @description Every event that the filters (`action`, `actor_type`, `target_id`, `since`, `until`) select, oldest first, up to the last one written when the export started, streamed without being held in memory: a long trail arrives as fast as the client reads. JSON Lines carry each event exactly as the listing shows it; CSV cells that a spreadsheet would read as a formula start with `'`, as in the user export.
+         */
+        get: operations["exportOwnAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -562,9 +582,29 @@ export interface paths {
         };
         /**
          * List every audit event, catalogue changes included, oldest first
-         * @description Every change of every workspace, and of the product catalogue; `workspace`, `action`, `actor_type` and `target_id` narrow it, `sort` orders it.
+         * @description Every change of every workspace, and of the product catalogue; `workspace`, `action`, `actor_type`, `target_id`, `since` and `until` narrow it, `sort` orders it; by page number or by cursor (`starting_after`).
          */
         get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit-events/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export every audit event, catalogue changes included
+         * @description Every event that the filters (`action`, `actor_type`, `target_id`, `since`, `until`) select, oldest first, up to the last one written when the export started, streamed without being held in memory: a long trail arrives as fast as the client reads. JSON Lines carry each event exactly as the listing shows it; CSV cells that a spreadsheet would read as a formula start with `'`, as in the user export. Each event names its workspace (`workspace`, a column in CSV); `workspace` narrows the export to one.
+         */
+        get: operations["exportAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -694,9 +734,29 @@ export interface paths {
         };
         /**
          * List a workspace's audit events, oldest first
-         * @description Every change made in the workspace (users, keys, its identity provider and webhook endpoints), with actor, request id, before and after; `action`, `actor_type` (e.g. `person`, `operator`) and `target_id` narrow it, `sort` orders it.
+         * @description Every change made in the workspace (users, keys, its identity provider and webhook endpoints), with actor, request id, before and after; `action`, `actor_type` (e.g. `person`, `operator`), `target_id`, `since` and `until` narrow it, `sort` orders it. Read it by page number, or by cursor: pass `next_cursor` as `starting_after` (rows written meanwhile neither shift nor repeat the pages).
          */
         get: operations["listWorkspaceAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{subdomain}/audit-events/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a workspace's audit events
+         * @description Every event that the filters (`action`, `actor_type`, `target_id`, `since`, `until`) select, oldest first, up to the last one written when the export started, streamed without being held in memory: a long trail arrives as fast as the client reads. JSON Lines carry each event exactly as the listing shows it; CSV cells that a spreadsheet would read as a formula start with `'`, as in the user export.
+         */
+        get: operations["exportWorkspaceAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4339,6 +4399,21 @@ export interface operations {
                  */
                 target_id?: string;
                 /**
+                 * @description Only events that occurred at or after this instant (RFC 3339, inclusive).
+                 * @example 2025-01-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events that occurred before this instant (RFC 3339, exclusive).
+                 * @example 2025-02-01T00:00:00Z
+                 */
+                until?: string;
+                /**
+                 * @description Cursor: only events after the event with this `id` in the order of `sort` (`next_cursor` of the previous page). Rows written meanwhile neither shift nor repeat the listing; `page_number` cannot be given with it.
+                 * @example 42
+                 */
+                starting_after?: number;
+                /**
                  * @description Order: `occurred_at` oldest first, `-occurred_at` newest first; default `-occurred_at`.
                  * @example -occurred_at
                  */
@@ -4350,13 +4425,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events with its pagination envelope. */
+            /** @description A page of audit events with its pagination envelope and the cursor of the next page. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    /** @description RFC 8288 links: by page number, `first`, `prev`, `next` and `last`; read by cursor (`starting_after`), `first` and `next` (absent at the end). */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -4403,7 +4478,8 @@ export interface operations {
                      *         "total_pages": 1,
                      *         "page_size": 30
                      *       },
-                     *       "total_count": 1
+                     *       "total_count": 1,
+                     *       "next_cursor": null
                      *     } */
                     "application/json": {
                         /** @description This page, in the order of `sort`; empty past the end. */
@@ -4444,7 +4520,7 @@ export interface operations {
                             workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
-                        pagination: {
+                        pagination?: {
                             /** @description Items across all pages. */
                             total_records: number;
                             /** @description The page returned, from 1. */
@@ -4454,9 +4530,167 @@ export interface operations {
                             /** @description Items per page. */
                             page_size: number;
                         };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
+                        /** @description Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`). */
+                        total_count?: number;
+                        /**
+                         * @description The `starting_after` of the next page (the `id` of this page's last event); null when this page ends the listing.
+                         * @example 42
+                         */
+                        next_cursor: number | null;
                     };
+                };
+            };
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportOwnAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `jsonl`: one event per line as the listing shows it; `csv`: one row per event with a header (formula-like cells quoted).
+                 * @example csv
+                 */
+                format?: "jsonl" | "csv";
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
+                /**
+                 * @description Only events that occurred at or after this instant (RFC 3339, inclusive).
+                 * @example 2025-01-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events that occurred before this instant (RFC 3339, exclusive).
+                 * @example 2025-02-01T00:00:00Z
+                 */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, oldest first, streamed as they are read (`format`): JSON Lines, or CSV with a header row. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description `attachment` with a file name, e.g. `audit-events-acme.jsonl`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"id":42,"occurred_at":"2025-01-15T09:30:00.000Z","actor":{"type":"api_key","id":"3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30","label":"provisioning (wum_AbCd1234)"},"actor_type":"api_key","actor_id":"3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30","request_id":"7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17","action":"user.created","target_type":"user","target_id":"ada@example.com","user_id":"0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e","before":null,"after":{"id":"0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e","email":"ada@example.com","role":"non_owner","first_name":"Ada","last_name":"Lovelace","apps":[{"name":"crm","role":"member"}],"status":"active","expires_at":null,"last_active_at":null}}
+                     *      */
+                    "application/x-ndjson": string;
+                    /** @example id,occurred_at,actor_type,actor_id,actor_label,request_id,action,target_type,target_id,user_id,before,after
+                     *     42,2025-01-15T09:30:00.000Z,operator,,operator,7f1c2a9e,workspace.created,workspace,acme,,,"{""subdomain"":""acme""}"
+                     *      */
+                    "text/csv": string;
                 };
             };
             /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
@@ -8679,6 +8913,21 @@ export interface operations {
                  */
                 target_id?: string;
                 /**
+                 * @description Only events that occurred at or after this instant (RFC 3339, inclusive).
+                 * @example 2025-01-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events that occurred before this instant (RFC 3339, exclusive).
+                 * @example 2025-02-01T00:00:00Z
+                 */
+                until?: string;
+                /**
+                 * @description Cursor: only events after the event with this `id` in the order of `sort` (`next_cursor` of the previous page). Rows written meanwhile neither shift nor repeat the listing; `page_number` cannot be given with it.
+                 * @example 42
+                 */
+                starting_after?: number;
+                /**
                  * @description Order: `occurred_at` oldest first, `-occurred_at` newest first; default `occurred_at`.
                  * @example -occurred_at
                  */
@@ -8695,11 +8944,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events with its pagination envelope. */
+            /** @description A page of audit events with its pagination envelope and the cursor of the next page. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    /** @description RFC 8288 links: by page number, `first`, `prev`, `next` and `last`; read by cursor (`starting_after`), `first` and `next` (absent at the end). */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -8746,7 +8995,8 @@ export interface operations {
                      *         "total_pages": 1,
                      *         "page_size": 30
                      *       },
-                     *       "total_count": 1
+                     *       "total_count": 1,
+                     *       "next_cursor": null
                      *     } */
                     "application/json": {
                         /** @description This page, in the order of `sort`; empty past the end. */
@@ -8787,7 +9037,7 @@ export interface operations {
                             workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
-                        pagination: {
+                        pagination?: {
                             /** @description Items across all pages. */
                             total_records: number;
                             /** @description The page returned, from 1. */
@@ -8797,9 +9047,158 @@ export interface operations {
                             /** @description Items per page. */
                             page_size: number;
                         };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
+                        /** @description Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`). */
+                        total_count?: number;
+                        /**
+                         * @description The `starting_after` of the next page (the `id` of this page's last event); null when this page ends the listing.
+                         * @example 42
+                         */
+                        next_cursor: number | null;
                     };
+                };
+            };
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `jsonl`: one event per line as the listing shows it; `csv`: one row per event with a header (formula-like cells quoted).
+                 * @example csv
+                 */
+                format?: "jsonl" | "csv";
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
+                /**
+                 * @description Only events that occurred at or after this instant (RFC 3339, inclusive).
+                 * @example 2025-01-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events that occurred before this instant (RFC 3339, exclusive).
+                 * @example 2025-02-01T00:00:00Z
+                 */
+                until?: string;
+                /**
+                 * @description Only events of the workspace with this subdomain.
+                 * @example acme
+                 */
+                workspace?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, oldest first, streamed as they are read (`format`): JSON Lines, or CSV with a header row. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `attachment` with a file name, e.g. `audit-events-acme.jsonl`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"id":42,"occurred_at":"2025-01-15T09:30:00.000Z","actor":{"type":"api_key","id":"3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30","label":"provisioning (wum_AbCd1234)"},"actor_type":"api_key","actor_id":"3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30","request_id":"7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17","action":"user.created","target_type":"user","target_id":"ada@example.com","user_id":"0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e","before":null,"after":{"id":"0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e","email":"ada@example.com","role":"non_owner","first_name":"Ada","last_name":"Lovelace","apps":[{"name":"crm","role":"member"}],"status":"active","expires_at":null,"last_active_at":null}}
+                     *      */
+                    "application/x-ndjson": string;
+                    /** @example id,occurred_at,actor_type,actor_id,actor_label,request_id,action,target_type,target_id,user_id,before,after
+                     *     42,2025-01-15T09:30:00.000Z,operator,,operator,7f1c2a9e,workspace.created,workspace,acme,,,"{""subdomain"":""acme""}"
+                     *      */
+                    "text/csv": string;
                 };
             };
             /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
@@ -10071,6 +10470,21 @@ export interface operations {
                  */
                 target_id?: string;
                 /**
+                 * @description Only events that occurred at or after this instant (RFC 3339, inclusive).
+                 * @example 2025-01-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events that occurred before this instant (RFC 3339, exclusive).
+                 * @example 2025-02-01T00:00:00Z
+                 */
+                until?: string;
+                /**
+                 * @description Cursor: only events after the event with this `id` in the order of `sort` (`next_cursor` of the previous page). Rows written meanwhile neither shift nor repeat the listing; `page_number` cannot be given with it.
+                 * @example 42
+                 */
+                starting_after?: number;
+                /**
                  * @description Order: `occurred_at` oldest first, `-occurred_at` newest first; default `occurred_at`.
                  * @example -occurred_at
                  */
@@ -10088,11 +10502,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events with its pagination envelope. */
+            /** @description A page of audit events with its pagination envelope and the cursor of the next page. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    /** @description RFC 8288 links: by page number, `first`, `prev`, `next` and `last`; read by cursor (`starting_after`), `first` and `next` (absent at the end). */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -10139,7 +10553,8 @@ export interface operations {
                      *         "total_pages": 1,
                      *         "page_size": 30
                      *       },
-                     *       "total_count": 1
+                     *       "total_count": 1,
+                     *       "next_cursor": null
                      *     } */
                     "application/json": {
                         /** @description This page, in the order of `sort`; empty past the end. */
@@ -10180,7 +10595,7 @@ export interface operations {
                             workspace?: string | null;
                         }[];
                         /** @description Where this page sits in the whole listing. */
-                        pagination: {
+                        pagination?: {
                             /** @description Items across all pages. */
                             total_records: number;
                             /** @description The page returned, from 1. */
@@ -10190,9 +10605,159 @@ export interface operations {
                             /** @description Items per page. */
                             page_size: number;
                         };
-                        /** @description Total number of items across all pages. */
-                        total_count: number;
+                        /** @description Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`). */
+                        total_count?: number;
+                        /**
+                         * @description The `starting_after` of the next page (the `id` of this page's last event); null when this page ends the listing.
+                         * @example 42
+                         */
+                        next_cursor: number | null;
                     };
+                };
+            };
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_admin_token` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `not_found` or `workspace_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportWorkspaceAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `jsonl`: one event per line as the listing shows it; `csv`: one row per event with a header (formula-like cells quoted).
+                 * @example csv
+                 */
+                format?: "jsonl" | "csv";
+                /**
+                 * @description Only events of this action.
+                 * @example user.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only events made by this kind of actor.
+                 * @example api_key
+                 */
+                actor_type?: "person" | "api_key" | "scim" | "operator" | "system" | "policy";
+                /**
+                 * @description Only events about this target (an email, key id, subdomain or product name).
+                 * @example ada@example.com
+                 */
+                target_id?: string;
+                /**
+                 * @description Only events that occurred at or after this instant (RFC 3339, inclusive).
+                 * @example 2025-01-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events that occurred before this instant (RFC 3339, exclusive).
+                 * @example 2025-02-01T00:00:00Z
+                 */
+                until?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's subdomain (case-insensitive).
+                 * @example acme
+                 */
+                subdomain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, oldest first, streamed as they are read (`format`): JSON Lines, or CSV with a header row. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `attachment` with a file name, e.g. `audit-events-acme.jsonl`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"id":42,"occurred_at":"2025-01-15T09:30:00.000Z","actor":{"type":"api_key","id":"3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30","label":"provisioning (wum_AbCd1234)"},"actor_type":"api_key","actor_id":"3f2b8c1e-9a4d-4b7e-8f06-1c5d2e7a9b30","request_id":"7f1c2a9e-5b3d-4e8a-9c61-0d2f4b8a3e17","action":"user.created","target_type":"user","target_id":"ada@example.com","user_id":"0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e","before":null,"after":{"id":"0b9e7f3c-4a51-4c2e-9d7a-6f1e2b3c4d5e","email":"ada@example.com","role":"non_owner","first_name":"Ada","last_name":"Lovelace","apps":[{"name":"crm","role":"member"}],"status":"active","expires_at":null,"last_active_at":null}}
+                     *      */
+                    "application/x-ndjson": string;
+                    /** @example id,occurred_at,actor_type,actor_id,actor_label,request_id,action,target_type,target_id,user_id,before,after
+                     *     42,2025-01-15T09:30:00.000Z,operator,,operator,7f1c2a9e,workspace.created,workspace,acme,,,"{""subdomain"":""acme""}"
+                     *      */
+                    "text/csv": string;
                 };
             };
             /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */

@@ -1,5 +1,5 @@
 import type { operations } from './schema.ts';
-import type { Transport } from './transport.ts';
+import { everyEvent, untilAnswered, type Transport } from './transport.ts';
 
 type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> =
   operations[Op]['responses'][Status] extends { content: { 'application/json': infer Body } } ? Body : never;
@@ -28,8 +28,15 @@ export type OwnWebhookEndpointChanges = Body<'updateOwnWebhookEndpoint'>;
 export type OwnWebhookDeliveryPage = Json<'listOwnWebhookDeliveries', 200>;
 /** One delivery with its attempts. */
 export type OwnWebhookDelivery = Json<'redeliverOwnWebhook', 202>;
-/** Query of the workspace's audit trail: page, `action`, `actor_type`, `target_id`, `sort` (default `-occurred_at`). */
+/**
+ * Query of the workspace's audit trail: page or cursor (`starting_after`), `action`,
+ * `actor_type`, `target_id`, `since`, `until`, `sort` (default `-occurred_at`).
+ */
 export type OwnAuditQuery = Query<'listOwnAuditEvents'>;
+/** Query of the workspace's audit export: `format` (`jsonl` or `csv`) and the filters of {@link OwnAuditQuery}. */
+export type OwnAuditExportQuery = Query<'exportOwnAuditEvents'>;
+/** One event of the workspace's audit trail. */
+export type OwnAuditEvent = OwnAuditEventPage['audit_events'][number];
 /** One page of the workspace's audit trail. */
 export type OwnAuditEventPage = Json<'listOwnAuditEvents', 200>;
 /** The inactivity policy: `deactivate_after`, `applies_to`, `warn_before`. */
@@ -97,6 +104,17 @@ export interface OwnWebhooksApi {
 export interface OwnAuditApi {
   /** One page of the workspace's audit events, newest first unless `sort: 'occurred_at'`, narrowed by the filters. */
   list(query?: OwnAuditQuery): Promise<OwnAuditEventPage>;
+  /**
+   * Every event the query selects, in its order, read page by page with the cursor
+   * (`next_cursor`), so events written meanwhile neither repeat nor shift it; from past
+   * `query.starting_after` when given. Oldest first it also yields the events written while it runs.
+   */
+  iterate(query?: Omit<OwnAuditQuery, 'page_number'>): AsyncGenerator<OwnAuditEvent, void, undefined>;
+  /**
+   * The export of the events the query selects, oldest first, as the server streams it (JSON
+   * Lines or CSV bytes). The client's timeout covers the wait for the answer, not the body.
+   */
+  export(query?: OwnAuditExportQuery): Promise<ReadableStream<Uint8Array>>;
 }
 
 /** The workspace's access policies (read: `users:read`; change: `policies:write`). */
@@ -225,6 +243,15 @@ export function selfServiceApis(transport: Transport, prefix: string): SelfServi
     async list(query = {}) {
       const { data } = await call(`GET ${prefix}/audit-events`, safe, (signal) => api.GET('/api/external/v2/audit-events', { params: { query }, signal }));
       return data!;
+    },
+    iterate(query = {}) {
+      return everyEvent(query, (page) => auditEvents.list(page));
+    },
+    async export(query = {}) {
+      const { response } = await call(`GET ${prefix}/audit-events/export`, safe, (timeout) =>
+        untilAnswered(timeout, (signal) => api.GET('/api/external/v2/audit-events/export', { params: { query }, parseAs: 'stream', signal })),
+      );
+      return response.body!;
     },
   };
 

@@ -178,3 +178,38 @@ export async function* everyItem<T>(fetchPage: (pageNumber: number) => Promise<r
     yield* items;
   }
 }
+
+/**
+ * Every event of a cursor-paginated audit listing (docs/api.md, "Audit trail"): pages of
+ * `page_size` (default {@link ITERATION_PAGE_SIZE}) from past `query.starting_after`, each
+ * next one past the last event listed, until a page says it ends the listing
+ * (`next_cursor` null).
+ */
+export async function* everyEvent<Q extends { page_size?: number; starting_after?: number }, E extends { id: number }>(
+  query: Q,
+  fetchPage: (query: Q) => Promise<{ audit_events: E[]; next_cursor: number | null }>,
+): AsyncGenerator<E, void, undefined> {
+  let cursor = query.starting_after;
+  const page_size = query.page_size ?? ITERATION_PAGE_SIZE;
+  for (;;) {
+    const page = await fetchPage({ ...query, page_size, ...(cursor === undefined ? {} : { starting_after: cursor }) });
+    yield* page.audit_events;
+    if (page.next_cursor === null) return;
+    cursor = page.next_cursor;
+  }
+}
+
+/**
+ * Runs `request` with a signal that follows `timeout` until the answer's headers arrive, and no
+ * longer: a streamed body (an export) may then take longer than one call's timeout.
+ */
+export async function untilAnswered<T>(timeout: AbortSignal, request: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const follow = () => controller.abort(timeout.reason);
+  timeout.addEventListener('abort', follow, { once: true });
+  try {
+    return await request(controller.signal);
+  } finally {
+    timeout.removeEventListener('abort', follow);
+  }
+}

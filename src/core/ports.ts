@@ -92,8 +92,20 @@ export interface AuditFilter {
   readonly targetId?: string;
   /** Only the events of this user (its `id`). */
   readonly userId?: string;
+  /** Only the events that occurred at or after this instant (inclusive). */
+  readonly since?: Date;
+  /** Only the events that occurred before this instant (exclusive). */
+  readonly until?: Date;
   /** Newest first instead of oldest first. */
   readonly newestFirst?: boolean;
+}
+
+/** Where a keyset read of the audit trail resumes: past this event id, in the listing's order. */
+export interface AuditKeyset {
+  /** The id of the last event already read; the read returns the events after it in the listing's order. */
+  readonly afterId?: number;
+  /** No event with a larger id (an export fixes the end of the trail when it starts). */
+  readonly maxId?: number;
 }
 
 /**
@@ -374,6 +386,13 @@ export interface AuditRepository {
   append(entry: AuditEntry): Promise<void>;
   /** A page of events, oldest first unless `filter.newestFirst`; `workspaceId` null means every event. */
   findPage(workspaceId: number | null, page: PageRequest, filter?: AuditFilter): Promise<Slice<AuditEvent>>;
+  /**
+   * Up to `limit` events past `keyset.afterId` (and up to `keyset.maxId`) in the order of
+   * `filter`, without a count: a page read by cursor, or a batch of an export.
+   */
+  findBatch(workspaceId: number | null, limit: number, filter: AuditFilter, keyset: AuditKeyset): Promise<AuditEvent[]>;
+  /** The largest event id written so far, 0 when the trail is empty. */
+  lastId(): Promise<number>;
 }
 
 /** SCIM groups linked in workspaces (product roles made assignable as groups). */

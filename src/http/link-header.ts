@@ -21,3 +21,21 @@ export function paginationLinks(request: FastifyRequest, pagination: Pagination)
   links.push(link(last, 'last'));
   return links.join(', ');
 }
+
+/**
+ * Builds the `Link` value of a listing read by cursor: `first` (the listing without the
+ * cursor) and, unless `nextCursor` is null, `next` with `starting_after=<nextCursor>`; the
+ * request's other query parameters are kept, `page_number` is dropped. Source: RFC 8288;
+ * docs/api.md, "Audit trail".
+ */
+export function cursorLinks(request: FastifyRequest, nextCursor: number | null): string {
+  const url = new URL(request.url, `${request.protocol}://${request.host}`);
+  url.searchParams.delete('page_number');
+  url.searchParams.delete('starting_after');
+  const links = [`<${url.href}>; rel="first"`];
+  if (nextCursor !== null) {
+    url.searchParams.set('starting_after', String(nextCursor));
+    links.push(`<${url.href}>; rel="next"`);
+  }
+  return links.join(', ');
+}

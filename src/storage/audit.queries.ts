@@ -1,7 +1,7 @@
-import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, lt, lte, max, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { AuditEntry, AuditEvent, AuditFilter, AuditRepository } from '../core/ports.ts';
+import type { AuditEntry, AuditEvent, AuditFilter, AuditKeyset, AuditRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { auditEvents } from './schema.ts';
@@ -51,6 +51,37 @@ export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
   };
 }
 
+/**
+ * A bound as a scalar subquery, which the planner cannot evaluate: as a value, on a table not
+ * analyzed yet, a cursor or a limit made it read every event of the workspace from a bitmap
+ * and sort them (test/storage/plans-unanalyzed.test.ts), where reading the index range in
+ * order and stopping at the limit is the plan wanted whatever the statistics say. The same
+ * reasoning as the events feed's (events.queries.ts).
+ */
+function scalar(value: number, type: 'bigint' | 'int' = 'bigint'): SQL {
+  return type === 'int' ? sql`(select ${value}::int)` : sql`(select ${value}::bigint)`;
+}
+
+/**
+ * The conditions of an audit read. A keyset bound is on `id` in the listing's direction, so the
+ * read walks the index on (workspace_id, id), or the primary key for every workspace, and a row
+ * written meanwhile neither shifts nor repeats the rows after the cursor.
+ */
+function auditWhere(workspaceId: number | null, filter: AuditFilter, keyset: AuditKeyset): SQL | undefined {
+  const { afterId, maxId } = keyset;
+  return and(
+    workspaceId === null ? undefined : eq(auditEvents.workspaceId, workspaceId),
+    filter.action === undefined ? undefined : eq(auditEvents.action, filter.action),
+    filter.actorType === undefined ? undefined : eq(auditEvents.actorType, filter.actorType),
+    filter.targetId === undefined ? undefined : eq(auditEvents.targetId, filter.targetId),
+    filter.userId === undefined ? undefined : eq(auditEvents.userId, filter.userId),
+    filter.since === undefined ? undefined : gte(auditEvents.occurredAt, filter.since),
+    filter.until === undefined ? undefined : lt(auditEvents.occurredAt, filter.until),
+    afterId === undefined ? undefined : filter.newestFirst ? lt(auditEvents.id, scalar(afterId)) : gt(auditEvents.id, scalar(afterId)),
+    maxId === undefined ? undefined : lte(auditEvents.id, scalar(maxId)),
+  );
+}
+
 /** Every change of the API writes one event: its statement is built and planned once. */
 const appendEvent = new NamedStatement('wum_audit_append', () => auditInsert());
 
@@ -62,13 +93,7 @@ export function createAuditRepository(db: Database): AuditRepository {
     },
 
     async findPage(workspaceId, page, filter: AuditFilter = {}) {
-      const where = and(
-        workspaceId === null ? undefined : eq(auditEvents.workspaceId, workspaceId),
-        filter.action === undefined ? undefined : eq(auditEvents.action, filter.action),
-        filter.actorType === undefined ? undefined : eq(auditEvents.actorType, filter.actorType),
-        filter.targetId === undefined ? undefined : eq(auditEvents.targetId, filter.targetId),
-        filter.userId === undefined ? undefined : eq(auditEvents.userId, filter.userId),
-      );
+      const where = auditWhere(workspaceId, filter, {});
       const [totalRow] = await db.select({ n: count() }).from(auditEvents).where(where);
       const rows = await db
         .select()
@@ -78,6 +103,22 @@ export function createAuditRepository(db: Database): AuditRepository {
         .limit(page.pageSize)
         .offset(pageOffset(page));
       return { rows: rows.map(toEvent), total: totalRow?.n ?? 0 };
+    },
+
+    async findBatch(workspaceId, limit, filter, keyset) {
+      const rows = await db
+        .select()
+        .from(auditEvents)
+        .where(auditWhere(workspaceId, filter, keyset))
+        .orderBy(filter.newestFirst ? desc(auditEvents.id) : asc(auditEvents.id))
+        // Drizzle writes any SQL object given as the limit as it is (as it does a placeholder).
+        .limit(scalar(limit, 'int') as unknown as Placeholder);
+      return rows.map(toEvent);
+    },
+
+    async lastId() {
+      const [row] = await db.select({ id: max(auditEvents.id) }).from(auditEvents);
+      return row?.id === null || row?.id === undefined ? 0 : Number(row.id);
     },
   };
 }

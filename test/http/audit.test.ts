@@ -318,8 +318,9 @@ describe(`audit trail [${BACKEND}]`, () => {
     const page = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&page_number=2`);
     assert.equal(page.statusCode, 200);
     const body = page.json();
-    assert.deepEqual(Object.keys(body).sort(), ['audit_events', 'pagination', 'total_count']);
+    assert.deepEqual(Object.keys(body).sort(), ['audit_events', 'next_cursor', 'pagination', 'total_count']);
     assert.deepEqual(body.pagination, { total_records: 5, current_page_number: 2, total_pages: 3, page_size: 2 });
+    assert.equal(body.next_cursor, all[3]!.id, 'the cursor of the page after: the id of its last event');
     assert.equal(body.total_count, 5);
     assert.deepEqual(body.audit_events, all.slice(2, 4));
     assert.match(page.headers.link as string, /rel="next"/);

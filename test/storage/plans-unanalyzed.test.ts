@@ -22,6 +22,10 @@ const USERS = 2_000;
 const ROWS_NEEDED = 400;
 /** `q=first123` matches 11 users (First123, First1230–First1239), each read once, in its range. */
 const SEARCH_ROWS_NEEDED = 50;
+/** A page of 100 audit events read by cursor, and the one after it that says whether more follow. */
+const AUDIT_ROWS_NEEDED = 101;
+/** One batch of an audit export (1,000 events) and the one past it. */
+const EXPORT_BATCH_ROWS_NEEDED = 1001;
 /** `GET /events?limit=50`: the 50 events, not the 800 after the cursor. */
 const EVENTS_ROWS_NEEDED = 60;
 
@@ -86,6 +90,12 @@ describe(`hot statements on never-analyzed tables use their indexes [${BACKEND}]
     ['SCIM userName eq', () => ctx.app.inject({ method: 'GET', url: `/scim/v2/Users?filter=${encodeURIComponent('userName eq "u1503@example.com"')}`, headers: { host: ws.host, authorization: `Bearer ${ws.apiKey}` } })],
     ['GET /events', () => ctx.api(ws, 'GET', '/events', { query: { after: '1500', limit: '50' } }), EVENTS_ROWS_NEEDED],
     ['the delivery claim', () => claimDueDeliveries(db, { inFlight: new Map(), maxEndpoints: 10, perEndpoint: 4, leaseMs: 1 })],
+    // The audit trail by cursor: the page and one event more, from either end, not the events past the cursor.
+    ['GET /audit-events by cursor, oldest first', () => ctx.api(ws, 'GET', '/audit-events', { query: { sort: 'occurred_at', starting_after: '0', page_size: '100' } }), AUDIT_ROWS_NEEDED],
+    ['GET /audit-events by cursor, newest first', () => ctx.api(ws, 'GET', '/audit-events', { query: { starting_after: String(Number.MAX_SAFE_INTEGER), page_size: '100' } }), AUDIT_ROWS_NEEDED],
+    ['GET /admin/v1/audit-events by cursor', () => ctx.admin('GET', '/audit-events?starting_after=0&page_size=100'), AUDIT_ROWS_NEEDED],
+    // An export reads every event, but batch by batch on the index: no statement reads more than a batch.
+    ['GET /audit-events/export', () => ctx.api(ws, 'GET', '/audit-events/export'), EXPORT_BATCH_ROWS_NEEDED],
   ];
 
   for (const [name, run, rowsNeeded = ROWS_NEEDED] of operations) {

@@ -59,9 +59,25 @@ interface Filters {
   action: string;
   actor_type: '' | ActorType;
   target_id: string;
+  /** First day shown (`YYYY-MM-DD`, the browser's time zone), or ''. */
+  since: string;
+  /** Last day shown, included, or ''. */
+  until: string;
 }
 
-const NO_FILTERS: Filters = { workspace: '', action: '', actor_type: '', target_id: '' };
+const NO_FILTERS: Filters = { workspace: '', action: '', actor_type: '', target_id: '', since: '', until: '' };
+
+/**
+ * The instant a day of a date input starts at in the browser's time zone, `days` later, as the
+ * API's RFC 3339; undefined for anything but a date (a hand-edited URL).
+ */
+function dayStart(day: string, days = 0): string | undefined {
+  if (!/^\d{4}-\d\d-\d\d$/.test(day)) return undefined;
+  const start = new Date(`${day}T00:00:00`);
+  if (Number.isNaN(start.getTime())) return undefined;
+  start.setDate(start.getDate() + days);
+  return start.toISOString();
+}
 
 /** The workspace column of the operator's view of every workspace: the API's `workspace`, '—' for the catalogue's events. */
 const workspaceOf = (event: AuditEvent): string => event.workspace ?? '—';
@@ -70,7 +86,7 @@ const workspaceOf = (event: AuditEvent): string => event.workspace ?? '—';
  * The audit log: the operator's of every workspace (`where` absent: with a workspace filter and
  * column), or one workspace's trail (the operator's from the workspace's page, or the owner's
  * own with `audit:read`: docs/console.md, "Owners' self-service"). Newest first unless the
- * order is turned; narrowed by action, actor type (the API's values) and target; the filters,
+ * order is turned; narrowed by action, actor type (the API's values), target and days; the filters,
  * the order and the page in the URL. Each change reads as a diff with an action named for
  * people. Source: docs/contract.md Part B, Retries, limits and audit.
  */
@@ -83,7 +99,12 @@ export function AuditPage({ where }: { where?: Where }) {
     action: params.get('action') ?? '',
     actor_type: choiceParam<Filters['actor_type']>(params, 'actor_type', ACTOR_TYPES, ''),
     target_id: params.get('target_id') ?? '',
+    since: params.get('since') ?? '',
+    until: params.get('until') ?? '',
   };
+  // The API's `until` is exclusive: the day after the last day shown.
+  const since = dayStart(filters.since);
+  const until = dayStart(filters.until, 1);
   const order = choiceParam(params, 'order', ORDERS, 'newest');
   const size = positiveParam(params, 'size', 30);
   const query: AuditQuery = {
@@ -94,6 +115,8 @@ export function AuditPage({ where }: { where?: Where }) {
     ...(filters.action ? { action: filters.action } : {}),
     ...(filters.actor_type ? { actor_type: filters.actor_type } : {}),
     ...(filters.target_id ? { target_id: filters.target_id } : {}),
+    ...(since ? { since } : {}),
+    ...(until ? { until } : {}),
   };
   // An owner's session reads its trail with `audit:read`; the operator reads every trail.
   const scopes = useScopes(where?.as !== 'owner');
@@ -156,6 +179,14 @@ export function AuditPage({ where }: { where?: Where }) {
           <label for="audit-target">Target</label>
           <input id="audit-target" autoComplete="off" spellcheck={false} placeholder="email, key id, subdomain, product" {...register('target_id')} />
         </div>
+        <div class="field">
+          <label for="audit-since">From</label>
+          <input id="audit-since" type="date" {...register('since')} />
+        </div>
+        <div class="field">
+          <label for="audit-until">To (included)</label>
+          <input id="audit-until" type="date" {...register('until')} />
+        </div>
         <div class="actions">
           <button type="submit" class="button button-primary">
             Apply filters
@@ -165,7 +196,7 @@ export function AuditPage({ where }: { where?: Where }) {
             class="button"
             onClick={() => {
               reset(NO_FILTERS);
-              url.update({ workspace: undefined, action: undefined, actor_type: undefined, target_id: undefined, page: undefined });
+              url.update({ workspace: undefined, action: undefined, actor_type: undefined, target_id: undefined, since: undefined, until: undefined, page: undefined });
             }}
           >
             Clear
@@ -185,8 +216,9 @@ export function AuditPage({ where }: { where?: Where }) {
               ))}
             </Table>
           </div>
-          {events.data.pagination.total_records === 0 && <p role="status">No audit events match these filters.</p>}
-          <Pager pagination={events.data.pagination} noun="events" url={url} />
+          {events.data.audit_events.length === 0 && <p role="status">No audit events match these filters.</p>}
+          {/* Read by page number, the listing always has its pagination (only a cursor read has none). */}
+          {events.data.pagination && <Pager pagination={events.data.pagination} noun="events" url={url} />}
         </>
       )}
     </Page>

@@ -176,7 +176,10 @@ export const AuditEventSchema = Type.Object(
 /** Query of paginated admin listings. */
 export const AdminPageQuery = Type.Object(PageQuery);
 
-/** Filters of the audit listings; each one given narrows the listing. */
+/** An RFC 3339 instant of a query (`date-time` of JSON Schema: a time zone is required). */
+const Instant = (description: string, example: string) => Type.Optional(Type.String({ format: 'date-time', description, examples: [example] }));
+
+/** Filters of the audit listings and exports; each one given narrows them. */
 const AuditFilters = {
   action: Type.Optional(Type.String({ maxLength: 100, description: 'Only events of this action.', examples: ['user.updated'] })),
   actor_type: Type.Optional(
@@ -184,6 +187,23 @@ const AuditFilters = {
   ),
   target_id: Type.Optional(
     Type.String({ maxLength: 320, description: 'Only events about this target (an email, key id, subdomain or product name).', examples: ['ada@example.com'] }),
+  ),
+  since: Instant('Only events that occurred at or after this instant (RFC 3339, inclusive).', '2025-01-01T00:00:00Z'),
+  until: Instant('Only events that occurred before this instant (RFC 3339, exclusive).', '2025-02-01T00:00:00Z'),
+};
+
+/** The keyset cursor of the audit listings (docs/api.md, "Audit trail"). */
+const AuditCursor = {
+  starting_after: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      // Event ids stay below 2^53, so JSON carries them exactly.
+      maximum: Number.MAX_SAFE_INTEGER,
+      description:
+        'Cursor: only events after the event with this `id` in the order of `sort` (`next_cursor` of the previous page). ' +
+        'Rows written meanwhile neither shift nor repeat the listing; `page_number` cannot be given with it.',
+      examples: [42],
+    }),
   ),
 };
 
@@ -199,18 +219,54 @@ const auditSort = (byDefault: (typeof AUDIT_SORTS)[number]) =>
   });
 
 /** Query of a workspace's audit listing on the operator API: oldest first unless `sort` says otherwise. */
-export const WorkspaceAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters, sort: auditSort('occurred_at') });
+export const WorkspaceAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters, ...AuditCursor, sort: auditSort('occurred_at') });
 
 /** Query of a workspace's audit listing on its own API: newest first unless `sort` says otherwise. */
-export const OwnAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters, sort: auditSort('-occurred_at') });
+export const OwnAuditQuery = Type.Object({ ...PageQuery, ...AuditFilters, ...AuditCursor, sort: auditSort('-occurred_at') });
+
+/** The `workspace` filter of the operator's listing and export of every event. */
+const WorkspaceFilter = {
+  workspace: Type.Optional(Type.String({ maxLength: 63, description: 'Only events of the workspace with this subdomain.', examples: ['acme'] })),
+};
 
 /** Query of the global audit listing: also by workspace. */
 export const AuditQuery = Type.Object({
   ...PageQuery,
   ...AuditFilters,
+  ...AuditCursor,
   sort: auditSort('occurred_at'),
-  workspace: Type.Optional(Type.String({ maxLength: 63, description: 'Only events of the workspace with this subdomain.', examples: ['acme'] })),
+  ...WorkspaceFilter,
 });
+
+/** The formats of an audit export: JSON Lines or CSV (docs/api.md, "Exporting the audit trail"). */
+export const AUDIT_EXPORT_FORMATS = ['jsonl', 'csv'] as const;
+
+const exportFormat = {
+  format: StringEnum(AUDIT_EXPORT_FORMATS, {
+    default: 'jsonl',
+    description: '`jsonl`: one event per line as the listing shows it; `csv`: one row per event with a header (formula-like cells quoted).',
+    examples: ['csv'],
+  }),
+};
+
+/** Query of a workspace's audit export. */
+export const AuditExportQuery = Type.Object({ ...exportFormat, ...AuditFilters });
+
+/** Query of the operator's export of every event: also by workspace. */
+export const GlobalAuditExportQuery = Type.Object({ ...exportFormat, ...AuditFilters, ...WorkspaceFilter });
+
+/** The envelope of an audit listing: a page, its place in the listing (by page number only), and the cursor of the next. */
+export const AuditPageSchema = (order: string) =>
+  Type.Object({
+    audit_events: Type.Array(AuditEventSchema, { description: `This page, ${order}; empty past the end.` }),
+    // Absent when read by cursor (`starting_after`), which counts nothing.
+    pagination: Type.Optional(PaginationSchema),
+    total_count: Type.Optional(Type.Integer({ description: 'Total number of events across all pages; absent, like `pagination`, when read by cursor (`starting_after`).' })),
+    next_cursor: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The `starting_after` of the next page (the `id` of this page\'s last event); null when this page ends the listing.',
+      examples: [42],
+    }),
+  });
 
 /** Envelope of a paginated admin listing under `key`, its items in the order `order` says. */
 export function pageOf<T extends ReturnType<typeof Type.Object>>(key: string, item: T, order = 'oldest first') {

@@ -5,6 +5,7 @@ import { apiKeysRoutes } from './api-keys-routes.ts';
 import { auditStreamsRoutes } from './audit-streams-routes.ts';
 import type { AuditStreamDependencies } from '../../../core/audit-streams/audit-streams-service.ts';
 import { auditRoutes, workspaceAuditRoutes } from './audit-routes.ts';
+import { auditExportRoutes, workspaceAuditExportRoutes } from './audit-export-routes.ts';
 import { catalogueRoutes } from './catalogue-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
 import { identityProviderRoutes } from './identity-provider-routes.ts';
@@ -28,12 +29,13 @@ export async function adminRoutes(
 ): Promise<void> {
   requireAdminToken(app, options);
   const { store } = options;
-  for (const routes of [workspacesRoutes, auditRoutes, catalogueRoutes, secretsKeyRoutes]) {
+  for (const routes of [workspacesRoutes, auditRoutes, auditExportRoutes, catalogueRoutes, secretsKeyRoutes]) {
     await app.register(routes, { store });
   }
   const mount = OPERATOR_MOUNT;
   await app.register(apiKeysRoutes, { store, mount });
   await app.register(workspaceAuditRoutes, { store, mount });
+  await app.register(workspaceAuditExportRoutes, { store, mount });
   await app.register(identityProviderRoutes, { store, check: options.checkIdentityProvider, mount });
   await app.register(webhookEndpointsRoutes, { store, checkUrl: options.checkWebhookUrl, mount });
   await app.register(policiesRoutes, { store, limits: options.policyLimits, mount });

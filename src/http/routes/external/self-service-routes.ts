@@ -6,6 +6,7 @@ import type { WebhookUrlCheck } from '../../../core/webhooks/webhook-endpoints-s
 import { apiKeysRoutes } from '../admin/api-keys-routes.ts';
 import { auditStreamsRoutes } from '../admin/audit-streams-routes.ts';
 import { workspaceAuditRoutes } from '../admin/audit-routes.ts';
+import { workspaceAuditExportRoutes } from '../admin/audit-export-routes.ts';
 import { identityProviderRoutes } from '../admin/identity-provider-routes.ts';
 import { webhookEndpointsRoutes } from '../admin/webhook-endpoints-routes.ts';
 import { WORKSPACE_MOUNT } from '../route-mount.ts';
@@ -24,6 +25,7 @@ export async function selfServiceRoutes(
   const mount = WORKSPACE_MOUNT;
   await app.register(apiKeysRoutes, { store, mount });
   await app.register(workspaceAuditRoutes, { store, mount });
+  await app.register(workspaceAuditExportRoutes, { store, mount });
   await app.register(identityProviderRoutes, { store, check: options.checkIdentityProvider, mount });
   await app.register(webhookEndpointsRoutes, { store, checkUrl: options.checkWebhookUrl, mount });
   await app.register(auditStreamsRoutes, { store, mount, streams: options.auditStreams });
