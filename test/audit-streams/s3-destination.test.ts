@@ -9,6 +9,7 @@ import S3rver from 's3rver';
 import { sendS3Batch } from '../../src/audit-streams/destinations/s3.ts';
 import { StreamSendError, type StreamBatch } from '../../src/audit-streams/send-batch.ts';
 import type { S3Destination } from '../../src/core/audit-streams/destination.ts';
+import { withSilentServer } from '../helpers/silent-server.ts';
 
 /*
  * The S3 destination against s3rver, an S3-compatible server, on 127.0.0.1: what it stores is
@@ -132,20 +133,12 @@ describe('S3 audit stream destination', () => {
   });
 
   test('a server that never answers → StreamSendError after the timeout', async () => {
-    const { createServer } = await import('node:net');
-    const silent = createServer(() => {});
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const port = (silent.address() as { port: number }).port;
-    try {
-      const started = Date.now();
-      const error = await sendS3Batch({ ...destination(), endpoint: `http://127.0.0.1:${port}` }, batchOf(1, 1, new Date()), { ...OPTIONS, timeoutMs: 300 }).catch(
-        (e: unknown) => e,
-      );
-      assert.ok(error instanceof StreamSendError);
-      assert.match(error.message, /timed out after 300 ms/);
-      assert.ok(Date.now() - started < 3000);
-    } finally {
-      silent.close();
-    }
+    const started = Date.now();
+    const error = await withSilentServer((port) =>
+      sendS3Batch({ ...destination(), endpoint: `http://127.0.0.1:${port}` }, batchOf(1, 1, new Date()), { ...OPTIONS, timeoutMs: 300 }).catch((e: unknown) => e),
+    );
+    assert.ok(error instanceof StreamSendError);
+    assert.match(error.message, /timed out after 300 ms/);
+    assert.ok(Date.now() - started < 3000);
   });
 });
