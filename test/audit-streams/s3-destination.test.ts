@@ -13,7 +13,7 @@ import { withSilentServer } from '../helpers/silent-server.ts';
 
 /*
  * The S3 destination against s3rver, an S3-compatible server, on 127.0.0.1: what it stores is
- * read back with the AWS SDK (docs/api.md, "Audit streams: S3 objects").
+ * read back with the AWS SDK (docs/api.md, "S3 objects").
  */
 
 // s3rver's only key pair.

@@ -20,7 +20,7 @@ function compactInstant(at: Date): string {
 
 /**
  * The object key of a batch: `<prefix><yyyy>/<mm>/<dd>/<first time>_<first id>-<last id>.jsonl.gz`
- * (docs/api.md, "Audit streams: S3 objects"), with the UTC day of the batch's first row, its
+ * (docs/api.md, "S3 objects"), with the UTC day of the batch's first row, its
  * time compact to the millisecond, and both audit ids zero-padded to 20 digits, so that keys
  * listed in lexical order come in audit order, and the same batch sent again lands on the same key.
  */
@@ -80,7 +80,7 @@ function failure(error: unknown, destination: S3Destination, timedOut: boolean, 
  * gzip`) to an S3 or S3-compatible bucket (path-style when `endpoint` is given), under the key
  * {@link s3ObjectKey} makes: idempotent, a batch sent again overwrites its own object. Resolves
  * once S3 has answered the PUT with success, within `options.timeoutMs`.
- * Follows docs/api.md, "Audit streams: S3 objects", and docs/security.md, "Outbound connections".
+ * Follows docs/api.md, "S3 objects", and docs/security.md, "Outbound connections".
  * @throws StreamSendError with the S3 error code and message (`NoSuchBucket`,
  *   `InvalidAccessKeyId`, `SignatureDoesNotMatch`, …), the guard's refusal, the network error,
  *   or the timeout; never the secret key.

@@ -5,7 +5,7 @@ import { addressRefusal, guardedLookup, literalAddress, OutboundRefusedError } f
 import { StreamSendError, type SendBatch, type SendOptions } from '../send-batch.ts';
 
 /*
- * The syslog destination (docs/api.md, "Audit streams: syslog messages"): RFC 5424 messages over
+ * The syslog destination (docs/api.md, "Syslog messages"): RFC 5424 messages over
  * TLS, framed by octet counting as RFC 5425 §4.3 says.
  */
 
