@@ -35,7 +35,8 @@ export function s3ObjectKey(prefix: string | undefined, batch: Pick<StreamBatch,
  * An S3 client whose every connection passes the outbound guard: the endpoint checked before
  * (a literal address is never looked up), and each host name resolved through the guarded
  * lookup at connect time. One attempt only: the stream worker retries the whole batch with
- * its own backoff, so a failure reaches `last_error` at once.
+ * its own backoff, so a failure reaches `last_error` at once. No timeouts of its own: the
+ * send's abort signal bounds connecting and answering alike, and says so in one message.
  */
 async function clientFor(destination: S3Destination, options: SendOptions): Promise<S3Client> {
   const policy: OutboundPolicy = options.policy;
@@ -48,8 +49,6 @@ async function clientFor(destination: S3Destination, options: SendOptions): Prom
     requestHandler: new NodeHttpHandler({
       httpAgent: new http.Agent({ lookup: guardedLookup('http:', policy) }),
       httpsAgent: new https.Agent({ lookup: guardedLookup('https:', policy) }),
-      connectionTimeout: options.timeoutMs,
-      requestTimeout: options.timeoutMs,
     }),
   });
 }
