@@ -1,0 +1,16 @@
+// s3rver ships no types: the part of its API the audit stream tests use.
+declare module 's3rver' {
+  import type { AddressInfo } from 'node:net';
+  interface S3rverOptions {
+    readonly address?: string;
+    readonly port?: number;
+    readonly directory: string;
+    readonly silent?: boolean;
+    readonly configureBuckets?: ReadonlyArray<{ readonly name: string }>;
+  }
+  export default class S3rver {
+    constructor(options: S3rverOptions);
+    run(): Promise<AddressInfo>;
+    close(): Promise<void>;
+  }
+}
