@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { toWireAuditEvent } from '../core/audit/wire-audit-event.ts';
 import type { AuditStream, StreamFormat } from '../core/audit-streams/audit-stream.ts';
 import type { StreamedAuditEvent } from '../core/ports.ts';
+import { packagePath } from '../package-root.ts';
+import { toOcsf } from './ocsf.ts';
 
 /** Writes one audit row as one line of a stream's format (JSON text, no newline). */
 export type Formatter = (row: StreamedAuditEvent, stream: AuditStream) => string;
@@ -15,8 +18,23 @@ const json: Formatter = (row, stream) => {
   return JSON.stringify(toWireAuditEvent(stream.workspaceId === null ? { ...event, workspace } : event));
 };
 
+/** wum as OCSF's `metadata.product` names it: the package's name and version. */
+const product = (() => {
+  const { name, version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { name: string; version: string };
+  return { name, version };
+})();
+
+/**
+ * The `ocsf` format: each row as an OCSF event of the class that fits it (docs/api.md, "OCSF
+ * mapping"); an operator's stream of every workspace keeps the row's workspace in `unmapped`.
+ */
+const ocsf: Formatter = (row, stream) => {
+  const { workspace, ...event } = row;
+  return JSON.stringify(toOcsf(stream.workspaceId === null ? { ...event, workspace } : event, product));
+};
+
 /** The formatters by format; a format without one is refused at creation (`format_not_available`). */
-export const formatters: { readonly [F in StreamFormat]?: Formatter } = { json };
+export const formatters: { readonly [F in StreamFormat]?: Formatter } = { json, ocsf };
 
 /** The formats this server can write. */
 export const availableFormats: ReadonlySet<StreamFormat> = new Set(Object.keys(formatters) as StreamFormat[]);
