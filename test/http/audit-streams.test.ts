@@ -147,7 +147,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     for (const id of [https.id, splunk.id]) assert.equal((await own('DELETE', `/${id}`)).statusCode, 204);
   });
 
-  test('bad input is a 4xx problem: unknown type, missing token, refused address, plain http off loopback, ocsf not yet available', async () => {
+  test('bad input is a 4xx problem: unknown type, missing token, refused address, plain http off loopback, an unknown format', async () => {
     assertProblem(await own('POST', '', { name: 'x', format: 'json', destination: { type: 'kafka', url: 'https://a.example' } }), 400, 'validation_failed');
     assertProblem(await own('POST', '', { name: 'x', format: 'json', destination: { type: 'splunk_hec', url: hec.url } }), 400, 'validation_failed');
     assertProblem(await own('POST', '', { name: 'x', format: 'json', destination: { type: 'syslog', host: '127.0.0.1', port: 0 } }), 400, 'validation_failed');
@@ -155,7 +155,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     assertProblem(refused, 400, 'validation_failed');
     assert.equal(refused.json().errors[0].field, 'destination.url');
     assertProblem(await own('POST', '', { name: 'x', format: 'json', destination: { type: 'syslog', host: '169.254.169.254', port: 6514 } }), 400, 'validation_failed');
-    assertProblem(await own('POST', '', { name: 'x', format: 'ocsf', destination: { type: 'https', url: jsonl.url } }), 422, 'format_not_available');
+    assertProblem(await own('POST', '', { name: 'x', format: 'cef', destination: { type: 'https', url: jsonl.url } }), 400, 'validation_failed');
     assertProblem(await own('POST', '/00000000-0000-4000-8000-000000000000/replay', { from: 'yesterday' }), 400, 'validation_failed');
     assertProblem(await own('PATCH', '/nope', { name: 'y' }), 404, 'audit_stream_not_found');
     const app = await ctx.buildApp({ WEBHOOK_ALLOW_HTTP: 'false' });
