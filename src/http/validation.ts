@@ -172,3 +172,22 @@ export function rejectUnstorableText(app: FastifyInstance): void {
     }),
   );
 }
+
+/**
+ * A validator of bodies outside a route (each row of a bulk import is a `POST /users` body):
+ * the same checks, in the same order, with the same problem as a route's body gets — text
+ * PostgreSQL cannot store, then `schema` (compiled once, on first use, as a route's is).
+ * Source: docs/contract.md Part B, Errors.
+ * @returns a function that answers undefined for a valid body, else the AppError
+ *   `validation_failed` (400) a route would have answered.
+ */
+export function bodyValidator(schema: object): (body: unknown) => AppError | undefined {
+  let compiled: ValidateFunction | undefined;
+  return (body) => {
+    const field = findUnstorable(body, '');
+    if (field) return new AppError('validation_failed', 'The request body is invalid.', [field]);
+    compiled ??= bodyAjv.compile(schema);
+    if (compiled(body)) return undefined;
+    return new AppError('validation_failed', 'The request body is invalid.', toFieldErrors(compiled.errors ?? []));
+  };
+}

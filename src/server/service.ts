@@ -18,6 +18,7 @@ import { openKeyRing, type OpenedKeyRing } from './secrets-key.ts';
 import type { Store } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
 import { startLifecycleScheduler, type LifecycleScheduler } from '../lifecycle/scheduler.ts';
+import { startImportWorker, type ImportWorker } from './import-worker.ts';
 
 /**
  * Encrypts in place the secrets stored in clear before encryption at rest existed, before any
@@ -45,6 +46,8 @@ export interface Service {
   readonly eventPruner: EventPruner | undefined;
   /** The scheduler of expiries, inactivity and warnings (docs/contract.md Part B, "Access that ends on time"). */
   readonly lifecycle: LifecycleScheduler;
+  /** The worker of bulk import jobs (docs/contract.md Part B, "Importing users in bulk"). */
+  readonly imports: ImportWorker;
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
@@ -158,6 +161,11 @@ export async function startService(config: Config, options: ServiceOptions = {})
     sharedConnection: database.kind === 'pglite',
   });
   userWritten = () => lifecycle.wake();
+  const imports = startImportWorker({
+    store,
+    log: app.log.child({ component: 'imports' }),
+    sharedConnection: database.kind === 'pglite',
+  });
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,
@@ -165,12 +173,14 @@ export async function startService(config: Config, options: ServiceOptions = {})
     database,
     maintenance,
     lifecycle,
+    imports,
     listener,
     deliveryWorker: background?.deliveryWorker,
     eventPruner: background?.eventPruner,
     async close() {
       await app.close();
       await lifecycle.stop();
+      await imports.stop();
       await background?.deliveryWorker.stop();
       await background?.eventPruner.stop();
       await listener?.close();
