@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
@@ -167,7 +168,8 @@ export function rejectUnstorableText(app: FastifyInstance): void {
         const what = parameter.message.startsWith('must not contain NUL') ? 'contains a NUL character' : 'is not valid Unicode';
         throw new AppError('invalid_parameter', `Parameter ${parameter.field} ${what}.`, [parameter]);
       }
-      const field = findUnstorable(request.body, '');
+      // A body left as a stream (an import's upload) is checked row by row as it is read.
+      const field = request.body instanceof Readable ? undefined : findUnstorable(request.body, '');
       if (field) throw new AppError('validation_failed', 'The request body is invalid.', [field]);
     }),
   );

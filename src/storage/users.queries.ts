@@ -189,13 +189,18 @@ const countLevels = sql.raw(`(values ${USER_COUNT_LEVEL_BITS.map((bits, level) =
  * in key order (level, block, status, slot), so two transactions moving users between the two
  * statuses cannot deadlock.
  */
-function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
-  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
-    select ${workspaceParam}, c.status, l.level, s.id >> l.bits, (s.id % ${sql.raw(String(COUNT_SLOTS))})::smallint, c.delta
+function countChange(source: string, changes: SQL, when: SQL = sql`true`, many = false): SQL {
+  const slots = sql.raw(String(COUNT_SLOTS));
+  const rows = sql`select c.status, l.level, s.id >> l.bits as block, (s.id % ${slots})::smallint as slot, c.delta
     from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
       cross join ${countLevels} as l(level, bits)
-    where ${when}
-    order by l.level, s.id >> l.bits, c.status, s.id % ${sql.raw(String(COUNT_SLOTS))}
+    where ${when}`;
+  // Several users (a batch) share count rows: one upsert may touch each row once only, so their
+  // deltas are summed first.
+  const deltas = many ? sql`select status, level, block, slot, sum(delta)::int8 as delta from (${rows}) r group by status, level, block, slot` : rows;
+  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
+    select ${workspaceParam}, d.status, d.level, d.block, d.slot, d.delta from (${deltas}) d
+    order by d.level, d.block, d.status, d.slot
     on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
@@ -306,7 +311,7 @@ const insertBatch = new NamedStatement(
       select ${workspaceParam}, s.id, a.app->>'name', a.app->>'role', a.position - 1, (a.app->>'expires_at')::timestamptz
       from created s cross join lateral jsonb_array_elements(s.wire_apps) with ordinality as a(app, position)
     ),
-    counted as (${countChange('created', sql`values (s.status, 1)`)}),
+    counted as (${countChange('created', sql`values (s.status, 1)`, sql`true`, true)}),
     audited as (${auditInsert('created', { targetId: sql`s.email`, userId: sql`s.public_id`, before: sql`null::jsonb`, after: sql`s.after` })}),
     ${eventInsert('created', {
       workspaceId: workspaceParam,
