@@ -5,7 +5,7 @@ import type { ImportJob, ImportReportRow, WumClient } from 'wum/sdk';
 import { UsageError } from './context.ts';
 import { ImportFileError, importColumns } from '../../sdk/users-csv.ts';
 
-export { summarize, type ImportSummary, type RowOutcome, type RowReport } from '../../sdk/users-import-rows.ts';
+export { summarize } from '../../sdk/users-import-rows.ts';
 import type { RowReport } from '../../sdk/users-import-rows.ts';
 
 /** Bytes read to find the header row of a CSV file. */

@@ -15,7 +15,7 @@ import { runImportBatch } from '../core/users/imports-service.ts';
  */
 
 /** How long a claim lasts without a committed batch: past it, another process resumes the job. */
-export const IMPORT_LEASE_MS = 10_000;
+const IMPORT_LEASE_MS = 10_000;
 /** Rows per batch on a connection pool. */
 const BATCH_SIZE = 1_000;
 /** On the embedded store's one connection: the bounds of the adaptive batch, and the time one should take. */

@@ -15,7 +15,7 @@ import { IMPORT_LIMITS, type ImportClaim, type ImportFormat, type ImportJob, typ
 /** Rows staged per statement while an upload streams in. */
 const STAGE_BATCH = 1_000;
 /** How long an uploader's lease lasts without a staged batch: past it the upload is taken for dead. */
-export const UPLOAD_LEASE_MS = 60_000;
+const UPLOAD_LEASE_MS = 60_000;
 
 /**
  * Starts an import of `rows` (a stream of parsed rows of the uploaded body): creates the job,
