@@ -86,7 +86,7 @@ export interface paths {
         };
         /**
          * List the import jobs
-         * @description The workspace's import jobs, newest first.
+         * @description The workspace's import jobs, newest first, with their status and counts.
          */
         get: operations["listUserImports"];
         put?: never;
@@ -108,7 +108,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an import job and its progress */
+        /**
+         * Get an import job and its progress
+         * @description The job with its status and counts; `rows_done` moves one batch at a time while it runs.
+         */
         get: operations["getUserImport"];
         put?: never;
         post?: never;
@@ -2510,7 +2513,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job's id. */
+                /**
+                 * @description The job's id.
+                 * @example 6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e
+                 */
                 id: string;
             };
             cookie?: never;
@@ -2610,7 +2616,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job's id. */
+                /**
+                 * @description The job's id.
+                 * @example 6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e
+                 */
                 id: string;
             };
             cookie?: never;
@@ -2715,7 +2724,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job's id. */
+                /**
+                 * @description The job's id.
+                 * @example 6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e
+                 */
                 id: string;
             };
             cookie?: never;

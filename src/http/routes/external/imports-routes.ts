@@ -33,7 +33,7 @@ const UPLOAD_FORMATS = {
   'application/x-ndjson': { format: 'ndjson', rows: jsonLinesRows },
 } as const;
 
-const JobParams = Type.Object({ id: Type.String({ description: 'The job\'s id.' }) });
+const JobParams = Type.Object({ id: Type.String({ description: 'The job\'s id.', examples: [JOB_EXAMPLE.id] }) });
 
 /** The report's columns, in order: the columns of `wum users import`'s report. */
 const REPORT_COLUMNS = ['row', 'email', 'outcome', 'code', 'detail'] as const;
@@ -122,7 +122,7 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
     schema: {
       operationId: 'listUserImports',
       summary: 'List the import jobs',
-      description: 'The workspace\'s import jobs, newest first.',
+      description: 'The workspace\'s import jobs, newest first, with their status and counts.',
       tags: ['users'],
       security: scoped('users:read'),
       querystring: Type.Object({ ...PageQuery }),
@@ -151,6 +151,7 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
     schema: {
       operationId: 'getUserImport',
       summary: 'Get an import job and its progress',
+      description: 'The job with its status and counts; `rows_done` moves one batch at a time while it runs.',
       tags: ['users'],
       security: scoped('users:read'),
       params: JobParams,
@@ -175,8 +176,7 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
       tags: ['users'],
       security: scoped('users:read'),
       params: JobParams,
-      produces: ['application/json', 'text/csv'],
-      response: {
+        response: {
         200: jsonResponse(
           'The report.',
           Type.Object({
