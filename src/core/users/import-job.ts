@@ -1,5 +1,5 @@
 import type { Actor } from '../actor.ts';
-import type { AddUserInput } from './users-service.ts';
+import type { AddUserInput } from './user.ts';
 
 /*
  * The values of a bulk import job (docs/contract.md Part B, "Importing users in bulk"): the job,

@@ -8,6 +8,7 @@ import type { RowWindow, UserCondition, UserQuery } from './user-query.ts';
 import { auditSnapshot, previousWireFields } from './wire-user.ts';
 import { foldEmail } from './email.ts';
 import type {
+  AddUserInput,
   AppRole,
   PolicyReason,
   ScimAttributes,
@@ -23,20 +24,7 @@ import type {
 /** The default for an omitted first or last name (docs/contract.md Part A). */
 export const NAME_PLACEHOLDER = '-';
 
-/** Input of {@link addUser}: `firstName`/`lastName` (and the SCIM fields) undefined means omitted. */
-export interface AddUserInput {
-  readonly email: string;
-  readonly role: WorkspaceRole;
-  readonly apps: readonly AppRole[];
-  readonly firstName?: string | undefined;
-  readonly lastName?: string | undefined;
-  /** Default `active`; SCIM may create a user deactivated (`active: false`). */
-  readonly status?: UserStatus | undefined;
-  readonly externalId?: string | null | undefined;
-  readonly scimAttributes?: ScimAttributes | null | undefined;
-  /** When the membership ends; must be in the future. Omitted: never (a reactivation clears a past one). */
-  readonly expiresAt?: Date | null | undefined;
-}
+export type { AddUserInput } from './user.ts';
 
 /** Result of {@link addUser}: the user, and whether an existing deactivated user was reactivated. */
 export interface AddUserResult {
