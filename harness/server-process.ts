@@ -211,12 +211,13 @@ export function sendRequest(
   port: number,
   method: string,
   path: string,
-  options: { host?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number } = {},
+  options: { host?: string; headers?: Record<string, string>; body?: unknown; raw?: { body: string; type: string }; timeoutMs?: number } = {},
 ): Promise<HttpResponse> {
-  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  // `raw`: a body sent as it is, with its own media type (an import's CSV); `body`: JSON.
+  const payload = options.raw ? options.raw.body : options.body === undefined ? undefined : JSON.stringify(options.body);
   const headers: Record<string, string> = {
     host: options.host ?? `127.0.0.1:${port}`,
-    ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(payload === undefined ? {} : { 'content-type': options.raw?.type ?? 'application/json' }),
     ...options.headers,
   };
   return new Promise((resolve, reject) => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components, operations } from './schema.ts';
 import { createTransport, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
 import { selfServiceApis, type SelfServiceApis } from './self-service.ts';
+import { importsApi, type ImportsApi } from './imports.ts';
 
 /** A user of a workspace, as the API returns it. */
 export type User = components['schemas']['User'];
@@ -132,6 +133,8 @@ export interface UsersApi {
    * `status: 'all'` for a complete walk.
    */
   iterate(query?: Omit<ListUsersQuery, 'page_number'>): AsyncGenerator<User, void, undefined>;
+  /** Bulk import jobs: upload a file, follow its job, read its report, cancel it. */
+  readonly imports: ImportsApi;
 }
 
 /** The product catalogue as the workspace sees it. */
@@ -232,6 +235,7 @@ export function createClient(options: ClientOptions): WumClient {
       const page_size = query.page_size ?? ITERATION_PAGE_SIZE;
       return everyItem(async (page_number) => (await users.list({ ...query, page_size, page_number })).users);
     },
+    imports: importsApi(transport, EXTERNAL_API_PREFIX),
   };
 
   const products: ProductsApi = {

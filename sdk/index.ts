@@ -109,6 +109,7 @@ export type {
 } from './self-service.ts';
 export { API_KEY_SCOPES, EVERY_SCOPE, type NamedApiKeyScope } from './api-key-scopes.ts';
 export { EVENT_TYPES, type EventType } from './events.ts';
+export type { CreateImportOptions, ImportBody, ImportJob, ImportJobPage, ImportReportRow, ImportsApi, ListImportsQuery } from './imports.ts';
 export { WumApiError, type FieldError, type Problem, type WumApiErrorInit } from './errors.ts';
 export { parseRetryAfter, retryDelay, retryPolicy, type RetryEvent, type RetryOptions, type RetryPolicy } from './retry.ts';
 export { createLoopbackAwareAgent, isLoopbackName, loopbackAwareLookup, type TransportOptions } from './transport.ts';

@@ -77,6 +77,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/external/v2/users/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the import jobs
+         * @description The workspace's import jobs, newest first, with their status and counts.
+         */
+        get: operations["listUserImports"];
+        put?: never;
+        /**
+         * Import users in bulk: upload a file, start a job
+         * @description The body is a CSV file with the columns of `wum users import` (`Content-Type: text/csv`; header row `email,role,first_name,last_name,apps,expires_at`, `email` and `role` required) or JSON Lines (`application/x-ndjson`), one `POST /users` body per line; at most 1000000 rows and 536870912 bytes, sent as a stream. The rows are staged as they arrive; the answer, once the upload is complete, is the queued job. Each row is then applied as `POST /users` would (added, reactivated, skipped when active already, or rejected with the problem's code). One job per workspace at a time: `409 import_in_progress` while another is queued or running.
+         */
+        post: operations["startUserImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/users/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an import job and its progress
+         * @description The job with its status and counts; `rows_done` moves one batch at a time while it runs.
+         */
+        get: operations["getUserImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/users/imports/{id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The per-row report of an import job
+         * @description One line per row of the upload, in file order: `row` (its line in the file; the CSV header is line 1), `email`, `outcome` (`added`, `reactivated`, `skipped`, `rejected`, or `not_attempted` for rows not processed yet or left by a cancel), `code` and `detail` (why a row was skipped or rejected). JSON `{"rows": [...]}`, or CSV with these columns when `Accept` names `text/csv` (and not `application/json`).
+         */
+        get: operations["getUserImportReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/external/v2/users/imports/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an import job
+         * @description Stops a queued or running job: the batch under way finishes, no other starts, and the rows left are reported `not_attempted`. Users already added stay. A job already over → `409 import_finished`.
+         */
+        post: operations["cancelUserImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/external/v2/users/activity": {
         parameters: {
             query?: never;
@@ -1253,6 +1337,42 @@ export interface components {
                  */
                 ends_at?: string;
             };
+        };
+        /** @description A bulk import of users and its progress. */
+        ImportJob: {
+            /**
+             * Format: uuid
+             * @description The job's id.
+             */
+            id: string;
+            /**
+             * @description Where the job stands.
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /**
+             * @description The upload's format.
+             * @enum {string}
+             */
+            format: "csv" | "ndjson";
+            /** @description Rows uploaded; null while the upload runs. */
+            rows_total: number | null;
+            /** @description Rows with an outcome so far (the rows invalid in themselves count from the upload on). */
+            rows_done: number;
+            added: number;
+            reactivated: number;
+            /** @description Rows whose user was active already (`user_already_exists`). */
+            skipped: number;
+            /** @description Rows refused, each with its problem's code in the report. */
+            rejected: number;
+            /** @description Why the job failed; null unless `failed`. */
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            completed_at: string | null;
         };
     };
     responses: never;
@@ -2577,6 +2697,772 @@ export interface operations {
             };
             /** @description Problem details; `code` is `workspace_not_found` or `user_not_found`. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listUserImports: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page to return, from 1. A page past the end is empty (an empty list means the end).
+                 * @example 1
+                 */
+                page_number?: number;
+                /**
+                 * @description Items per page, 1-100 (10-100 recommended).
+                 * @example 30
+                 */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs with its pagination envelope. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description RFC 8288 links to the `first`, `prev`, `next` and `last` pages. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "imports": [
+                     *         {
+                     *           "id": "6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e",
+                     *           "status": "running",
+                     *           "format": "csv",
+                     *           "rows_total": 100000,
+                     *           "rows_done": 42000,
+                     *           "added": 41800,
+                     *           "reactivated": 12,
+                     *           "skipped": 150,
+                     *           "rejected": 38,
+                     *           "error": null,
+                     *           "created_at": "2025-01-15T09:30:00.000Z",
+                     *           "started_at": "2025-01-15T09:30:04.000Z",
+                     *           "completed_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total_records": 1,
+                     *         "current_page_number": 1,
+                     *         "total_pages": 1,
+                     *         "page_size": 30
+                     *       }
+                     *     } */
+                    "application/json": {
+                        imports: components["schemas"]["ImportJob"][];
+                        /** @description Where this page sits in the whole listing. */
+                        pagination: {
+                            /** @description Items across all pages. */
+                            total_records: number;
+                            /** @description The page returned, from 1. */
+                            current_page_number: number;
+                            /** @description `ceil(total_records / page_size)`; 0 when there are no items. */
+                            total_pages: number;
+                            /** @description Items per page. */
+                            page_size: number;
+                        };
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    startUserImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, queued. `Location` points at it. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Path of the job: `/api/external/v2/users/imports/{id}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e",
+                     *       "status": "queued",
+                     *       "format": "csv",
+                     *       "rows_total": 100000,
+                     *       "rows_done": 38,
+                     *       "added": 0,
+                     *       "reactivated": 0,
+                     *       "skipped": 0,
+                     *       "rejected": 38,
+                     *       "error": null,
+                     *       "created_at": "2025-01-15T09:30:00.000Z",
+                     *       "started_at": null,
+                     *       "completed_at": null
+                     *     } */
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `import_in_progress`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `unsupported_media_type`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `invalid_import_file`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getUserImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id.
+                 * @example 6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e",
+                     *       "status": "running",
+                     *       "format": "csv",
+                     *       "rows_total": 100000,
+                     *       "rows_done": 42000,
+                     *       "added": 41800,
+                     *       "reactivated": 12,
+                     *       "skipped": 150,
+                     *       "rejected": 38,
+                     *       "error": null,
+                     *       "created_at": "2025-01-15T09:30:00.000Z",
+                     *       "started_at": "2025-01-15T09:30:04.000Z",
+                     *       "completed_at": null
+                     *     } */
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `import_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getUserImportReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id.
+                 * @example 6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "rows": [
+                     *         {
+                     *           "row": 2,
+                     *           "email": "ada@example.com",
+                     *           "outcome": "added",
+                     *           "code": null,
+                     *           "detail": null
+                     *         }
+                     *       ]
+                     *     } */
+                    "application/json": {
+                        rows: {
+                            row: number;
+                            email: string;
+                            /** @enum {string} */
+                            outcome: "added" | "reactivated" | "skipped" | "rejected" | "not_attempted";
+                            code: string | null;
+                            detail: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `import_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `rate_limited`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Remaining quota and seconds to reset (draft-ietf-httpapi-ratelimit-headers). */
+                    RateLimit?: string;
+                    /** @description The quota policy: requests (`q`) per window (`w`, seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `internal_error`. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `service_unavailable` or `database_unavailable`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelUserImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id.
+                 * @example 6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, cancelled. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {
+                     *       "id": "6f1e2b3c-4d5e-4a51-9d7a-0b9e7f3c4c2e",
+                     *       "status": "cancelled",
+                     *       "format": "csv",
+                     *       "rows_total": 100000,
+                     *       "rows_done": 42000,
+                     *       "added": 41800,
+                     *       "reactivated": 12,
+                     *       "skipped": 150,
+                     *       "rejected": 38,
+                     *       "error": null,
+                     *       "created_at": "2025-01-15T09:30:00.000Z",
+                     *       "started_at": "2025-01-15T09:30:04.000Z",
+                     *       "completed_at": "2025-01-15T09:31:00.000Z"
+                     *     } */
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            /** @description Problem details; `code` is `bad_request`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `missing_api_key` or `invalid_api_key` or `invalid_session`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `insufficient_scope` or `cross_origin_refused`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `workspace_not_found` or `import_not_found`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details; `code` is `import_finished`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -8073,6 +8959,9 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {
+                 *       "from": "2025-01-15T00:00:00Z"
+                 *     } */
                 "application/json": {
                     /**
                      * Format: date-time
@@ -14605,6 +15494,9 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {
+                 *       "from": "2025-01-15T00:00:00Z"
+                 *     } */
                 "application/json": {
                     /**
                      * Format: date-time

@@ -133,16 +133,13 @@ export interface CsvLine {
 }
 
 /**
- * Checks the records of an import file: a header row naming the columns (any order; `email`
- * and `role` required, `first_name`, `last_name`, `apps` optional, nothing else, each once),
- * then one user per row. A row with the wrong number of cells, malformed apps, or the email of
- * an earlier row (compared case-insensitively, as the API does) is rejected before anything is
- * sent. A cell escaped against formula injection by the export is read back unescaped.
+ * Checks the header row of an import file: it names the columns (any order; `email` and `role`
+ * required, `first_name`, `last_name`, `apps`, `expires_at` optional, nothing else, each once).
  * @param source - the file's name, for messages.
+ * @returns the columns, lower-cased, in the file's order.
  * @throws ImportFileError when there is no header or it is wrong.
  */
-export function parseImportRecords(records: readonly CsvLine[], source: string): ParsedRow[] {
-  const [header, ...data] = records;
+export function importColumns(header: CsvLine | undefined, source: string): string[] {
   if (!header) throw new ImportFileError(`${source} is empty: expected a header row ${CSV_COLUMNS.join(',')}`);
   const columns = header.cells.map((c) => c.trim().toLowerCase());
   const unknown = columns.filter((c) => !(CSV_COLUMNS as readonly string[]).includes(c));
@@ -154,22 +151,46 @@ export function parseImportRecords(records: readonly CsvLine[], source: string):
         (missing.length ? `; missing: ${missing.join(', ')}` : ''),
     );
   }
-  const firstLine = new Map<string, number>();
-  return data.map(({ cells, line }) => {
-    const record = Object.fromEntries(columns.map((c, i) => [c, cells[i] === undefined ? undefined : unescapeCell(cells[i]!)])) as CsvRecord;
-    const email = (record.email ?? '').trim();
-    try {
-      if (cells.length !== columns.length) {
-        throw new RowError('invalid_row', `the row has ${cells.length} cells, the header ${columns.length}`);
-      }
-      const key = email.toLowerCase();
-      const earlier = firstLine.get(key);
-      if (earlier !== undefined) throw new RowError('duplicate_row', `the same email as line ${earlier}`);
-      firstLine.set(key, line);
-      return { line, email, user: recordToUser(record) };
-    } catch (error) {
-      if (error instanceof RowError) return { line, email, error };
-      throw error;
+  return columns;
+}
+
+/**
+ * One data record of an import file under `columns` (from {@link importColumns}): the user it
+ * asks for, or why it cannot be sent (`invalid_row`: the wrong number of cells; `invalid_apps`).
+ * A cell escaped against formula injection by the export is read back unescaped.
+ */
+export function parseImportRecord(columns: readonly string[], { cells, line }: CsvLine): ParsedRow {
+  const record = Object.fromEntries(columns.map((c, i) => [c, cells[i] === undefined ? undefined : unescapeCell(cells[i]!)])) as CsvRecord;
+  const email = (record.email ?? '').trim();
+  try {
+    if (cells.length !== columns.length) {
+      throw new RowError('invalid_row', `the row has ${cells.length} cells, the header ${columns.length}`);
     }
+    return { line, email, user: recordToUser(record) };
+  } catch (error) {
+    if (error instanceof RowError) return { line, email, error };
+    throw error;
+  }
+}
+
+/**
+ * Checks the records of an import file: a header row ({@link importColumns}), then one user per
+ * row ({@link parseImportRecord}). A row with the email of an earlier row (compared
+ * case-insensitively, as the API does) is rejected too, before anything is sent.
+ * @param source - the file's name, for messages.
+ * @throws ImportFileError when there is no header or it is wrong.
+ */
+export function parseImportRecords(records: readonly CsvLine[], source: string): ParsedRow[] {
+  const [header, ...data] = records;
+  const columns = importColumns(header, source);
+  const firstLine = new Map<string, number>();
+  return data.map((record) => {
+    const parsed = parseImportRecord(columns, record);
+    if (parsed.error) return parsed;
+    const key = parsed.email.toLowerCase();
+    const earlier = firstLine.get(key);
+    if (earlier !== undefined) return { line: parsed.line, email: parsed.email, error: new RowError('duplicate_row', `the same email as line ${earlier}`) };
+    firstLine.set(key, parsed.line);
+    return parsed;
   });
 }

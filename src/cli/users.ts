@@ -6,7 +6,7 @@ import type { AppRole, ListUsersQuery, StatusFilter, User, UserChanges } from 'w
 import { positiveInteger, withJson, workspaceClient } from './context.ts';
 import { printJson, say, table, userDetails, usersTable, wasReactivated } from './output.ts';
 import { CSV_COLUMNS, parseApps, RowError, userToRecord } from '../../sdk/users-csv.ts';
-import { importRows, progressBar, readImportFile, summarize } from './users-import.ts';
+import { checkImportFile, importFile, summarize } from './users-import.ts';
 
 const STATUSES: StatusFilter[] = ['active', 'deactivated', 'all'];
 const SORTS = ['created_at', '-created_at', 'email', '-email', 'expires_at', '-expires_at'];
@@ -196,22 +196,21 @@ export function usersCommand(): Command {
     users
       .command('import <file>')
       .description(
-        'add the users of a CSV file (columns email,role,first_name,last_name,apps,expires_at; apps as crm:admin;analytics:viewer; expires_at RFC 3339 or empty); ' +
-          'rows already active are skipped, so a re-run resumes. Exit code 0 only when no row is rejected.',
+        'add the users of a CSV file (columns email,role,first_name,last_name,apps,expires_at; apps as crm:admin;analytics:viewer; expires_at RFC 3339 or empty), ' +
+          'or of a JSON Lines file (.jsonl/.ndjson, one POST /users body per line), through an import job of the server: ' +
+          'rows already active are skipped, so a re-run resumes. Exit code 0 only when the job completes and no row is rejected.',
       )
-      .addOption(new Option('--concurrency <n>', 'rows sent at once').argParser(positiveInteger).default(8)),
+      .addOption(new Option('--concurrency <n>', 'ignored: the server imports the rows in batches').argParser(positiveInteger).hideHelp()),
   ).action(async (file: string, options, command: Command) => {
-    const rows = readImportFile(file);
+    checkImportFile(file);
     const client = workspaceClient(command);
-    const progress = progressBar(rows.length);
-    const reports = await importRows(client, rows, { concurrency: Math.min(options.concurrency, 64), onRow: progress.tick }).finally(
-      progress.stop,
-    );
+    const { job, reports } = await importFile(client, file);
     const summary = summarize(reports);
-    if (options.json) printJson({ summary, rows: reports });
+    if (options.json) printJson({ summary, rows: reports, job });
     else {
-      if (reports.length > 0) {
-        say(table(['line', 'email', 'result', 'code', 'detail'], reports.map((r) => [r.line, r.email, r.outcome, r.code ?? '', r.detail ?? ''])));
+      const notable = reports.filter((r) => r.outcome !== 'added');
+      if (notable.length > 0) {
+        say(table(['line', 'email', 'result', 'code', 'detail'], notable.map((r) => [r.line, r.email, r.outcome, r.code ?? '', r.detail ?? ''])));
       }
       say(
         `${summary.rows} rows: ${summary.added} added, ${summary.reactivated} reactivated, ` +
@@ -219,8 +218,9 @@ export function usersCommand(): Command {
           (summary.not_attempted ? `, ${summary.not_attempted} not attempted` : '') +
           '.',
       );
+      if (job.status !== 'completed') say(`The import ${job.id} ${job.status}${job.error ? `: ${job.error}` : ''}.`);
     }
-    if (summary.rejected > 0 || summary.not_attempted > 0) process.exitCode = 1;
+    if (job.status !== 'completed' || summary.rejected > 0 || summary.not_attempted > 0) process.exitCode = 1;
   });
 
   withFilters(users.command('export').description('write the users (or those the filters find) as CSV (the columns import reads) or JSON, to stdout'))

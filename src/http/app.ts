@@ -14,6 +14,7 @@ import { generateRequestId, setRequestIdHeader } from './plugins/request-id.ts';
 import { EXTERNAL_PREFIX, registerTenantAuthentication } from './plugins/tenant.ts';
 import { productsRoutes } from './routes/external/products-routes.ts';
 import { usersRoutes } from './routes/external/users-routes.ts';
+import { importsRoutes } from './routes/external/imports-routes.ts';
 import { activityRoutes, policiesRoutes } from './routes/external/lifecycle-routes.ts';
 import { selfServiceRoutes } from './routes/external/self-service-routes.ts';
 import { WORKSPACE_MOUNT } from './routes/route-mount.ts';
@@ -159,6 +160,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);
 
   await app.register(usersRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
+  await app.register(importsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(activityRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(policiesRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, limits: config.policies, mount: WORKSPACE_MOUNT });
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });

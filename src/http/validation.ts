@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
@@ -171,8 +172,28 @@ export function rejectUnstorableText(app: FastifyInstance): void {
         const what = parameter.message.startsWith('must not contain NUL') ? 'contains a NUL character' : 'is not valid Unicode';
         throw new AppError('invalid_parameter', `Parameter ${parameter.field} ${what}.`, [parameter]);
       }
-      const field = findUnstorable(request.body, '');
+      // A body left as a stream (an import's upload) is checked row by row as it is read.
+      const field = request.body instanceof Readable ? undefined : findUnstorable(request.body, '');
       if (field) throw new AppError('validation_failed', 'The request body is invalid.', [field]);
     }),
   );
+}
+
+/**
+ * A validator of bodies outside a route (each row of a bulk import is a `POST /users` body):
+ * the same checks, in the same order, with the same problem as a route's body gets — text
+ * PostgreSQL cannot store, then `schema` (compiled once, on first use, as a route's is).
+ * Source: docs/contract.md Part B, Errors.
+ * @returns a function that answers undefined for a valid body, else the AppError
+ *   `validation_failed` (400) a route would have answered.
+ */
+export function bodyValidator(schema: object): (body: unknown) => AppError | undefined {
+  let compiled: ValidateFunction | undefined;
+  return (body) => {
+    const field = findUnstorable(body, '');
+    if (field) return new AppError('validation_failed', 'The request body is invalid.', [field]);
+    compiled ??= bodyAjv.compile(schema);
+    if (compiled(body)) return undefined;
+    return new AppError('validation_failed', 'The request body is invalid.', toFieldErrors(compiled.errors ?? []));
+  };
 }

@@ -20,6 +20,7 @@ import { openKeyRing, type OpenedKeyRing } from './secrets-key.ts';
 import type { Store } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
 import { startLifecycleScheduler, type LifecycleScheduler } from '../lifecycle/scheduler.ts';
+import { startImportWorker, type ImportWorker } from './import-worker.ts';
 
 /**
  * Encrypts in place the secrets stored in clear before encryption at rest existed, before any
@@ -49,6 +50,8 @@ export interface Service {
   readonly lifecycle: LifecycleScheduler;
   /** The audit stream worker (every process runs one; replicas share the streams by claims). */
   readonly streamWorker: StreamWorker;
+  /** The worker of bulk import jobs (docs/contract.md Part B, "Importing users in bulk"). */
+  readonly imports: ImportWorker;
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
@@ -170,6 +173,11 @@ export async function startService(config: Config, options: ServiceOptions = {})
     log: app.log.child({ component: 'audit-streams' }),
     registry,
   });
+  const imports = startImportWorker({
+    store,
+    log: app.log.child({ component: 'imports' }),
+    sharedConnection: database.kind === 'pglite',
+  });
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   return {
     app,
@@ -178,12 +186,14 @@ export async function startService(config: Config, options: ServiceOptions = {})
     maintenance,
     lifecycle,
     streamWorker,
+    imports,
     listener,
     deliveryWorker: background?.deliveryWorker,
     eventPruner: background?.eventPruner,
     async close() {
       await app.close();
       await lifecycle.stop();
+      await imports.stop();
       await background?.deliveryWorker.stop();
       await streamWorker.stop();
       await background?.eventPruner.stop();

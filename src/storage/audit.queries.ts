@@ -21,17 +21,23 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
   };
 }
 
+/** The audit columns that differ from row to row of a batch (a bulk import's users). */
+type PerRowAuditColumn = 'targetId' | 'userId' | 'before' | 'after';
+
 /**
  * Inserts the audit event bound by {@link auditEventParams}: once, or (given `source`, a CTE
- * name) once per row of `source`, so that a change and its event can be one statement.
+ * name) once per row of `source`, so that a change and its event can be one statement. `perRow`
+ * replaces bound values by expressions over the row `s` of `source`, for a batch whose rows
+ * are different users.
  */
-export function auditInsert(source?: string): SQL {
+export function auditInsert(source?: string, perRow: Partial<Record<PerRowAuditColumn, SQL>> = {}): SQL {
+  const value = (column: PerRowAuditColumn, type: string) => perRow[column] ?? sql`${ph(column)}::${sql.raw(type)}`;
   return sql`insert into audit_events
       (workspace_id, actor_type, actor_id, actor_label, request_id, action, target_type, target_id, user_id, before, after)
     select ${ph('workspaceId')}::int8, ${ph('actorType')}::text, ${ph('actorId')}::text, ${ph('actorLabel')}::text, ${ph('requestId')}::text,
-      ${ph('action')}::text, ${ph('targetType')}::text, ${ph('targetId')}::text, ${ph('userId')}::uuid,
-      ${ph('before')}::jsonb, ${ph('after')}::jsonb
-    ${source ? sql`from ${sql.identifier(source)}` : sql``}`;
+      ${ph('action')}::text, ${ph('targetType')}::text, ${value('targetId', 'text')}, ${value('userId', 'uuid')},
+      ${value('before', 'jsonb')}, ${value('after', 'jsonb')}
+    ${source ? sql`from ${sql.identifier(source)} s` : sql``}`;
 }
 
 /** The values of {@link auditInsert}'s placeholders for `entry`. */

@@ -107,22 +107,30 @@ export function eventInsert(
     readonly actor: SQL;
     /** Further members of `data` (a JSON object or null), e.g. a policy's `reason`. */
     readonly extra?: SQL | Placeholder;
+    /** `source` may hold several rows (a batch): each gets its own sequence. */
+    readonly many?: boolean;
   },
 ): SQL {
   const { workspaceId, type, user, previous, actor } = params;
   const extra = params.extra ? sql` || coalesce(${params.extra}::jsonb, '{}'::jsonb)` : sql``;
+  const from = sql.identifier(source);
+  // Several rows (a batch): one bump of the workspace's sequence by their number, each row
+  // numbered inside that range.
+  const many = params.many === true;
+  const rows = many ? sql`(select s.*, row_number() over () as event_ord, count(*) over () as event_total from ${from} s)` : from;
+  const sequence = many ? sql`q.event_sequence - s.event_total + s.event_ord` : sql`q.event_sequence`;
   return sql`sequenced as (
-      update workspaces set event_sequence = event_sequence + 1
-      where id = ${workspaceId} and exists (select 1 from ${sql.identifier(source)})
+      update workspaces set event_sequence = event_sequence + ${many ? sql`(select count(*) from ${from})` : sql`1`}
+      where id = ${workspaceId} and exists (select 1 from ${from})
       returning event_sequence
     ),
     evented as (
       insert into events (workspace_id, sequence, id, type, data, actor)
-      select ${workspaceId}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${type}::text,
+      select ${workspaceId}, ${sequence}, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${type}::text,
         jsonb_build_object('user', ${user})
           || case when ${previous}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${previous}::jsonb) end${extra},
         ${actor}
-      from ${sql.identifier(source)} s, sequenced q
+      from ${rows} s, sequenced q
       returning type, sequence
     ),
     deliveries as (

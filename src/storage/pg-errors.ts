@@ -7,6 +7,8 @@ const UNIQUE_VIOLATIONS: Record<string, () => AppError> = {
   users__workspace_email: () => new AppError('user_already_exists', 'An active user with this email already exists.'),
   workspaces__subdomain: () => new AppError('workspace_exists', 'A workspace with this subdomain already exists.'),
   scim_groups__workspace_role: () => new AppError('group_exists', 'This product role is linked as a group already.'),
+  user_import_jobs__one_active: () =>
+    new AppError('import_in_progress', 'An import of this workspace is queued or running; wait for it or cancel it.'),
 };
 
 /**

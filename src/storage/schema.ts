@@ -600,3 +600,79 @@ export const auditStreams = pgTable(
     check('audit_streams__destination_type', sql`${t.destinationType} in ('https', 'splunk_hec', 's3', 'syslog')`),
   ],
 );
+
+/**
+ * Bulk import jobs of users (docs/contract.md Part B, "Importing users in bulk"). At most one
+ * job per workspace is queued or running: the partial unique index refuses a second
+ * (`import_in_progress`). `uploaded_at` is set once every row is staged: only then may a worker
+ * claim the job. `lease_owner`/`lease_until` name the process working on it (or still
+ * uploading it); a lease that ran out is taken over by any process, so a job outlives a
+ * crash. `actor` is who started it, recorded on each user's audit row and event.
+ */
+export const userImportJobs = pgTable(
+  'user_import_jobs',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' })
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: uuid('id').notNull().defaultRandom(),
+    status: text('status').notNull(),
+    format: text('format').notNull(),
+    actor: jsonb('actor').notNull(),
+    rowsTotal: integer('rows_total'),
+    rowsDone: integer('rows_done').notNull().default(0),
+    added: integer('added').notNull().default(0),
+    reactivated: integer('reactivated').notNull().default(0),
+    skipped: integer('skipped').notNull().default(0),
+    rejected: integer('rejected').notNull().default(0),
+    /** Why a job failed (a problem's detail); null otherwise. */
+    error: text('error'),
+    createdAt: createdAt(),
+    uploadedAt: timestamp('uploaded_at', { withTimezone: true, precision: 6 }),
+    startedAt: timestamp('started_at', { withTimezone: true, precision: 6 }),
+    completedAt: timestamp('completed_at', { withTimezone: true, precision: 6 }),
+    leaseOwner: text('lease_owner'),
+    leaseUntil: timestamp('lease_until', { withTimezone: true, precision: 6 }),
+  },
+  (t) => [
+    primaryKey({ name: 'user_import_jobs__pk', columns: [t.workspaceId, t.id] }),
+    uniqueIndex('user_import_jobs__one_active')
+      .on(t.workspaceId)
+      .where(sql`${t.status} in ('queued', 'running')`),
+    // The workers' claim: jobs not finished, by lease.
+    index('user_import_jobs__unfinished').on(t.leaseUntil).where(sql`${t.status} in ('queued', 'running')`),
+    index('user_import_jobs__workspace_created').on(t.workspaceId, t.createdAt),
+    check('user_import_jobs__status', sql`${t.status} in ('queued', 'running', 'completed', 'failed', 'cancelled')`),
+  ],
+);
+
+/**
+ * The rows of an import job: staged as the upload streams in (`payload`, the user to add, or
+ * already `rejected` when the row itself is invalid), then given their outcome by the batch
+ * that processes them, which clears `payload`. What stays is the job's per-row report.
+ */
+export const userImportRows = pgTable(
+  'user_import_rows',
+  {
+    workspaceId: bigint('workspace_id', { mode: 'number' }).notNull(),
+    jobId: uuid('job_id').notNull(),
+    /** The row's line in the uploaded file (the CSV header is line 1). */
+    rowNumber: integer('row_number').notNull(),
+    email: text('email').notNull(),
+    payload: jsonb('payload'),
+    /** `added`, `reactivated`, `skipped`, `rejected`; null while the row waits for its batch. */
+    outcome: text('outcome'),
+    code: text('code'),
+    detail: text('detail'),
+  },
+  (t) => [
+    primaryKey({ name: 'user_import_rows__pk', columns: [t.workspaceId, t.jobId, t.rowNumber] }),
+    foreignKey({
+      name: 'user_import_rows__job',
+      columns: [t.workspaceId, t.jobId],
+      foreignColumns: [userImportJobs.workspaceId, userImportJobs.id],
+    }).onDelete('cascade'),
+    // The next batch: the rows still waiting, in file order.
+    index('user_import_rows__pending').on(t.workspaceId, t.jobId, t.rowNumber).where(sql`${t.outcome} is null`),
+  ],
+);

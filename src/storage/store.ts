@@ -18,6 +18,7 @@ import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createSessionRepository } from './sessions.queries.ts';
 import { createOperatorSessionRepository } from './operator-sessions.queries.ts';
 import { createUserRepository } from './users.queries.ts';
+import { createUserImportRepository } from './user-imports.queries.ts';
 import { createWebhookRepository } from './webhooks.queries.ts';
 import { reencryptSecrets } from './stored-secrets.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
@@ -38,6 +39,7 @@ function repositories(db: Database, keyRing: KeyRing): Repositories {
     policies: createPolicyRepository(db),
     lifecycle: createLifecycleRepository(db),
     auditStreams: createAuditStreamRepository(db, keyRing),
+    imports: createUserImportRepository(db),
   };
 }
 
@@ -96,6 +98,7 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
     users: {
       ...repos.users,
       insertIfAbsent: then(repos.users.insertIfAbsent),
+      insertMany: then(repos.users.insertMany),
       write: then(repos.users.write),
       writeIfUnchanged: then(repos.users.writeIfUnchanged),
       recordNotice: then(repos.users.recordNotice),

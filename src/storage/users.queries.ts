@@ -12,7 +12,7 @@ import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, indexRanges, orderSql } from './user-conditions.ts';
 import type { RowWindow, UserCondition, UserSort } from '../core/users/user-query.ts';
 import { isUuid } from './uuid.ts';
-import { WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
+import { toWireApps, WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
 
 /*
@@ -189,13 +189,18 @@ const countLevels = sql.raw(`(values ${USER_COUNT_LEVEL_BITS.map((bits, level) =
  * in key order (level, block, status, slot), so two transactions moving users between the two
  * statuses cannot deadlock.
  */
-function countChange(source: string, changes: SQL, when: SQL = sql`true`): SQL {
-  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
-    select ${workspaceParam}, c.status, l.level, s.id >> l.bits, (s.id % ${sql.raw(String(COUNT_SLOTS))})::smallint, c.delta
+function countChange(source: string, changes: SQL, when: SQL = sql`true`, many = false): SQL {
+  const slots = sql.raw(String(COUNT_SLOTS));
+  const rows = sql`select c.status, l.level, s.id >> l.bits as block, (s.id % ${slots})::smallint as slot, c.delta
     from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
       cross join ${countLevels} as l(level, bits)
-    where ${when}
-    order by l.level, s.id >> l.bits, c.status, s.id % ${sql.raw(String(COUNT_SLOTS))}
+    where ${when}`;
+  // Several users (a batch) share count rows: one upsert may touch each row once only, so their
+  // deltas are summed first.
+  const deltas = many ? sql`select status, level, block, slot, sum(delta)::int8 as delta from (${rows}) r group by status, level, block, slot` : rows;
+  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
+    select ${workspaceParam}, d.status, d.level, d.block, d.slot, d.delta from (${deltas}) d
+    order by d.level, d.block, d.status, d.slot
     on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
 }
 
@@ -274,6 +279,58 @@ function insertStatement(name: string, withApps: boolean): NamedStatement {
 }
 const insertWithApps = insertStatement('wum_user_insert', true);
 const insertWithoutApps = insertStatement('wum_user_insert_without_apps', false);
+
+/**
+ * Inserts a batch of new users (a bulk import's) in one statement, each unless its email is
+ * taken: the users, their apps, their counts, one audit event and one outbox event each, as
+ * {@link insertStatement} does for one. The apps were checked by the caller under share locks
+ * of their products. Per-user values come as parallel arrays (`unnest`), the apps of each as
+ * its JSON array as the API shows it, which the event's user reads too.
+ */
+const insertBatch = new NamedStatement(
+  'wum_user_insert_batch',
+  () => sql`with input as (
+      select * from unnest(${ph('publicIds')}::uuid[], ${ph('emails')}::text[], ${ph('roles')}::text[], ${ph('firstNames')}::text[],
+        ${ph('lastNames')}::text[], ${ph('statuses')}::text[], ${ph('expiries')}::timestamptz[], ${ph('appLists')}::jsonb[],
+        ${ph('afters')}::jsonb[])
+        with ordinality as i(public_id, email, role, first_name, last_name, status, expires_at, apps, after, ord)
+    ),
+    inserted as (
+      insert into users (workspace_id, public_id, email, role, first_name, last_name, status, external_id,
+        scim_attributes, scim_deleted, expires_at)
+      select ${workspaceParam}::int8, i.public_id, i.email, i.role, i.first_name, i.last_name, i.status, null, null, false, i.expires_at
+      from input i order by i.ord
+      on conflict (workspace_id, lower(email)) do nothing
+      returning ${userColumnsOf('users')}
+    ),
+    created as (
+      select s.*, i.apps as wire_apps, i.after from inserted s join input i on i.public_id = s.public_id
+    ),
+    apps as (
+      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
+      select ${workspaceParam}, s.id, a.app->>'name', a.app->>'role', a.position - 1, (a.app->>'expires_at')::timestamptz
+      from created s cross join lateral jsonb_array_elements(s.wire_apps) with ordinality as a(app, position)
+    ),
+    counted as (${countChange('created', sql`values (s.status, 1)`, sql`true`, true)}),
+    audited as (${auditInsert('created', { targetId: sql`s.email`, userId: sql`s.public_id`, before: sql`null::jsonb`, after: sql`s.after` })}),
+    ${eventInsert('created', {
+      workspaceId: workspaceParam,
+      type: ph('eventType'),
+      user: wireUserJson(sql`s.wire_apps`),
+      previous: sql`null`,
+      actor: actorJson,
+      many: true,
+    })}
+    select public_id from created`,
+);
+
+/** Locks the users holding any of the folded emails, in id order (so two batches cannot deadlock). */
+const lockByEmails = new NamedStatement(
+  'wum_users_lock_by_emails',
+  () => sql`select users.id from users
+    where users.workspace_id = ${workspaceParam} and lower(users.email) = any(${ph('keys')}::text[])
+    order by users.id for update`,
+);
 
 /**
  * Ends for good, in the statement that writes the user row `s` of CTE `updated`, the user's
@@ -456,6 +513,14 @@ const recordNotice = new NamedStatement(
  */
 export function createUserRepository(db: Database): UserRepository {
   const list = async (query: SQL): Promise<UserRow[]> => rowsOf<UserRow>(await db.execute(query));
+  /** The users of row ids just locked, read in a second statement for the reason given in `find`. */
+  const readLocked = async (workspaceId: number, locked: ReadonlyArray<{ id: number | string }>): Promise<StoredUser[]> => {
+    if (locked.length === 0) return [];
+    const rows = await list(sql`select ${userColumnsOf('u')}, ${appsOf('u', sql`${workspaceId}`)} as apps from users u
+      where u.workspace_id = ${workspaceId} and u.id = any(${sql.param(locked.map((r) => Number(r.id)))}::int8[])
+      order by u.id`);
+    return rows.map((row) => toUser(row));
+  };
 
   return {
     async find(workspaceId, ref, options) {
@@ -480,6 +545,32 @@ export function createUserRepository(db: Database): UserRepository {
       const values = { ...writeParams(workspaceId, user, record), publicId: id };
       const [row] = await (user.apps.length > 0 ? insertWithApps : insertWithoutApps).run<UserRow>(db, values);
       return row ? toUser(row, user.apps) : undefined;
+    },
+
+    async insertMany(workspaceId, batch) {
+      const [first] = batch;
+      if (!first) return new Set();
+      const rows = await insertBatch.run<{ public_id: string }>(db, {
+        ...auditEventParams({ ...first.record.audit, workspaceId }),
+        workspaceId,
+        eventType: first.record.eventType,
+        publicIds: batch.map((b) => b.id),
+        emails: batch.map((b) => b.user.email),
+        roles: batch.map((b) => b.user.role),
+        firstNames: batch.map((b) => b.user.firstName),
+        lastNames: batch.map((b) => b.user.lastName),
+        statuses: batch.map((b) => b.user.status),
+        expiries: batch.map((b) => b.user.expiresAt?.toISOString() ?? null),
+        appLists: batch.map((b) => JSON.stringify(toWireApps(b.user.apps))),
+        afters: batch.map((b) => JSON.stringify(b.record.audit.after)),
+      });
+      return new Set(rows.map((r) => r.public_id));
+    },
+
+    async lockByEmails(workspaceId, emails) {
+      if (emails.length === 0) return [];
+      const locked = await lockByEmails.run<{ id: number | string }>(db, { workspaceId, keys: [...new Set(emails.map(foldEmail))] });
+      return readLocked(workspaceId, locked);
     },
 
     async write(workspaceId, current, user, record) {
@@ -543,12 +634,7 @@ export function createUserRepository(db: Database): UserRepository {
       const locked = await list(sql`select u.id from users u
         where u.workspace_id = ${workspaceId} and (${conditionSql(condition)})
         order by u.id for update`);
-      if (locked.length === 0) return [];
-      // Read after locking, in a second statement, for the reason given in `find`.
-      const rows = await list(sql`select ${userColumnsOf('u')}, ${appsOf('u', sql`${workspaceId}`)} as apps from users u
-        where u.workspace_id = ${workspaceId} and u.id = any(${sql.param(locked.map((r) => Number(r.id)))}::int8[])
-        order by u.id`);
-      return rows.map((row) => toUser(row));
+      return readLocked(workspaceId, locked);
     },
 
     async recordNotice(workspaceId, userId, notice) {

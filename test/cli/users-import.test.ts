@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { WumApiError, type NewUser, type User, type UserPage, type WumClient } from 'wum/sdk';
 import { UsageError } from '../../src/cli/context.ts';
-import { parseApps, recordToUser, RowError } from '../../sdk/users-csv.ts';
-import { importRows, readImportFile, summarize } from '../../src/cli/users-import.ts';
+import { parse } from 'csv-parse/sync';
+import { parseApps, parseImportRecords, recordToUser, RowError } from '../../sdk/users-csv.ts';
+import { importRows, summarize } from '../../sdk/users-import-rows.ts';
+import { checkImportFile } from '../../src/cli/users-import.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wum-import-unit-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,6 +67,15 @@ function apiError(status: number, code: string, errors: Array<{ field: string; m
   return new WumApiError({ status, code, detail: `detail of ${code}`, errors, operation: 'POST /users' });
 }
 
+/** The rows of a CSV file as the console's import reads them (sdk/users-csv.ts). */
+function readImportFile(file: string) {
+  const records = parse(readFileSync(file, 'utf8'), { bom: true, skip_empty_lines: true, relax_column_count: true, info: true }) as unknown as Array<{
+    record: string[];
+    info: { lines: number };
+  }>;
+  return parseImportRecords(records.map(({ record, info }) => ({ cells: record, line: info.lines })), file);
+}
+
 describe('reading an import file', () => {
   test('columns in any order, optional ones missing; names kept exactly; email, role and apps trimmed', () => {
     const rows = readImportFile(csv('role,Email, apps \r\n owner , ada@example.com , crm:admin ; analytics:viewer \n'));
@@ -92,13 +103,13 @@ describe('reading an import file', () => {
     assert.equal(rows[3]!.error!.message, 'the same email as line 2');
   });
 
-  test('a missing, empty or misnamed header is a usage error', () => {
-    assert.throws(() => readImportFile(join(dir, 'absent.csv')), UsageError);
-    assert.throws(() => readImportFile(csv('')), /is empty/);
-    assert.throws(() => readImportFile(csv('email,first_name\n')), /missing: role/);
-    assert.throws(() => readImportFile(csv('email,role,firstName\n')), /unknown: firstname/);
-    assert.throws(() => readImportFile(csv('email,role,email\n')), UsageError);
-    assert.throws(() => readImportFile(csv('email,role\n"unterminated,owner\n')), /not valid CSV/);
+  test('a missing, empty or misnamed header is a usage error of the CLI, before any upload', () => {
+    assert.throws(() => checkImportFile(join(dir, 'absent.csv')), UsageError);
+    assert.throws(() => checkImportFile(csv('')), /is empty/);
+    assert.throws(() => checkImportFile(csv('email,first_name\n')), /missing: role/);
+    assert.throws(() => checkImportFile(csv('email,role,firstName\n')), /unknown: firstname/);
+    assert.throws(() => checkImportFile(csv('email,role,email\n')), UsageError);
+    assert.doesNotThrow(() => checkImportFile(csv('email,role\na@example.com,owner\n')));
   });
 
   test('apps cells and empty names', () => {

@@ -78,3 +78,18 @@ export type UserNoticeType = 'user.expiry_deferred' | 'user.access_expiring';
 
 /** Why a policy changed a user or records a notice: the event's `data.reason`. */
 export type PolicyReason = 'expired' | 'inactive' | 'grant_expired';
+
+/** Input of an add (`addUser` in users-service.ts, and each row of a bulk import): `firstName`/`lastName` (and the SCIM fields) undefined means omitted. */
+export interface AddUserInput {
+  readonly email: string;
+  readonly role: WorkspaceRole;
+  readonly apps: readonly AppRole[];
+  readonly firstName?: string | undefined;
+  readonly lastName?: string | undefined;
+  /** Default `active`; SCIM may create a user deactivated (`active: false`). */
+  readonly status?: UserStatus | undefined;
+  readonly externalId?: string | null | undefined;
+  readonly scimAttributes?: ScimAttributes | null | undefined;
+  /** When the membership ends; must be in the future. Omitted: never (a reactivation clears a past one). */
+  readonly expiresAt?: Date | null | undefined;
+}

@@ -8,6 +8,7 @@ import type { RowWindow, UserCondition, UserQuery } from './user-query.ts';
 import { auditSnapshot, previousWireFields } from './wire-user.ts';
 import { foldEmail } from './email.ts';
 import type {
+  AddUserInput,
   AppRole,
   PolicyReason,
   ScimAttributes,
@@ -23,20 +24,7 @@ import type {
 /** The default for an omitted first or last name (docs/contract.md Part A). */
 export const NAME_PLACEHOLDER = '-';
 
-/** Input of {@link addUser}: `firstName`/`lastName` (and the SCIM fields) undefined means omitted. */
-export interface AddUserInput {
-  readonly email: string;
-  readonly role: WorkspaceRole;
-  readonly apps: readonly AppRole[];
-  readonly firstName?: string | undefined;
-  readonly lastName?: string | undefined;
-  /** Default `active`; SCIM may create a user deactivated (`active: false`). */
-  readonly status?: UserStatus | undefined;
-  readonly externalId?: string | null | undefined;
-  readonly scimAttributes?: ScimAttributes | null | undefined;
-  /** When the membership ends; must be in the future. Omitted: never (a reactivation clears a past one). */
-  readonly expiresAt?: Date | null | undefined;
-}
+export type { AddUserInput } from './user.ts';
 
 /** Result of {@link addUser}: the user, and whether an existing deactivated user was reactivated. */
 export interface AddUserResult {
@@ -124,8 +112,12 @@ export function assertExpiriesInFuture(expiresAt: Date | null | undefined, apps:
   if (errors.length > 0) throw new AppError('expires_at_not_in_future', 'An expiry must be in the future.', errors);
 }
 
-/** What the change of user `id` from `before` (undefined: created) to `after` records. */
-function changeRecord(
+/**
+ * What the change of user `id` from `before` (undefined: created) to `after` records: its audit
+ * entry (snapshots before and after) and its event's type and changed fields. Shared by every
+ * writer of users, the bulk import among them (docs/contract.md Part B, Events and webhooks).
+ */
+export function changeRecord(
   workspaceId: number,
   actor: Actor,
   action: UserChangeType,
@@ -207,7 +199,7 @@ function checksOf(current: User, next: UserWrite): { readonly catalogue: boolean
  * scopes refuse. Source: docs/security.md, "API keys and scopes".
  * @throws AppError `insufficient_scope` (403) naming `owners:write`.
  */
-function requireOwnerGrant(actor: Actor, current: User | undefined, next: UserWrite): void {
+export function requireOwnerGrant(actor: Actor, current: User | undefined, next: UserWrite): void {
   if (next.role !== 'owner') return;
   const grants =
     !current ||
@@ -222,8 +214,10 @@ function requireOwnerGrant(actor: Actor, current: User | undefined, next: UserWr
  * event, after the rules every change obeys: the apps exist in the catalogue, the email is no
  * other user's, and the last active owner stays an active owner (the workspace row is locked
  * before the owner count, so concurrent changes cannot leave no active owner).
+ * @throws AppError `insufficient_scope` (403), `unknown_product` / `unknown_product_role` (422),
+ *   `user_already_exists` (409), `last_owner` (409), each before anything is written.
  */
-async function writeChange(
+export async function writeChange(
   tx: Repositories,
   workspaceId: number,
   current: StoredUser,
@@ -277,6 +271,50 @@ function checkPrecondition(user: User, ifMatch: Precondition | undefined): void 
 }
 
 /**
+ * The user an add writes when its email is new: names default to `-`, apps de-duplicated,
+ * active unless `input.status` says otherwise. Source: docs/contract.md Part A (`POST /users`).
+ * @throws AppError `expires_at_not_in_future` (422); `insufficient_scope` (403) for an owner
+ *   without `owners:write`.
+ */
+export function newUserOf(input: AddUserInput, actor: Actor): UserWrite {
+  assertExpiriesInFuture(input.expiresAt, input.apps);
+  const user: UserWrite = {
+    email: input.email,
+    role: input.role,
+    firstName: input.firstName ?? NAME_PLACEHOLDER,
+    lastName: input.lastName ?? NAME_PLACEHOLDER,
+    apps: dedupeApps(input.apps),
+    status: input.status ?? 'active',
+    externalId: input.externalId ?? null,
+    scimAttributes: input.scimAttributes ?? null,
+    scimDeleted: false,
+    expiresAt: input.expiresAt ?? null,
+  };
+  requireOwnerGrant(actor, undefined, user);
+  return user;
+}
+
+/**
+ * What an add of `input` makes of the deactivated user `existing` with its email: `role` and
+ * `apps` replaced, names and SCIM fields replaced only when given, out of SCIM's deletion; and
+ * the audit action (`user.reactivated`, or `user.updated` for an add that keeps it deactivated).
+ * Source: docs/contract.md Part B, Users.
+ */
+export function reactivationOf(existing: User, input: AddUserInput, apps: readonly AppRole[]): { next: UserWrite; action: UserChangeType } {
+  const next = applyChanges(existing, {
+    role: input.role,
+    apps,
+    status: input.status ?? 'active',
+    ...(input.firstName === undefined ? {} : { firstName: input.firstName }),
+    ...(input.lastName === undefined ? {} : { lastName: input.lastName }),
+    ...(input.externalId === undefined ? {} : { externalId: input.externalId }),
+    ...(input.scimAttributes === undefined ? {} : { scimAttributes: input.scimAttributes }),
+    ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
+  });
+  return { next: { ...next, scimDeleted: false }, action: next.status === 'active' ? 'user.reactivated' : 'user.updated' };
+}
+
+/**
  * Adds a user to a workspace, or reactivates a deactivated user with that email.
  * On reactivation `role` and `apps` are replaced and names (and SCIM fields) are replaced only
  * when given; the stored email keeps its spelling. Source: docs/contract.md Part A (`POST /users`) and
@@ -292,21 +330,8 @@ export async function addUser(
   input: AddUserInput,
   actor: Actor,
 ): Promise<AddUserResult> {
-  assertExpiriesInFuture(input.expiresAt, input.apps);
-  const apps = dedupeApps(input.apps);
-  const user: UserWrite = {
-    email: input.email,
-    role: input.role,
-    firstName: input.firstName ?? NAME_PLACEHOLDER,
-    lastName: input.lastName ?? NAME_PLACEHOLDER,
-    apps,
-    status: input.status ?? 'active',
-    externalId: input.externalId ?? null,
-    scimAttributes: input.scimAttributes ?? null,
-    scimDeleted: false,
-    expiresAt: input.expiresAt ?? null,
-  };
-  requireOwnerGrant(actor, undefined, user);
+  const user = newUserOf(input, actor);
+  const { apps } = user;
   const id = crypto.randomUUID();
   const created = changeRecord(workspaceId, actor, 'user.created', id, undefined, user);
   // Most adds are new users with roles the catalogue has: checked against the (cached)
@@ -324,18 +349,8 @@ export async function addUser(
     if (!existing || existing.status === 'active') {
       throw new AppError('user_already_exists', `An active user with email ${input.email} already exists.`);
     }
-    const next = applyChanges(existing, {
-      role: input.role,
-      apps,
-      status: input.status ?? 'active',
-      ...(input.firstName === undefined ? {} : { firstName: input.firstName }),
-      ...(input.lastName === undefined ? {} : { lastName: input.lastName }),
-      ...(input.externalId === undefined ? {} : { externalId: input.externalId }),
-      ...(input.scimAttributes === undefined ? {} : { scimAttributes: input.scimAttributes }),
-      ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
-    });
-    const action = next.status === 'active' ? 'user.reactivated' : 'user.updated';
-    const written = await writeChange(tx, workspaceId, existing, { ...next, scimDeleted: false }, actor, action);
+    const { next, action } = reactivationOf(existing, input, apps);
+    const written = await writeChange(tx, workspaceId, existing, next, actor, action);
     return { user: snapshot(written), reactivated: true };
   });
 }

@@ -4,6 +4,7 @@ import type { Config } from '../../config/load-config.ts';
 import { ActorSchema, ProblemSchema } from '../schemas/common.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
+import { ImportJobSchema } from '../schemas/imports.ts';
 import { EventSchema } from '../schemas/events.ts';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from './idempotency.ts';
 import { EXTERNAL_PREFIX, subdomainOf } from './tenant.ts';
@@ -225,7 +226,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  for (const schema of [ProblemSchema, ActorSchema, UserSchema, ProductSchema, EventSchema]) app.addSchema(schema);
+  for (const schema of [ProblemSchema, ActorSchema, UserSchema, ProductSchema, EventSchema, ImportJobSchema]) app.addSchema(schema);
 }
 
 /** The parts of an OpenAPI document that {@link workspaceDocument} filters. */

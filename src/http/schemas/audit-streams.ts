@@ -100,7 +100,7 @@ export const UpdateAuditStreamBody = Type.Object(
 /** Body of `POST …/audit-streams/{id}/replay`. */
 export const ReplayBody = Type.Object(
   { from: Type.String({ format: 'date-time', description: 'RFC 3339: the rows from this instant on are sent again.', examples: ['2025-01-15T00:00:00Z'] }) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ from: '2025-01-15T00:00:00Z' }] },
 );
 
 const DestinationOut = Type.Object(

@@ -1,7 +1,7 @@
 import { depthLimitedJsonParser } from '../../json-body.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { Actor } from '../../../core/actor.ts';
 import { keyActor } from '../../../core/api-keys/authenticate.ts';
 import type { Store } from '../../../core/ports.ts';
@@ -9,6 +9,7 @@ import { searchCondition } from '../../../core/users/user-query.ts';
 import type { AppRole, User } from '../../../core/users/user.ts';
 import {
   addUser,
+  type AddUserInput,
   deactivateUser,
   getUser,
   listUserAuditEvents,
@@ -95,6 +96,21 @@ function appsOf(apps: ReadonlyArray<{ name: string; role: string; expires_at?: D
   return apps.map((app) => (app.expires_at ? { name: app.name, role: app.role, expiresAt: instant(app.expires_at) } : { name: app.name, role: app.role }));
 }
 
+/**
+ * The `user` of a valid `POST /users` body → the domain's input (null names: omitted). Also
+ * what each row of a bulk import stands for (docs/contract.md Part B, "Importing users in bulk").
+ */
+export function addUserInputOf(user: Static<typeof AddUserBody>['user']): AddUserInput {
+  return {
+    email: user.email,
+    role: user.role,
+    apps: appsOf(user.apps),
+    firstName: user.first_name ?? undefined,
+    lastName: user.last_name ?? undefined,
+    expiresAt: expiresAtOf(user.expires_at),
+  };
+}
+
 /** Sends `user` with its ETag. */
 function sendUser(reply: FastifyReply, user: User) {
   return reply.header('etag', userEtag(user.version)).send(toWireUser(user));
@@ -136,20 +152,7 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
     config: { idempotent: true },
     preValidation: trimUserEmail,
     handler: async (request, reply) => {
-      const { user } = request.body;
-      const result = await addUser(
-        store,
-        tenantOf(request).workspace.id,
-        {
-          email: user.email,
-          role: user.role,
-          apps: appsOf(user.apps),
-          firstName: user.first_name ?? undefined,
-          lastName: user.last_name ?? undefined,
-          expiresAt: expiresAtOf(user.expires_at),
-        },
-        requestActor(request),
-      );
+      const result = await addUser(store, tenantOf(request).workspace.id, addUserInputOf(request.body.user), requestActor(request));
       return sendUser(reply.code(201).header('location', userLocation(prefix, result.user.email)), result.user);
     },
   });
