@@ -1,7 +1,7 @@
 import swagger, { type StaticDocumentSpec, type SwaggerTransformObject } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema, type RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
-import { ActorSchema, ProblemSchema } from '../schemas/common.ts';
+import { ActorSchema, ProblemSchema, problemResponses } from '../schemas/common.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
 import { ImportJobSchema } from '../schemas/imports.ts';
@@ -38,6 +38,7 @@ const IdempotencyKeyHeaders = {
 /**
  * Describes a route in the document the way clients see it, without touching the schemas the
  * route validates with (it returns copies):
+ * - a route that may be sent a body declares `415 unsupported_media_type`;
  * - a query parameter with a default is optional to the client. The schemas list it as
  *   required only so the handler's types are not optional; Ajv fills in the default
  *   (`useDefaults`) before it checks `required`, so a request may always omit it;
@@ -74,6 +75,13 @@ function describeSchema(schema: FastifySchema, route: RouteOptions): FastifySche
       ...described,
       headers: { ...IdempotencyKeyHeaders, properties: { ...own?.properties, ...IdempotencyKeyHeaders.properties } },
     };
+  }
+  // Any method but GET and HEAD may carry a body, and one of a media type no parser takes is a
+  // 415 before the route runs, whether or not the route reads a body.
+  const methods = [route.method].flat();
+  const response = described.response as Record<string, unknown> | undefined;
+  if (response && !response[415] && methods.some((method) => method !== 'GET' && method !== 'HEAD')) {
+    described.response = { ...response, ...problemResponses('unsupported_media_type') };
   }
   return described;
 }
