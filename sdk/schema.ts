@@ -1508,7 +1508,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1735,7 +1735,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1960,7 +1960,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2114,7 +2114,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2466,7 +2466,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2797,7 +2797,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2986,7 +2986,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3868,7 +3868,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4235,7 +4235,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4726,7 +4726,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5124,7 +5124,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5556,7 +5556,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6009,7 +6009,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6186,7 +6186,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6571,7 +6571,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7333,7 +7333,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7896,7 +7896,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8369,7 +8369,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9107,7 +9107,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9785,7 +9785,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10221,7 +10221,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `validation_failed` or `malformed_json` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10421,7 +10421,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10631,7 +10631,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10799,7 +10799,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10923,7 +10923,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11207,7 +11207,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11371,7 +11371,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11660,7 +11660,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11846,7 +11846,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `malformed_json` or `validation_failed` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `malformed_json` or `validation_failed` or `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12000,7 +12000,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12356,7 +12356,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12571,7 +12571,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12710,7 +12710,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12995,7 +12995,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13160,7 +13160,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13313,7 +13313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13519,7 +13519,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13673,7 +13673,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13836,7 +13836,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14025,7 +14025,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14221,7 +14221,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14408,7 +14408,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14537,7 +14537,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14739,7 +14739,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14929,7 +14929,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15180,7 +15180,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15386,7 +15386,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15553,7 +15553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15725,7 +15725,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15879,7 +15879,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -16024,7 +16024,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -16172,7 +16172,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `malformed_json` or `validation_failed`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `malformed_json` or `validation_failed` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -16403,7 +16403,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -16666,7 +16666,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `validation_failed` or `malformed_json` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -16887,7 +16887,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -17011,7 +17011,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -17284,7 +17284,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `validation_failed` or `malformed_json` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -17439,7 +17439,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -17678,7 +17678,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem details; `code` is `bad_request` or `invalid_parameter` or `validation_failed` or `malformed_json`. */
+            /** @description Problem details; `code` is `invalid_parameter` or `validation_failed` or `malformed_json` or `bad_request`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,7 +1,9 @@
 import swagger, { type StaticDocumentSpec, type SwaggerTransformObject } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema, type RouteOptions } from 'fastify';
 import type { Config } from '../../config/load-config.ts';
+import type { ErrorCode } from '../../core/errors.ts';
 import { ActorSchema, ProblemSchema, problemResponses } from '../schemas/common.ts';
+import { PROBLEM_CONTENT_TYPE } from '../problem.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
 import { ImportJobSchema } from '../schemas/imports.ts';
@@ -38,7 +40,7 @@ const IdempotencyKeyHeaders = {
 /**
  * Describes a route in the document the way clients see it, without touching the schemas the
  * route validates with (it returns copies):
- * - a route that may be sent a body declares `415 unsupported_media_type`;
+ * - every route declares the problems answered before any route runs ({@link withTransportProblems});
  * - a query parameter with a default is optional to the client. The schemas list it as
  *   required only so the handler's types are not optional; Ajv fills in the default
  *   (`useDefaults`) before it checks `required`, so a request may always omit it;
@@ -76,14 +78,27 @@ function describeSchema(schema: FastifySchema, route: RouteOptions): FastifySche
       headers: { ...IdempotencyKeyHeaders, properties: { ...own?.properties, ...IdempotencyKeyHeaders.properties } },
     };
   }
-  // Any method but GET and HEAD may carry a body, and one of a media type no parser takes is a
-  // 415 before the route runs, whether or not the route reads a body.
-  const methods = [route.method].flat();
-  const response = described.response as Record<string, unknown> | undefined;
-  if (response && !response[415] && methods.some((method) => method !== 'GET' && method !== 'HEAD')) {
-    described.response = { ...response, ...problemResponses('unsupported_media_type') };
-  }
+  const response = described.response as Record<string, ProblemResponse> | undefined;
+  if (response) described.response = withTransportProblems(response, [route.method].flat());
   return described;
+}
+
+/** A response as {@link problemResponses} builds it: its examples are keyed by error code. */
+type ProblemResponse = { readonly content?: Record<string, { readonly examples?: Record<string, unknown> }> };
+
+/**
+ * Problems any route answers before it runs, whatever its own list: a request target it cannot
+ * read (`400 bad_request`), one too long (414), header fields too large (431); and, for any
+ * method but GET and HEAD (which may carry a body), a body of a media type no parser takes (415).
+ */
+function withTransportProblems(response: Record<string, ProblemResponse>, methods: readonly string[]): Record<string, ProblemResponse> {
+  const mediaType = PROBLEM_CONTENT_TYPE.split(';', 1)[0]!;
+  const named = Object.values(response).flatMap((answer) => Object.keys(answer.content?.[mediaType]?.examples ?? {})) as ErrorCode[];
+  const transport: ErrorCode[] = ['bad_request', 'uri_too_long', 'request_header_fields_too_large'];
+  if (methods.some((method) => method !== 'GET' && method !== 'HEAD')) transport.push('unsupported_media_type');
+  if (transport.every((code) => named.includes(code))) return response;
+  // Rebuilt from every code it names, so that a status it already had lists the new codes too.
+  return { ...response, ...problemResponses(...named, ...transport) };
 }
 
 /**

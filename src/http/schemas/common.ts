@@ -113,14 +113,10 @@ export function problemExample(code: ErrorCode): ProblemDetails {
 }
 
 /**
- * Errors every external-API route can answer: a request target it cannot read (a NUL, broken
- * percent-encoding) or one too long, header fields too large, those of every workspace request, and a console session's (docs/security.md,
+ * Errors every external-API route can answer: those of every workspace request, and a console session's (docs/security.md,
  * "Console sessions").
  */
 export const EXTERNAL_API_ERRORS = [
-  'bad_request',
-  'uri_too_long',
-  'request_header_fields_too_large',
   ...WORKSPACE_REQUEST_ERRORS,
   'invalid_session',
   'cross_origin_refused',

@@ -21,8 +21,8 @@ export const SubdomainParams = Type.Object({ subdomain: Subdomain });
 export const tags = ['admin'];
 /** OpenAPI security requirement of every operator route. */
 export const security = [{ adminToken: [] }];
-/** Errors every admin route can answer: an unreadable request target, the path on a workspace's host (404), the token or the operator's console session and its failed-attempt limit, the service's own failures. */
-export const AUTH = ['bad_request', 'uri_too_long', 'request_header_fields_too_large', 'not_found', 'invalid_admin_token', 'invalid_session', 'cross_origin_refused', 'rate_limited', 'internal_error', 'service_unavailable', 'database_unavailable'] as const;
+/** Errors every admin route can answer (besides the transport's, which the document adds to every route): the path on a workspace's host (404), the token or the operator's console session and its failed-attempt limit, the service's own failures. */
+export const AUTH = ['not_found', 'invalid_admin_token', 'invalid_session', 'cross_origin_refused', 'rate_limited', 'internal_error', 'service_unavailable', 'database_unavailable'] as const;
 
 /**
  * A page of `T` on the wire, `{ [key]: items, pagination, total_count }`, with its `Link`
