@@ -5,7 +5,7 @@
  * TypeScript from src/, compiled by tsc into dist/, or bundled into one file by esbuild
  * (scripts/build-bundles.ts), where every module shares the bundle's `import.meta.url`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,4 +22,21 @@ export const PACKAGE_ROOT: string = findPackageRoot(dirname(fileURLToPath(import
 /** Absolute path of `relative` (slash-separated) inside the package, e.g. `src/storage/migrations`. */
 export function packagePath(relative: string): string {
   return join(PACKAGE_ROOT, ...relative.split('/'));
+}
+
+/** wum's name and version, as its package.json gives them (read once, when first asked for). */
+export interface PackageManifest {
+  readonly name: string;
+  readonly version: string;
+}
+
+let manifest: PackageManifest | undefined;
+
+/** The package's {@link PackageManifest}: the CLI's `--version`, OCSF's `metadata.product`. */
+export function packageManifest(): PackageManifest {
+  if (!manifest) {
+    const { name, version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as PackageManifest;
+    manifest = { name, version };
+  }
+  return manifest;
 }

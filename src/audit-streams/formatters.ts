@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { toWireAuditEvent } from '../core/audit/wire-audit-event.ts';
 import type { AuditStream, StreamFormat } from '../core/audit-streams/audit-stream.ts';
 import type { StreamedAuditEvent } from '../core/ports.ts';
-import { packagePath } from '../package-root.ts';
+import { packageManifest } from '../package-root.ts';
 import { toOcsf } from './ocsf.ts';
 
 /** Writes one audit row as one line of a stream's format (JSON text, no newline). */
@@ -13,25 +12,18 @@ export type Formatter = (row: StreamedAuditEvent, stream: AuditStream) => string
  * every workspace adds `workspace` (the subdomain, null for the operator's rows), as the
  * operator's listing of every workspace does.
  */
-const json: Formatter = (row, stream) => {
-  const { workspace, ...event } = row;
-  return JSON.stringify(toWireAuditEvent(stream.workspaceId === null ? { ...event, workspace } : event));
-};
+const json: Formatter = (row, stream) => JSON.stringify(toWireAuditEvent(rowOf(row, stream)));
 
-/** wum as OCSF's `metadata.product` names it: the package's name and version. */
-const product = (() => {
-  const { name, version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { name: string; version: string };
-  return { name, version };
-})();
+/** The row with its workspace only in a stream of every workspace (a workspace's own stream names none). */
+function rowOf({ workspace, ...event }: StreamedAuditEvent, stream: AuditStream) {
+  return stream.workspaceId === null ? { ...event, workspace } : event;
+}
 
 /**
  * The `ocsf` format: each row as an OCSF event of the class that fits it (docs/api.md, "OCSF
  * mapping"); an operator's stream of every workspace keeps the row's workspace in `unmapped`.
  */
-const ocsf: Formatter = (row, stream) => {
-  const { workspace, ...event } = row;
-  return JSON.stringify(toOcsf(stream.workspaceId === null ? { ...event, workspace } : event, product));
-};
+const ocsf: Formatter = (row, stream) => JSON.stringify(toOcsf(rowOf(row, stream), packageManifest()));
 
 /** The formatters by format; a format without one is refused at creation (`format_not_available`). */
 export const formatters: { readonly [F in StreamFormat]?: Formatter } = { json, ocsf };

@@ -3,7 +3,6 @@
  * Exit codes: 0 success; 1 an API error (its code and detail on stderr) or rejected import
  * rows; 2 a usage error (unknown command or option, missing configuration, unreadable file).
  */
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { WumApiError } from 'wum/sdk';
 import { adminCommand } from './admin.ts';
@@ -13,9 +12,9 @@ import { addGlobalOptions, closeClients, EXIT, UsageError } from './context.ts';
 import { eventsCommand } from './events.ts';
 import { productsCommand } from './products.ts';
 import { usersCommand } from './users.ts';
-import { packagePath } from '../package-root.ts';
+import { packageManifest } from '../package-root.ts';
 
-const { version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string };
+const { version } = packageManifest();
 
 /** The program with every command; `exitOverride` makes commander throw instead of exiting. */
 export function buildProgram(): Command {
