@@ -59,15 +59,16 @@ export function checkAnswersAgainstDocument(app: FastifyInstance): DocumentCheck
     if (!operation) return method === 'head' || method === 'options' ? undefined : `${where}: the route is not in the document`;
     const status = String(reply.statusCode);
     const declared = operation.responses?.[status] ? status : operation.responses?.[`${status[0]}XX`] ? `${status[0]}XX` : operation.responses?.default ? 'default' : undefined;
-    const code = typeof payload === 'string' && /problem\+json/.test(String(reply.getHeader('content-type'))) ? ` (${String((JSON.parse(payload) as { code?: string }).code)})` : '';
+    const mediaType = String(reply.getHeader('content-type') ?? '').split(';')[0]!.trim();
+    const body: unknown = typeof payload === 'string' && payload !== '' && /json/.test(mediaType) ? JSON.parse(payload) : undefined;
+    const code = mediaType === 'application/problem+json' ? ` (${String((body as { code?: string }).code)})` : '';
     if (!declared) return `${where}${code}: the status is not declared`;
     const content = operation.responses![declared]!.content;
-    const mediaType = String(reply.getHeader('content-type') ?? '').split(';')[0]!.trim();
-    if (!content || typeof payload !== 'string' || !/json/.test(mediaType)) return undefined;
+    if (!content || body === undefined) return undefined;
     if (!content[mediaType]?.schema) return `${where}${code}: ${mediaType} is not declared for it`;
     const pointer = ['', 'paths', path, method, 'responses', declared, 'content', mediaType, 'schema'].map(pointerToken).join('/');
     const validate = validatorFor(pointer);
-    if (validate(JSON.parse(payload))) return undefined;
+    if (validate(body)) return undefined;
     return `${where}${code}: the body does not match its schema: ${ajv!.errorsText(validate.errors)}`;
   };
 
