@@ -12,6 +12,10 @@
  * comes, the PostgreSQL suite's after it, so the output reads as if they ran one after the
  * other. WUM_TEST_TIMINGS=1 prints each file's duration after the suites (docs/performance.md,
  * "npm test").
+ *
+ * A file marked `// database-free` (scripts/database-free.ts) opens no database: it runs once,
+ * in a third suite beside the two, which cannot load a database driver (a marked file that
+ * opens a database fails there).
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -20,6 +24,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/storage/database.ts';
 import { buildBundles } from './build-bundles.ts';
 import { runStaticChecks } from './static-checks.ts';
+import { databaseFreeNodeOptions, isDatabaseFree } from './database-free.ts';
 import {
   startPostgresCluster,
   TEST_PG_TEMPLATE_VARIABLE,
@@ -44,6 +49,8 @@ const files = readdirSync('test', { recursive: true, encoding: 'utf8' })
   .sort();
 const only = process.argv.slice(2);
 const selected = only.length > 0 ? files.filter((f) => only.some((o) => f.includes(o))) : files;
+const databaseFree = selected.filter(isDatabaseFree);
+const perBackend = selected.filter((f) => !databaseFree.includes(f));
 const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
 // Both suites run at once, together with as many files in flight as the machine has cores
 // (as one suite at a time with two files did on 2 cores): more makes a loaded machine time out
@@ -56,13 +63,13 @@ function count(tap: string, name: string): number {
 }
 
 /**
- * Runs the selected files on one backend; its spec output goes to stdout (`live`) or to a
- * file printed by the caller. Resolves with the tally read from the TAP report.
+ * Runs `suiteFiles` on one backend (or, as `database-free`, on none); its spec output goes to
+ * stdout (`live`) or to a file printed by the caller. Resolves with the tally read from the TAP report.
  */
-async function runSuite(backend: string, env: NodeJS.ProcessEnv, live: boolean): Promise<Tally & { output?: string }> {
+async function runSuite(backend: string, suiteFiles: readonly string[], env: NodeJS.ProcessEnv, live: boolean): Promise<Tally & { output?: string }> {
   const tapFile = join(reportDir, `${backend}.tap`);
   const outputFile = join(reportDir, `${backend}.out`);
-  const header = `\n== ${backend}: ${selected.length} test files ==\n`;
+  const header = `\n== ${backend}: ${suiteFiles.length} test files ==\n`;
   if (live) process.stdout.write(header);
   const out = live ? 'inherit' : openSync(outputFile, 'w');
   const child = spawn(
@@ -73,7 +80,7 @@ async function runSuite(backend: string, env: NodeJS.ProcessEnv, live: boolean):
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
-      ...selected,
+      ...suiteFiles,
     ],
     { stdio: ['ignore', out, live ? 'inherit' : out], env: { ...process.env, ...env, WUM_TEST_BACKEND: backend } },
   );
@@ -154,12 +161,21 @@ const staticChecks = only.length === 0 || only.includes('lint') ? runStaticCheck
 let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
 try {
   // The servers and CLI processes the tests start run the bundles, as `npm start` and `wum` do.
-  const [pgliteTemplate, postgres] = await Promise.all([migratedPgliteTemplate(), startPostgres(), buildBundles({ ifStale: true })]);
+  // Database-free files alone need neither template nor PostgreSQL.
+  const databases = perBackend.length > 0;
+  const [pgliteTemplate, postgres] = await Promise.all([
+    databases ? migratedPgliteTemplate() : undefined,
+    databases ? startPostgres() : undefined,
+    buildBundles({ ifStale: true }),
+  ]);
   postgresTemplate = postgres;
   // `npm test -- lint` may select no file: then only the static checks run.
-  const suites = selected.length > 0 ? [runSuite('pglite', { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)] : [];
-  if (selected.length > 0 && postgresUrl && postgresTemplate) {
-    suites.push(runSuite('postgres', { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, false));
+  const suites = perBackend.length > 0 ? [runSuite('pglite', perBackend, { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)] : [];
+  if (perBackend.length > 0 && postgresUrl && postgresTemplate) {
+    suites.push(runSuite('postgres', perBackend, { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, false));
+  }
+  if (databaseFree.length > 0) {
+    suites.push(runSuite('database-free', databaseFree, { NODE_OPTIONS: databaseFreeNodeOptions(process.env.NODE_OPTIONS) }, suites.length === 0));
   }
   for (const suite of suites) {
     const { output, ...tally } = await suite;
@@ -172,7 +188,7 @@ try {
     tallies.push({ backend: 'tsc, eslint and knip', tests: checks, passed, skipped: 0, failed: checks - passed, exitCode: 0 });
   }
   if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
-  if (!postgresUrl) {
+  if (databases && !postgresUrl) {
     process.stdout.write('\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only.\n');
   }
 } finally {

@@ -1,9 +1,9 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BACKEND } from '../../harness/backend.ts';
 
 /*
  * docs/architecture.md names every room of the tree, as "The rooms of `src/`" says: each folder
@@ -23,12 +23,12 @@ function foldersOf(dir: string): string[] {
     .sort();
 }
 
-test(`docs/architecture.md names every folder of src/ as \`name/\` [${BACKEND}]`, () => {
+test(`docs/architecture.md names every folder of src/ as \`name/\``, () => {
   const missing = foldersOf('src').filter((name) => !DOC.includes(`\`${name}/\``));
   assert.deepEqual(missing, [], 'folders of src/ that docs/architecture.md does not name');
 });
 
-test(`docs/architecture.md names every folder of src/core/ as \`core/name/\` [${BACKEND}]`, () => {
+test(`docs/architecture.md names every folder of src/core/ as \`core/name/\``, () => {
   const missing = foldersOf(join('src', 'core')).filter((name) => !DOC.includes(`\`core/${name}/\``));
   assert.deepEqual(missing, [], 'folders of src/core/ that docs/architecture.md does not name');
 });

@@ -1,3 +1,4 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
 import { after, before, describe, test } from 'node:test';

@@ -1,3 +1,4 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

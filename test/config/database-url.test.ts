@@ -1,9 +1,10 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parse } from 'pg-connection-string';
 import { DatabaseUrlError, parseDatabaseUrl } from '../../src/config/database-url.ts';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
-import { BACKEND, TEST_SECRETS_KEY } from '../helpers/test-context.ts';
+import { TEST_SECRETS_KEY } from '../../harness/backend.ts';
 
 /*
  * DATABASE_URL in libpq's multi-host form (docs/contract.md Part B, "A highly available database"):
@@ -11,7 +12,7 @@ import { BACKEND, TEST_SECRETS_KEY } from '../helpers/test-context.ts';
  * configuration error naming DATABASE_URL, never a failure at the first request.
  */
 
-describe(`DATABASE_URL, one host or several [${BACKEND}]`, () => {
+describe(`DATABASE_URL, one host or several`, () => {
   test('the URI pg_autoctl prints: every host with its port, read-write, the other parameters kept for each host', () => {
     const url = parseDatabaseUrl('postgres://wum:s%40cret@10.0.0.1:5432,10.0.0.2:6432,db3/wum?target_session_attrs=read-write&sslmode=require');
     assert.deepEqual(url.hosts, [

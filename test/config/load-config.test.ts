@@ -1,8 +1,9 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { getHeapStatistics } from 'node:v8';
 import { ConfigError, loadConfig } from '../../src/config/load-config.ts';
-import { BACKEND, TEST_SECRETS_KEY } from '../helpers/test-context.ts';
+import { TEST_SECRETS_KEY } from '../../harness/backend.ts';
 
 /** Asserts that `env` is refused with a ConfigError naming every variable in `names`. */
 function assertRejected(env: Record<string, string>, names: readonly string[]): void {
@@ -16,7 +17,7 @@ function assertRejected(env: Record<string, string>, names: readonly string[]): 
   );
 }
 
-describe(`loadConfig [${BACKEND}]`, () => {
+describe(`loadConfig`, () => {
   test('defaults: port 3000 on 127.0.0.1, base domain localhost, PGlite in ./data, limits 100/200 and 20, admin off', () => {
     const config = loadConfig({});
     assert.equal(config.port, 3000);

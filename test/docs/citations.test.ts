@@ -1,8 +1,8 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { BACKEND } from '../helpers/test-context.ts';
 
 /*
  * The repository stands alone (docs/architecture.md, "Growing the house"): comments and docs cite
@@ -22,7 +22,7 @@ const ALLOWED = new Map([
   ['test/docs/citations.test.ts', 'the check itself'],
 ]);
 
-test(`no tracked file cites a source outside the repository [${BACKEND}]`, () => {
+test(`no tracked file cites a source outside the repository`, () => {
   const files = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' })
     .split('\0')
     .filter((f) => f && !ALLOWED.has(f) && /\.(ts|tsx|js|mjs|md|json|yaml|yml|sh)$|^\.ci\//.test(f));

@@ -1,3 +1,4 @@
+// database-free: opens no database, so `npm test` runs it once (scripts/database-free.ts).
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
