@@ -87,6 +87,12 @@ export interface AppDependencies {
   readonly auditStreams?: AuditStreamDependencies;
   /** Directory of the built web console; default `console/dist` (see `registerConsole`). */
   readonly consoleDistDir?: string;
+  /**
+   * The clock (ms since the epoch) a request's key and console session are checked against
+   * for their expiry and idle time; `Date.now` when absent. Tests pass one they move forward
+   * instead of waiting for the time to pass.
+   */
+  readonly now?: () => number;
 }
 
 /**
@@ -154,7 +160,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     : undefined;
   if (redis) app.addHook('onClose', () => redis.close());
   const limits = createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) });
-  registerTenantAuthentication(app, deps.store, config, limits);
+  registerTenantAuthentication(app, deps.store, config, limits, deps.now);
   requireJsonContentType(app);
   rejectUnstorableText(app);
   registerIdempotency(app, deps.idempotency, deps.beginTransaction);

@@ -31,12 +31,14 @@ export class ReadCache {
   /**
    * @param ttlMs - how long an entry may be served, in ms; 0 turns the cache off.
    * @param onInvalidate - called after each local change (to tell sibling processes).
+   * @param now - the clock entries age by (ms, any origin); `performance.now` by default.
    */
   constructor(
     private readonly ttlMs: number,
     private readonly onInvalidate: () => void = () => {},
+    private readonly now: () => number = () => performance.now(),
   ) {
-    this.credentials = ttlMs > 0 ? new LRUCache({ max: MAX_CREDENTIALS, ttl: ttlMs }) : undefined;
+    this.credentials = ttlMs > 0 ? new LRUCache({ max: MAX_CREDENTIALS, ttl: ttlMs, perf: { now } }) : undefined;
   }
 
   /**
@@ -62,7 +64,7 @@ export class ReadCache {
   /** The cached catalogue (at once), else a promise of `load()`'s, kept as for {@link resolve}. */
   products(load: () => Awaitable<Product[]>): Awaitable<Product[]> {
     if (!this.trusted) return load();
-    const now = performance.now();
+    const now = this.now();
     if (this.catalogue && this.catalogue.until > now) return this.catalogue.products;
     const generation = this.generation;
     return andThen(load(), (products) => {

@@ -52,6 +52,11 @@ export interface StoreOptions {
    * (default {@link DEFAULT_CACHE_TTL_MS}); 0 reads them from the database every time.
    */
   readonly cacheTtlMs?: number;
+  /**
+   * The clock (ms, any origin) the cached entries age by; `performance.now` when absent. A test
+   * moves it forward to see an entry expire instead of waiting.
+   */
+  readonly cacheClock?: () => number;
   /** Called after this store committed a change other processes may have cached. */
   readonly onChange?: () => void;
   /**
@@ -121,7 +126,7 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
  */
 export function createStore(db: Database, options: StoreOptions): CachingStore {
   const { keyRing } = options;
-  const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange);
+  const cache = new ReadCache(options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS, options.onChange, options.cacheClock);
   const onDue = options.onDeliveriesDue;
   // Inside a request transaction, a returned method or domain transaction has not committed yet.
   const deliveriesDue = onDue ? () => afterCommit(onDue) : () => {};

@@ -46,8 +46,11 @@ export interface TestContext {
   readonly store: Store;
   readonly database: OpenDatabase;
   readonly config: Config;
-  /** Builds another app on the same database with extra environment variables. */
-  buildApp(env?: Record<string, string>): Promise<FastifyInstance>;
+  /**
+   * Builds another app on the same database with extra environment variables, and optionally
+   * its own clock (a `testClock()`'s `now`: a test of an expiry advances it instead of sleeping).
+   */
+  buildApp(env?: Record<string, string>, now?: () => number): Promise<FastifyInstance>;
   /** Creates a workspace through the admin API, with a unique subdomain. */
   createWorkspace(prefix?: string): Promise<TestWorkspace>;
   /** Puts the demo catalogue (analytics, crm, helpdesk). */
@@ -93,11 +96,12 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const store = createStore(database.db, { keyRing: testKeyRing() });
   const apps: FastifyInstance[] = [];
   const checks: DocumentCheck[] = [];
-  const build = async (extra: Record<string, string> = {}) => {
+  const build = async (extra: Record<string, string> = {}, now?: () => number) => {
     const config = testConfig({ ...env, ...extra });
     const app = await buildApp(config, {
       ...storageDependencies(config, database, store),
       logger: false,
+      ...(now ? { now } : {}),
     });
     checks.push(checkAnswersAgainstDocument(app));
     await app.ready();

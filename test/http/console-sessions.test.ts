@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { testClock } from '../helpers/test-clock.ts';
 
 const SESSION = `${API}/console/session`;
 
@@ -159,28 +159,27 @@ describe(`console sessions [${BACKEND}]`, () => {
 
   test('idle and absolute expiry (SESSION_IDLE_MINUTES, SESSION_MAX_HOURS)', async () => {
     const ws = await ctx.createWorkspace('sess-expiry');
-    // Windows of seconds, not hundreds of milliseconds: a loaded test machine may take that long per request.
-    const idle = await ctx.buildApp({ SESSION_IDLE_MINUTES: '0.03' }); // 1.8 s
+    // Apps whose clocks the test moves forward instead of waiting for the time to pass.
+    const idleClock = testClock();
+    const idle = await ctx.buildApp({ SESSION_IDLE_MINUTES: '30' }, idleClock.now);
     const idleCookie = cookieOf(await signIn(ws, idle));
     assert.equal((await withCookie(ws, idleCookie, 'GET', '/users', {}, undefined, idle)).statusCode, 200);
-    await sleep(2300);
+    idleClock.advance(31 * 60_000);
     assertProblem(await withCookie(ws, idleCookie, 'GET', '/users', {}, undefined, idle), 401, 'invalid_session');
 
-    const short = await ctx.buildApp({ SESSION_MAX_HOURS: '0.001' }); // 3.6 s
+    const maxClock = testClock();
+    const short = await ctx.buildApp({ SESSION_MAX_HOURS: '1' }, maxClock.now);
     const signedInAt = Date.now();
     const res = await signIn(ws, short);
     const expires = /Expires=([^;]+)/.exec(res.headers['set-cookie'] as string)![1]!;
-    assert.ok(Math.abs(Date.parse(expires) - (signedInAt + 3600)) < 3000, `the cookie expires with the session: ${expires}`);
+    assert.ok(Math.abs(Date.parse(expires) - (signedInAt + 3_600_000)) < 3000, `the cookie expires with the session: ${expires}`);
     const shortCookie = cookieOf(res);
     // In use all along (the idle expiry is 8 h), it still ends at its absolute expiry.
-    let used = 0;
-    while (Date.now() - signedInAt < 2500) {
+    for (const minutes of [0, 20, 20, 19]) {
+      maxClock.advance(minutes * 60_000);
       assert.equal((await withCookie(ws, shortCookie, 'GET', '/users', {}, undefined, short)).statusCode, 200);
-      used += 1;
-      await sleep(400);
     }
-    assert.ok(used >= 1, 'the session was used before its end');
-    await sleep(Math.max(0, signedInAt + 4200 - Date.now()));
+    maxClock.advance(2 * 60_000);
     assertProblem(await withCookie(ws, shortCookie, 'GET', '/users', {}, undefined, short), 401, 'invalid_session');
   });
 

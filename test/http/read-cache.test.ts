@@ -7,6 +7,7 @@ import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts
 import { ReadCache } from '../../src/storage/read-cache.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { API, BACKEND, createTestContext, testConfig, testKeyRing, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { testClock } from '../helpers/test-clock.ts';
 
 /*
  * Verified API keys and the product catalogue are served from process memory for
@@ -15,22 +16,21 @@ import { API, BACKEND, createTestContext, testConfig, testKeyRing, userBody, typ
  * applies after at most the TTL.
  */
 
-const SHORT_TTL_MS = 300;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+// Long enough that only advancing the clock, never a slow machine, ages an entry past it.
+const OTHER_TTL_MS = 60_000;
 
 describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
   let ctx: TestContext;
-  /** Another "process": its own store and cache over the same database, with a short TTL. */
+  /** Another "process": its own store and cache over the same database, with its own clock. */
   let other: FastifyInstance;
+  /** The clock `other`'s cache ages by: moved past the TTL instead of waiting for it. */
+  const otherClock = testClock();
   const apps: FastifyInstance[] = [];
 
-  async function anotherProcess(cacheTtlMs: number): Promise<FastifyInstance> {
+  async function anotherProcess(cacheTtlMs: number, cacheClock?: () => number): Promise<FastifyInstance> {
     const app = await buildApp(testConfig(), {
       checkWebhookUrl: webhookUrlCheck(testConfig().webhooks),
-      store: createStore(ctx.database.db, { cacheTtlMs, keyRing: testKeyRing() }),
+      store: createStore(ctx.database.db, { cacheTtlMs, keyRing: testKeyRing(), ...(cacheClock ? { cacheClock } : {}) }),
       idempotency: createIdempotencyStore(ctx.database.db),
       ping: ctx.database.ping,
       logger: false,
@@ -43,7 +43,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
   before(async () => {
     ctx = await createTestContext();
     await ctx.seedProducts();
-    other = await anotherProcess(SHORT_TTL_MS);
+    other = await anotherProcess(OTHER_TTL_MS, otherClock.now);
   });
   after(async () => {
     for (const app of apps) await app.close();
@@ -66,7 +66,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('revoke-there');
     assert.equal((await listVia(other, ws)).statusCode, 200, 'verified, and cached, by the other process');
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${ws.apiKeyId}`)).statusCode, 204);
-    await sleep(SHORT_TTL_MS + 100);
+    otherClock.advance(OTHER_TTL_MS + 100);
     assert.equal((await listVia(other, ws)).json().code, 'invalid_api_key');
   });
 
@@ -102,7 +102,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     assert.ok(!names(await productsVia(other, ws)).includes('billing'));
     assert.equal((await ctx.admin('PUT', '/products/billing', { roles: ['payer'] })).statusCode, 201);
     assert.ok(names(await productsVia(ctx.app, ws)).includes('billing'), 'this process: at once');
-    await sleep(SHORT_TTL_MS + 100);
+    otherClock.advance(OTHER_TTL_MS + 100);
     assert.ok(names(await productsVia(other, ws)).includes('billing'), 'the other process: within the TTL');
     // Adding a user checks the catalogue in the database, never the cache.
     const added = await other.inject({

@@ -14,11 +14,12 @@ const lastTouched = new LRUCache<string, number>({ max: 100_000 });
  * The tenant of a request authenticated by the console's session cookie: the session's key,
  * with a change refused unless it comes from the console's own origin (CSRF). Keeps the
  * session alive by recording its use at most once a minute.
+ * @param now - the time (ms since the epoch) the session's expiry and idle time are checked against.
  * @throws AppError `workspace_not_found` (404), `invalid_session` (401), `cross_origin_refused` (403).
  */
-export async function sessionTenant(request: FastifyRequest, store: Store, subdomain: string, sessionId: string, lifetime: SessionConfig): Promise<Tenant> {
+export async function sessionTenant(request: FastifyRequest, store: Store, subdomain: string, sessionId: string, lifetime: SessionConfig, now = Date.now()): Promise<Tenant> {
   requireSameOrigin(request);
-  const tenant = await authenticateSession(store, subdomain, sessionId, lifetime);
+  const tenant = await authenticateSession(store, subdomain, sessionId, lifetime, now);
   const { idHash, lastSeenAt } = tenant.session;
   keepAlive(request, idHash, lastSeenAt, () => store.sessions.touch(tenant.workspace.id, idHash));
   return tenant;

@@ -85,8 +85,9 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
  * A callback hook: when the key and the limits answer from memory (the cached key, limits
  * in this process) the request goes on without a promise or a microtask; only a step that
  * reads the database or Redis makes the rest wait (docs/performance.md).
+ * Expiry and idle time are checked against `now()` (the app's clock, `Date.now` by default).
  */
-export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits): void {
+export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits, now: () => number = Date.now): void {
   const { perKey, authFailures } = limits;
   const lastTouched = new LRUCache<string, number>({ max: 100_000 });
 
@@ -132,7 +133,7 @@ export function registerTenantAuthentication(app: FastifyInstance, store: Store,
     const apiKey = presentedKey(request, route.path);
     const sessionId = apiKey || isScimPath(route.path) ? undefined : sessionIdOf(request);
     const tenant = orElse<Tenant>(
-      () => (sessionId ? sessionTenant(request, store, subdomain, sessionId, config.sessions) : authenticate(store, subdomain, apiKey)),
+      () => (sessionId ? sessionTenant(request, store, subdomain, sessionId, config.sessions, now()) : authenticate(store, subdomain, apiKey, now())),
       (error) => countFailure(request, reply, subdomain, apiKey, error),
     );
     return andThen(tenant, (found) => admit(request, reply, route, found));
