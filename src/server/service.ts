@@ -9,7 +9,7 @@ import { createSessionPruning } from '../storage/sessions-pruning.queries.ts';
 import { createAuditPruning } from '../storage/audit-pruning.queries.ts';
 import { announceDeliveriesDue, DELIVERIES_CHANNEL, startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { announceGathered } from './deliveries-due.ts';
-import { storageDependencies } from './app-dependencies.ts';
+import { rateLimitDependencies, storageDependencies } from './app-dependencies.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
@@ -55,8 +55,8 @@ export interface Service {
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
-   * Shuts down in order: stop accepting and finish in-flight requests (the app's close, which
-   * closes its Redis connection too), let the delivery worker finish its attempts in flight,
+   * Shuts down in order: stop accepting and finish in-flight requests (the app's close), close
+   * the rate limits' Redis connection, let the delivery worker finish its attempts in flight,
    * stop the pruner and the cache listener, close the database.
    */
   close(): Promise<void>;
@@ -105,12 +105,16 @@ export async function startService(config: Config, options: ServiceOptions = {})
     ...(options.onChange ? { onChange: options.onChange } : {}),
   });
   const registry = new Registry();
+  const limits = await rateLimitDependencies(config, registry);
   const app = await buildApp(config, {
     ...storageDependencies(config, database, store),
+    rateLimits: limits.rateLimits,
     registry,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
+  // With REDIS_URL the rate limits are shared by the replicas (connected in the background).
+  limits.connect(app.log.child({ component: 'redis' }));
   await encryptPlaintextSecrets(store, keys, app.log);
   const connect = options.listener?.connect ?? database.connectListener;
   // Bound below, once the worker runs: another process's announcement wakes it.
@@ -192,6 +196,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     eventPruner: background?.eventPruner,
     async close() {
       await app.close();
+      await limits.close();
       await lifecycle.stop();
       await imports.stop();
       await background?.deliveryWorker.stop();

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../core/api-keys/api-key-secret.ts';
 import { AppError } from '../../core/errors.ts';
 import { countFailedAttempt } from '../rate-limit/failed-attempts.ts';
-import type { TokenBuckets } from '../rate-limit/token-buckets.ts';
+import type { TokenBuckets } from '../../rate-limits/token-buckets.ts';
 import { sessionIdOf } from '../session-cookie.ts';
 import { operatorSessionOf, type OperatorSessions } from './operator-session-auth.ts';
 import { subdomainOf } from './tenant.ts';
