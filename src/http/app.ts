@@ -35,6 +35,7 @@ import { identityProviderCheck } from './oidc/discovery-problem.ts';
 import { createRelyingParty, type RelyingParty } from './oidc/relying-party.ts';
 import { registerDocsPagePolicy, setSecurityHeaders } from './plugins/security-headers.ts';
 import { syncHook } from './hooks.ts';
+import { answerOtherMethods } from './method-not-allowed.ts';
 import { lazySerializerFactory } from './serialization.ts';
 import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
 import { depthLimitedJsonParser } from './json-body.ts';
@@ -136,6 +137,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
+  // Before any route: every path answers the methods it does not serve with 405 (method-not-allowed.ts).
+  const otherMethods = answerOtherMethods(app);
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (docs/contract.md Part B, Errors).
   app.removeContentTypeParser(['text/plain', 'application/json']);
@@ -202,5 +205,6 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, relyingParty, startLimits: limits });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
   await registerApiReference(app, config.baseDomain);
+  await otherMethods.afterRoutes();
   return app;
 }

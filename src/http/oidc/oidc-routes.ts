@@ -4,7 +4,6 @@ import { AppError } from '../../core/errors.ts';
 import type { IdentityProvider, Store, Workspace } from '../../core/ports.ts';
 import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
-import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 import type { ProviderSettings, RelyingParty } from './relying-party.ts';
@@ -123,5 +122,4 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     );
   });
 
-  for (const path of [OIDC_OPTIONS_PATH, OIDC_START_PATH, OIDC_CALLBACK_PATH]) rejectOtherMethods(app, path, ['GET']);
 }

@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify';
 import type { OperatorSignInConfig, SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import { admitOperator, endOperatorSession, openOperatorSession } from '../../core/sessions/operator-sessions.ts';
-import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
 import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
 import { clearSessionCookie, requireSameOrigin, sessionIdOf } from '../session-cookie.ts';
@@ -55,14 +54,6 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     requireOperatorHost(request, baseDomain);
     if (!operatorSignIn || !operators) throw absent(request);
   });
-  for (const [path, methods] of [
-    [OPERATOR_OPTIONS_PATH, ['GET']],
-    [OPERATOR_START_PATH, ['GET']],
-    [OPERATOR_CALLBACK_PATH, ['GET']],
-    [OPERATOR_SESSION_PATH, ['GET', 'DELETE']],
-  ] as const) {
-    rejectOtherMethods(app, path, methods);
-  }
   if (!operatorSignIn || !operators) {
     for (const path of [OPERATOR_OPTIONS_PATH, OPERATOR_START_PATH, OPERATOR_CALLBACK_PATH]) app.get(path, { schema: { hide: true } }, async () => undefined);
     app.route({ method: ['GET', 'DELETE'], url: OPERATOR_SESSION_PATH, schema: { hide: true }, handler: async () => undefined });
