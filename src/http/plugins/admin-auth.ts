@@ -47,8 +47,10 @@ export function absent(request: FastifyRequest): AppError {
  *   `Retry-After` past the limit; `invalid_admin_token` (401) with `WWW-Authenticate: Bearer`
  *   (RFC 6750 §3); with a session cookie `invalid_session` (401) or `cross_origin_refused` (403).
  */
-export function requireAdminToken(app: FastifyInstance, guard: AdminGuard): void {
+export function requireOperator(app: FastifyInstance, guard: AdminGuard): void {
   const { adminToken, baseDomain, authFailures, operatorSessions } = guard;
+  // Declared up front so every request object has the same shape (Fastify, "Decorators").
+  app.decorateRequest('operatorSession', undefined);
   app.addHook('onRequest', async (request, reply) => {
     requireOperatorHost(request, baseDomain);
     const header = request.headers.authorization ?? '';

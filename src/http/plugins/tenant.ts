@@ -161,6 +161,8 @@ function keyUseRecorder(store: Store): (request: FastifyRequest, tenant: Tenant)
 export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits): void {
   const { perKey, authFailures } = limits;
   const recordKeyUse = keyUseRecorder(store);
+  // Declared up front so every request object has the same shape (Fastify, "Decorators").
+  app.decorateRequest('tenant', undefined);
 
   const authenticateRequest = (request: FastifyRequest, reply: FastifyReply): Awaitable<void> => {
     const route = routeShape(request);
