@@ -1,7 +1,7 @@
 /*
  * The import graph's rules, checked by test/architecture/import-graph.test.ts (in `npm test`)
  * and by `npx depcruise src sdk console/src harness`. Rooms: core is the domain (no HTTP, SQL or
- * framework), http/ the HTTP adapter, storage/ the database, webhooks/ the delivery worker,
+ * framework), http/ the HTTP adapter, rate-limits/ the buckets behind the rate-limit port, storage/ the database, webhooks/ the delivery worker,
  * audit-streams/ the audit stream worker, server/ the composition root that wires them; the console sees the server only through sdk/.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -27,6 +27,20 @@ module.exports = {
       comment: 'The HTTP adapter gets what it needs of the webhook and audit stream workers (the URL checks, the test send) from the composition root.',
       from: { path: '^src/http/' },
       to: { path: '^src/(webhooks|audit-streams)/' },
+    },
+    {
+      name: 'http-without-redis',
+      severity: 'error',
+      comment: 'The HTTP adapter asks the rate limits through their port (rate-limits/rate-limits.ts); the Redis store behind it is chosen and connected by the composition root.',
+      from: { path: '^src/http/' },
+      to: { path: ['node_modules/ioredis/', '^src/rate-limits/(redis-|shared-redis)'] },
+    },
+    {
+      name: 'rate-limits-without-http',
+      severity: 'error',
+      comment: 'The rate limits hold buckets; the HTTP fields and the 429 are written by http/rate-limit/.',
+      from: { path: '^src/rate-limits/' },
+      to: { path: ['^src/(http|storage|server)/', 'node_modules/(fastify|@fastify)/'] },
     },
     {
       name: 'core-is-the-domain',

@@ -29,10 +29,17 @@ export interface StreamWorkerOptions {
   readonly settings: StreamWorkerSettings;
   readonly log: Logger;
   readonly registry: Registry;
+  /**
+   * False: the caller runs {@link StreamWorker.checkPauses} every {@link PAUSE_CHECK_MS} (the
+   * server's scheduler); default true, the worker times the checks itself.
+   */
+  readonly ownPauseTimer?: boolean;
 }
 
 /** A running stream worker. */
 export interface StreamWorker {
+  /** Pauses the streams failing for longer than `pauseAfterMs` (one check at a time); never rejects. */
+  checkPauses(): Promise<void>;
   /** Stops claiming, waits for the batches in flight (each ends within the timeout). */
   stop(): Promise<void>;
 }
@@ -48,7 +55,7 @@ const MAX_STREAMS = 16;
 /** How much longer than a send's timeout a claim holds, in ms (reading and recording take a moment too). */
 const LEASE_MARGIN_MS = 10_000;
 /** How often failing streams are checked against `AUDIT_STREAM_PAUSE_AFTER`, in ms (the pause comes within 10 s of the threshold). */
-const PAUSE_CHECK_MS = 2_000;
+export const PAUSE_CHECK_MS = 2_000;
 /** The backoff of a failing stream: 1 s doubling to 5 min, then every 5 min (with jitter), until it succeeds or is paused. */
 const RETRY_SCHEDULE_MS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 300].map((s) => s * 1000);
 
@@ -233,12 +240,13 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
     }
   }
   let pausing: Promise<void> | undefined;
-  const pauseTimer = setInterval(() => {
-    pausing ??= checkPauses().finally(() => (pausing = undefined));
-  }, PAUSE_CHECK_MS);
+  const checkPausesOnce = () => (pausing ??= checkPauses().finally(() => (pausing = undefined)));
+  // The server's scheduler runs the checks (`ownPauseTimer: false`); alone, the worker times them itself.
+  const pauseTimer = options.ownPauseTimer === false ? undefined : setInterval(() => void checkPausesOnce(), PAUSE_CHECK_MS);
 
   const running = loop();
   return {
+    checkPauses: checkPausesOnce,
     async stop() {
       stopping = true;
       clearInterval(pauseTimer);

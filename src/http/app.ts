@@ -32,15 +32,16 @@ import { registerConsole } from './plugins/console.ts';
 import { oidcRoutes } from './oidc/oidc-routes.ts';
 import { operatorSignInRoutes } from './oidc/operator-routes.ts';
 import { identityProviderCheck } from './oidc/discovery-problem.ts';
+import { createRelyingParty, type RelyingParty } from './oidc/relying-party.ts';
 import { registerDocsPagePolicy, setSecurityHeaders } from './plugins/security-headers.ts';
 import { syncHook } from './hooks.ts';
+import { answerOtherMethods } from './method-not-allowed.ts';
 import { lazySerializerFactory } from './serialization.ts';
 import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
 import { depthLimitedJsonParser } from './json-body.ts';
 import type { IdempotencyStore, RequestTransaction } from '../core/request-ports.ts';
 import type { Registry } from 'prom-client';
-import { createRateLimits } from './rate-limit/rate-limits.ts';
-import { connectSharedRedis } from './rate-limit/shared-redis.ts';
+import { memoryRateLimits, type RateLimits } from '../rate-limits/rate-limits.ts';
 
 /** The audit stream routes' parts in an app built without them: every destination is refused. */
 const WITHOUT_AUDIT_STREAMS: AuditStreamDependencies = {
@@ -85,6 +86,17 @@ export interface AppDependencies {
    * destination is refused (an app built without the worker's parts).
    */
   readonly auditStreams?: AuditStreamDependencies;
+  /**
+   * The rate limits the hooks ask (built by the composition root: in Redis with `REDIS_URL`,
+   * server/app-dependencies.ts); absent: this process's memory.
+   */
+  readonly rateLimits?: RateLimits;
+  /**
+   * The OpenID Connect relying party of the sign-ins and of the identity provider check (built
+   * by the composition root, with its cache of discovered providers); absent: one of this app's
+   * own under `config.outbound`.
+   */
+  readonly relyingParty?: RelyingParty;
   /** Directory of the built web console; default `console/dist` (see `registerConsole`). */
   readonly consoleDistDir?: string;
   /**
@@ -106,7 +118,9 @@ function loggerOptions(given: boolean | object | undefined, level: string, strea
 
 /**
  * Builds the whole Fastify application without listening: request id → tenant and key →
- * route → body parsing → schema validation → handler → core. Source: docs/architecture.md.
+ * route → body parsing → schema validation → handler → core. Does no I/O: what talks to the
+ * database, Redis or an identity provider is in `deps`, built by the composition root
+ * (server/). Source: docs/architecture.md.
  */
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
@@ -129,6 +143,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     frameworkErrors: withUrlLengthLimit(config.http.maxUrlLength, handleFrameworkError),
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
+  // Before any route: every path answers the methods it does not serve with 405 (method-not-allowed.ts).
+  const otherMethods = answerOtherMethods(app);
   app.setValidatorCompiler(validatorCompiler);
   // JSON is the only body format of the API: anything else is 415 (docs/contract.md Part B, Errors).
   app.removeContentTypeParser(['text/plain', 'application/json']);
@@ -154,12 +170,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await registerOpenApi(app, config);
   const metrics = registerMetrics(app, deps.registry);
   registerConnectionLimits(app, config.http, metrics);
-  // With REDIS_URL the rate limits are shared by the replicas; the connection closes with the app.
-  const redis = config.redis
-    ? await connectSharedRedis(config.redis, { log: app.log.child({ component: 'redis' }), registry: metrics })
-    : undefined;
-  if (redis) app.addHook('onClose', () => redis.close());
-  const limits = createRateLimits(config, { registry: metrics, ...(redis ? { redis } : {}) });
+  const limits = deps.rateLimits ?? memoryRateLimits(config);
   registerTenantAuthentication(app, deps.store, config, limits, deps.now);
   requireJsonContentType(app);
   rejectUnstorableText(app);
@@ -172,7 +183,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(productsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(eventsRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store });
   await app.register(sessionRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, sessions: config.sessions });
-  const checkIdentityProvider = identityProviderCheck(config.outbound);
+  const relyingParty = deps.relyingParty ?? createRelyingParty(config.outbound);
+  const checkIdentityProvider = identityProviderCheck(relyingParty);
   const auditStreams = deps.auditStreams ?? WITHOUT_AUDIT_STREAMS;
   await app.register(selfServiceRoutes, { prefix: EXTERNAL_PREFIX, store: deps.store, checkWebhookUrl: deps.checkWebhookUrl, checkIdentityProvider, auditStreams });
   await app.register(scimRoutes, { prefix: SCIM_PREFIX, store: deps.store, server: config });
@@ -195,9 +207,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     });
   }
   await app.register(operationsRoutes, { ping: deps.ping, metrics, baseDomain: config.baseDomain, metricsToken: config.bounds.metricsToken });
-  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions, outbound: config.outbound, startLimits: limits });
-  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, outbound: config.outbound, startLimits: limits });
+  await app.register(oidcRoutes, { store: deps.store, baseDomain: config.baseDomain, sessions: config.sessions, relyingParty, startLimits: limits });
+  await app.register(operatorSignInRoutes, { baseDomain: config.baseDomain, sessions: config.sessions, operatorSignIn, operators, relyingParty, startLimits: limits });
   await registerConsole(app, deps.consoleDistDir === undefined ? {} : { distDir: deps.consoleDistDir });
   await registerApiReference(app, config.baseDomain);
+  await otherMethods.afterRoutes();
   return app;
 }

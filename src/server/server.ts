@@ -13,8 +13,8 @@ import { leaveSignalsToPrimary, runPrimary, shareCacheChanges } from './workers.
  * (PostgreSQL only; `service.ts`), seeds the demo workspace on a new embedded database (its key
  * printed on a terminal, else kept in a file of the data directory: demo-key.ts),
  * listens, and shuts down gracefully on SIGTERM/SIGINT in the order of `service.close()`: stop
- * accepting and finish in-flight requests (and close Redis), let the webhook delivery worker
- * finish its attempts in flight, stop the event pruner and the cache listener, close the
+ * accepting and finish in-flight requests, close Redis, let the webhook delivery worker
+ * finish its attempts in flight, stop the scheduler and the cache listener, close the
  * database. With WORKERS > 1 this process becomes the primary of that many workers, each of
  * which runs the rest of this function.
  */

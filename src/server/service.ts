@@ -9,18 +9,22 @@ import { createSessionPruning } from '../storage/sessions-pruning.queries.ts';
 import { createAuditPruning } from '../storage/audit-pruning.queries.ts';
 import { announceDeliveriesDue, DELIVERIES_CHANNEL, startCacheListener, type CacheListener, type CacheListenerOptions } from '../storage/notify.ts';
 import { announceGathered } from './deliveries-due.ts';
-import { storageDependencies } from './app-dependencies.ts';
+import { rateLimitDependencies, storageDependencies } from './app-dependencies.ts';
 import { createStore, type CachingStore } from '../storage/store.ts';
 import { buildApp } from '../http/app.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../webhooks/delivery-worker.ts';
-import { startEventPruner, type EventPruner } from '../webhooks/event-pruner.ts';
-import { startStreamWorker, type StreamWorker } from '../audit-streams/stream-worker.ts';
+import { retentionPass, RETENTION_FIRST_DELAY_MS } from './retention.ts';
+import { createScheduler, type ScheduledJob, type Scheduler } from './scheduler.ts';
+import { PAUSE_CHECK_MS, startStreamWorker, type StreamWorker } from '../audit-streams/stream-worker.ts';
 import { createStreamQueue } from '../storage/audit-streams.queries.ts';
 import { openKeyRing, type OpenedKeyRing } from './secrets-key.ts';
 import type { Store } from '../core/ports.ts';
 import type { Logger } from '../core/logger.ts';
-import { startLifecycleScheduler, type LifecycleScheduler } from '../lifecycle/scheduler.ts';
+import { createLifecycleSweeper, LIFECYCLE_MAX_WAIT_MS } from '../lifecycle/sweeper.ts';
 import { startImportWorker, type ImportWorker } from './import-worker.ts';
+
+/** How often expired idempotency records are purged, in ms. */
+const IDEMPOTENCY_PURGE_EVERY_MS = 10 * 60_000;
 
 /**
  * Encrypts in place the secrets stored in clear before encryption at rest existed, before any
@@ -44,10 +48,12 @@ export interface Service {
   readonly listener: CacheListener | undefined;
   /** The webhook delivery worker (absent with `WEBHOOK_WORKER=false`). */
   readonly deliveryWorker: DeliveryWorker | undefined;
-  /** The pruner of events past their retention (absent with `WEBHOOK_WORKER=false`). */
-  readonly eventPruner: EventPruner | undefined;
-  /** The scheduler of expiries, inactivity and warnings (docs/contract.md Part B, "Access that ends on time"). */
-  readonly lifecycle: LifecycleScheduler;
+  /** The periodic work of this process: retention, idempotency records, audit stream pauses, embedded upkeep. */
+  readonly scheduler: Scheduler;
+  /** The retention pass (events, sessions, sign-ins, audit rows) as scheduled; absent with `WEBHOOK_WORKER=false`. */
+  readonly retention: ScheduledJob | undefined;
+  /** The sweeps of expiries, inactivity and warnings as scheduled (docs/contract.md Part B, "Access that ends on time"). */
+  readonly lifecycle: ScheduledJob;
   /** The audit stream worker (every process runs one; replicas share the streams by claims). */
   readonly streamWorker: StreamWorker;
   /** The worker of bulk import jobs (docs/contract.md Part B, "Importing users in bulk"). */
@@ -55,9 +61,10 @@ export interface Service {
   /** The embedded store's ANALYZE and VACUUM (PGlite only, unless `EMBEDDED_MAINTENANCE=false`). */
   readonly maintenance: EmbeddedMaintenance | undefined;
   /**
-   * Shuts down in order: stop accepting and finish in-flight requests (the app's close, which
-   * closes its Redis connection too), let the delivery worker finish its attempts in flight,
-   * stop the pruner and the cache listener, close the database.
+   * Shuts down in order: stop accepting and finish in-flight requests (the app's close), close
+   * the rate limits' Redis connection, stop the scheduler (waiting for its passes under way) and
+   * the import worker, let the delivery and stream workers finish what is in flight, stop the
+   * cache listener and the maintenance, close the database.
    */
   close(): Promise<void>;
 }
@@ -79,7 +86,7 @@ export interface ServiceOptions {
  * secrets still stored in clear, builds the app over it with one `/metrics` registry, and on
  * PostgreSQL starts the cache listener that empties this process's read cache whenever any
  * process changes keys, workspaces or the catalogue; starts the webhook delivery worker and the
- * event pruner (unless `WEBHOOK_WORKER=false`); a committed change that wrote webhook deliveries
+ * retention pass on the process's scheduler (unless `WEBHOOK_WORKER=false`); a committed change that wrote webhook deliveries
  * wakes this process's worker, or, without one (PostgreSQL), is announced to the others' workers
  * with `NOTIFY`, which their listeners hear. What `server.ts` runs, and what tests of
  * several replicas in one process build. Source: docs/architecture.md ("What runs in the background …
@@ -105,12 +112,17 @@ export async function startService(config: Config, options: ServiceOptions = {})
     ...(options.onChange ? { onChange: options.onChange } : {}),
   });
   const registry = new Registry();
+  const limits = await rateLimitDependencies(config, registry);
+  const storage = storageDependencies(config, database, store);
   const app = await buildApp(config, {
-    ...storageDependencies(config, database, store),
+    ...storage,
+    rateLimits: limits.rateLimits,
     registry,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
+  // With REDIS_URL the rate limits are shared by the replicas (connected in the background).
+  limits.connect(app.log.child({ component: 'redis' }));
   await encryptPlaintextSecrets(store, keys, app.log);
   const connect = options.listener?.connect ?? database.connectListener;
   // Bound below, once the worker runs: another process's announcement wakes it.
@@ -128,8 +140,18 @@ export async function startService(config: Config, options: ServiceOptions = {})
         ...(config.webhooks.worker ? { channels: { [DELIVERIES_CHANNEL]: () => wakeWorker() } } : {}),
       })
     : undefined;
-  // Deliveries and pruning run beside the requests in every process (docs/contract.md Part B, Events
+  // One scheduler for the periodic work, logging through one logger (docs/architecture.md,
+  // "What runs in the background").
+  const schedulerLog = app.log.child({ component: 'scheduler' });
+  const scheduler = createScheduler(schedulerLog);
+  // Deliveries and retention run beside the requests in every process (docs/contract.md Part B, Events
   // and webhooks); on PostgreSQL the workers of several replicas share the work.
+  const prune = retentionPass({
+    events: createEventPruning(database.db),
+    sessions: { pruning: createSessionPruning(database.db), idleMs: config.sessions.idleMs },
+    audit: { pruning: createAuditPruning(database.db), retention: config.bounds.auditRetention },
+    log: schedulerLog,
+  });
   const background = config.webhooks.worker
     ? {
         deliveryWorker: startDeliveryWorker({
@@ -139,15 +161,21 @@ export async function startService(config: Config, options: ServiceOptions = {})
           log: app.log.child({ component: 'webhooks' }),
           registry,
         }),
-        eventPruner: startEventPruner({
-          events: createEventPruning(database.db),
-          sessions: { pruning: createSessionPruning(database.db), idleMs: config.sessions.idleMs },
-          audit: { pruning: createAuditPruning(database.db), retention: config.bounds.auditRetention },
+        retention: scheduler.add({
+          name: 'retention',
           intervalMs: config.webhooks.pruneIntervalMs,
-          log: app.log.child({ component: 'event-pruner' }),
+          firstDelayMs: Math.min(RETENTION_FIRST_DELAY_MS, config.webhooks.pruneIntervalMs),
+          run: async (stopping) => void (await prune(stopping)),
         }),
       }
     : undefined;
+  // Idempotency records past their 24 hours (docs/contract.md Part B, "Retries, limits and audit").
+  scheduler.add({
+    name: 'idempotency-records',
+    intervalMs: IDEMPOTENCY_PURGE_EVERY_MS,
+    firstDelayMs: RETENTION_FIRST_DELAY_MS,
+    run: async () => void (await storage.idempotency.purgeExpired()),
+  });
   if (background) {
     const worker = background.deliveryWorker;
     wakeWorker = () => worker.wake();
@@ -159,12 +187,33 @@ export async function startService(config: Config, options: ServiceOptions = {})
       onError: (err) => log.warn({ err }, 'could not announce webhook deliveries; a worker will find them at its next poll'),
     });
   }
-  const lifecycle = startLifecycleScheduler({
+  const sweeper = createLifecycleSweeper({
     store,
     log: app.log.child({ component: 'access-policies' }),
     sharedConnection: database.kind === 'pglite',
   });
-  userWritten = () => lifecycle.wake();
+  // A sweep at once, then at the next due instant the database knows (at most 5 s).
+  const lifecycle = scheduler.add({
+    name: 'access-lifecycle',
+    intervalMs: LIFECYCLE_MAX_WAIT_MS,
+    firstDelayMs: 0,
+    run: async (stopping) => {
+      await sweeper.sweep(stopping);
+      return sweeper.nextDelayMs();
+    },
+  });
+  // A user written here may be due sooner than the sweep sleeps: look at the next due instant
+  // again, once at a time, so a burst of writes costs one query, not one each.
+  let waking = false;
+  const wakeLifecycle = () => {
+    if (waking) return;
+    waking = true;
+    void sweeper
+      .nextDelayMs()
+      .then((delayMs) => lifecycle.runIn(delayMs))
+      .finally(() => (waking = false));
+  };
+  userWritten = wakeLifecycle;
   // Every process sends audit streams (docs/operations.md, "Audit streams"); claims keep one sender per stream at a time.
   const streamWorker = startStreamWorker({
     queue: createStreamQueue(database.db),
@@ -172,13 +221,18 @@ export async function startService(config: Config, options: ServiceOptions = {})
     settings: { policy: config.outbound, timeoutMs: config.webhooks.timeoutMs, pauseAfterMs: config.auditStreams.pauseAfterMs },
     log: app.log.child({ component: 'audit-streams' }),
     registry,
+    ownPauseTimer: false,
   });
+  scheduler.add({ name: 'audit-stream-pauses', intervalMs: PAUSE_CHECK_MS, run: () => streamWorker.checkPauses() });
   const imports = startImportWorker({
     store,
     log: app.log.child({ component: 'imports' }),
     sharedConnection: database.kind === 'pglite',
   });
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
+  if (maintenance && config.embeddedMaintenance) {
+    scheduler.add({ name: 'embedded-maintenance', intervalMs: config.embeddedMaintenance.intervalMs, run: async () => maintenance.delayAfter(await maintenance.step()) });
+  }
   return {
     app,
     store,
@@ -189,14 +243,15 @@ export async function startService(config: Config, options: ServiceOptions = {})
     imports,
     listener,
     deliveryWorker: background?.deliveryWorker,
-    eventPruner: background?.eventPruner,
+    scheduler,
+    retention: background?.retention,
     async close() {
       await app.close();
-      await lifecycle.stop();
+      await limits.close();
+      await scheduler.stop();
       await imports.stop();
       await background?.deliveryWorker.stop();
       await streamWorker.stop();
-      await background?.eventPruner.stop();
       await listener?.close();
       await maintenance?.stop();
       await database.close();

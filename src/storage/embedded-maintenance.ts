@@ -25,13 +25,13 @@ import type { Database } from './database.ts';
 /** Autovacuum's `autovacuum_vacuum_threshold` and `autovacuum_analyze_threshold` (rows). */
 export const BASE_THRESHOLD_ROWS = 50;
 
-/** The logger the task writes to: one info line per pass, a warning when a pass fails. */
+/** The logger the task writes to: one info line per pass. */
 export interface MaintenanceLog {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
-/** Options of {@link startEmbeddedMaintenance}. */
+/** Options of {@link createEmbeddedMaintenance}. */
 export interface MaintenanceOptions {
   readonly db: Database;
   readonly settings: MaintenanceSettings;
@@ -60,7 +60,9 @@ export interface MaintenancePass {
 export interface EmbeddedMaintenance {
   /** Runs one step now (the most overdue table, if any) and resolves with what it did. */
   step(): Promise<MaintenancePass | undefined>;
-  /** Stops: no step starts after this; resolves when the one running (if any) has finished. */
+  /** The delay before the next step after one that did `pass`, in ms: soon after work, else the interval. */
+  delayAfter(pass: MaintenancePass | undefined): number;
+  /** Stops: no step starts after this (it resolves with nothing); resolves when the one running (if any) has finished. */
   stop(): Promise<void>;
 }
 
@@ -131,23 +133,24 @@ function metrics(registry: Registry | undefined) {
 }
 
 /**
- * Starts the embedded store's maintenance: every `intervalMs` it reads the statistics of
+ * The embedded store's maintenance, whose steps the process's scheduler runs (server/scheduler.ts)
+ * every `intervalMs`: a step reads the statistics of
  * every table of the public schema (`pg_stat_user_tables`, after flushing this session's
  * pending counts) and, when one is past autovacuum's thresholds ({@link duePass}), runs
- * `ANALYZE` or `VACUUM (ANALYZE)` of that one table, the most overdue, then looks again after
- * a short pause: one table per step, so requests queued on PGlite's single connection wait
+ * `ANALYZE` or `VACUUM (ANALYZE)` of that one table, the most overdue, and the next step comes after
+ * a short pause ({@link EmbeddedMaintenance.delayAfter}): one table per step, so requests queued on PGlite's single connection wait
  * for one table's pass at most. A step first checkpoints instead when the checkpointer would
  * ({@link checkpointDue}), which lets PostgreSQL recycle the WAL segments before it. Each pass is logged (one info line), counted and timed
  * (`wum_embedded_maintenance_passes_total`, `wum_embedded_maintenance_duration_seconds`).
- * A failing step is logged as a warning and tried again at the next interval; it never throws.
+ * A failing step is counted (`wum_embedded_maintenance_failures_total`) and rejects; the
+ * scheduler logs it and tries again at the next interval. Building it does no I/O.
  * For PGlite only: on PostgreSQL, autovacuum does this.
  */
-export function startEmbeddedMaintenance(options: MaintenanceOptions): EmbeddedMaintenance {
+export function createEmbeddedMaintenance(options: MaintenanceOptions): EmbeddedMaintenance {
   const { db, settings, log } = options;
   const counted = metrics(options.registry);
   let stopped = false;
   let running: Promise<MaintenancePass | undefined> | undefined;
-  let timer: NodeJS.Timeout | undefined;
 
   /** What was done, logged, counted and timed. */
   function record(pass: MaintenancePass): MaintenancePass {
@@ -198,39 +201,29 @@ export function startEmbeddedMaintenance(options: MaintenanceOptions): EmbeddedM
   }
 
   const step = () => {
-    running ??= runStep().finally(() => (running = undefined));
+    if (stopped) return Promise.resolve(undefined);
+    running ??= runStep()
+      .catch((error: unknown) => {
+        counted.failures.inc();
+        throw error;
+      })
+      .finally(() => (running = undefined));
     return running;
   };
 
-  const schedule = (delayMs: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      step().then(
-        (pass) => schedule(pass ? STEP_PAUSE_MS : settings.intervalMs),
-        (err: unknown) => {
-          counted.failures.inc();
-          log.warn({ err }, 'embedded store: maintenance step failed');
-          schedule(settings.intervalMs);
-        },
-      );
-    }, delayMs);
-    timer.unref();
-  };
-  schedule(settings.intervalMs);
-
   return {
     step,
+    delayAfter: (pass) => (pass ? STEP_PAUSE_MS : settings.intervalMs),
     async stop() {
       stopped = true;
-      clearTimeout(timer);
       await running?.catch(() => undefined);
     },
   };
 }
 
 /**
- * Starts {@link startEmbeddedMaintenance} when `kind` is `pglite` and `settings` are given (the
- * task is on); returns undefined otherwise: PostgreSQL has autovacuum. The one call the
+ * {@link createEmbeddedMaintenance} when `kind` is `pglite` and `settings` are given (the
+ * task is on); undefined otherwise: PostgreSQL has autovacuum. The one call the
  * composition root makes.
  */
 export function maintainEmbeddedStore(
@@ -240,5 +233,5 @@ export function maintainEmbeddedStore(
   registry?: Registry,
 ): EmbeddedMaintenance | undefined {
   if (database.kind !== 'pglite' || !settings) return undefined;
-  return startEmbeddedMaintenance({ db: database.db, settings, log, ...(registry ? { registry } : {}) });
+  return createEmbeddedMaintenance({ db: database.db, settings, log, ...(registry ? { registry } : {}) });
 }

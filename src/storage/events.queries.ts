@@ -82,7 +82,7 @@ export async function pruneEvents(db: Database, retentionDays: number, batchSize
 
 /** Affected rows of a statement, as either driver reports them. */
 
-/** The event pruner's port over `db` ({@link pruneEvents}). */
+/** The retention pass's port over `db` ({@link pruneEvents}). */
 export function createEventPruning(db: Database): EventPruning {
   return { prune: (retentionDays, batchSize) => pruneEvents(db, retentionDays, batchSize) };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startLifecycleScheduler, type LifecycleScheduler } from '../../src/lifecycle/scheduler.ts';
+import { createLifecycleSweeper, type LifecycleSweeper } from '../../src/lifecycle/sweeper.ts';
 import { ADMIN_TOKEN, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
@@ -15,17 +15,14 @@ const inHours = (hours: number) => new Date(Date.now() + hours * HOUR).toISOStri
 describe(`access that ends on time [${BACKEND}]`, () => {
   let ctx: TestContext;
   let clock = new Date();
-  let scheduler: LifecycleScheduler;
+  let sweeper: LifecycleSweeper;
 
   before(async () => {
     ctx = await createTestContext({ POLICY_MIN_DURATION: 'PT1S' });
     await ctx.seedProducts();
-    scheduler = startLifecycleScheduler({ store: ctx.store, log: silent, now: () => clock, timer: false });
+    sweeper = createLifecycleSweeper({ store: ctx.store, log: silent, now: () => clock });
   });
-  after(async () => {
-    await scheduler.stop();
-    await ctx.close();
-  });
+  after(() => ctx.close());
 
   async function add(ws: TestWorkspace, email: string, user: Record<string, unknown> = {}) {
     const res = await ctx.api(ws, 'POST', '/users', { body: userBody(email, user) });
@@ -50,7 +47,7 @@ describe(`access that ends on time [${BACKEND}]`, () => {
   /** Sweeps with the clock at `at`. */
   async function sweepAt(at: string | Date) {
     clock = new Date(at);
-    return scheduler.sweepNow();
+    return sweeper.sweep();
   }
 
   test('expires_at is set on creation, shown, changed and cleared by PATCH; past or now → 422 and nothing stored', async () => {

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { Registry } from 'prom-client';
 import { buildApp } from '../../src/http/app.ts';
+import { rateLimitDependencies } from '../../src/server/app-dependencies.ts';
 import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
@@ -31,11 +33,18 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
   let ctx: TestContext;
   let redis: RedisServer;
   const apps: FastifyInstance[] = [];
+  const connections: Array<{ close(): Promise<void> }> = [];
 
   async function replica(env: Record<string, string>): Promise<Replica> {
     const logs: string[] = [];
     const config = testConfig({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), ...env });
+    // As server/service.ts does: the limits are built first, connected once the app can log.
+    const registry = new Registry();
+    const limits = await rateLimitDependencies(config, registry);
+    connections.push(limits);
     const app = await buildApp(config, {
+      rateLimits: limits.rateLimits,
+      registry,
       checkWebhookUrl: webhookUrlCheck(config.webhooks),
       store: ctx.store,
       idempotency: createIdempotencyStore(ctx.database.db),
@@ -44,6 +53,7 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
     });
     await app.ready();
     apps.push(app);
+    limits.connect(app.log.child({ component: 'redis' }));
     await waitFor(async () => (await connected(app)) === 1, 'connected to Redis');
     // Tests count log lines from a connected start: on a loaded machine the first connection
     // attempt may time out and log an outage and a recovery of its own before this point.
@@ -85,6 +95,7 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
   });
   after(async () => {
     for (const app of apps) await app.close();
+    for (const limits of connections) await limits.close();
     await ctx?.close();
     await redis?.stop();
   });

@@ -3,7 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { Registry } from 'prom-client';
 import type { MaintenanceSettings } from '../../src/config/load-config.ts';
-import { ALL_TABLES, maintainEmbeddedStore, startEmbeddedMaintenance, type MaintenancePass } from '../../src/storage/embedded-maintenance.ts';
+import { ALL_TABLES, maintainEmbeddedStore, createEmbeddedMaintenance, type MaintenancePass } from '../../src/storage/embedded-maintenance.ts';
+import { createScheduler } from '../../src/server/scheduler.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*
@@ -83,7 +84,7 @@ if (BACKEND === 'pglite') {
       assert.equal((await state('users')).last_analyze, null, 'never analyzed before');
       const log = captureLog();
       const registry = new Registry();
-      const maintenance = startEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log, registry });
+      const maintenance = createEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log, registry });
       try {
         const passes = await settle(() => maintenance.step());
         const tables = passes.map((p) => p.table);
@@ -115,7 +116,7 @@ if (BACKEND === 'pglite') {
       }
       const before = await state('users');
       assert.ok(before.n_dead_tup > 50 + 0.2 * before.reltuples, `dead ${before.n_dead_tup} of ${before.reltuples}`);
-      const maintenance = startEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log: captureLog() });
+      const maintenance = createEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log: captureLog() });
       try {
         const passes = await settle(() => maintenance.step());
         assert.ok(passes.some((p) => p.table === 'users' && p.action === 'vacuum'), JSON.stringify(passes));
@@ -140,7 +141,7 @@ if (BACKEND === 'pglite') {
           await ctx.database.db.execute(sql`select pg_switch_wal()`);
         }
       };
-      const maintenance = startEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log: captureLog() });
+      const maintenance = createEmbeddedMaintenance({ db: ctx.database.db, settings: SETTINGS, log: captureLog() });
       try {
         await writeSegments(6);
         const before = await wal();
@@ -164,7 +165,10 @@ if (BACKEND === 'pglite') {
 
     test('runs by itself between requests, and not after it stopped', async () => {
       const log = captureLog();
-      const maintenance = startEmbeddedMaintenance({ db: ctx.database.db, settings: { ...SETTINGS, intervalMs: 100 }, log });
+      const maintenance = createEmbeddedMaintenance({ db: ctx.database.db, settings: { ...SETTINGS, intervalMs: 100 }, log });
+      // As the server schedules it (server/background.ts).
+      const scheduler = createScheduler(log);
+      scheduler.add({ name: 'embedded-maintenance', intervalMs: 100, run: async () => maintenance.delayAfter(await maintenance.step()) });
       const analyzed = (await state('users')).analyze_count;
       for (let i = 0; i < 200; i += 1) await ctx.api(ws, 'POST', '/users', { body: userBody(`c${i}@example.com`) });
       const deadline = Date.now() + 10_000;
@@ -172,7 +176,7 @@ if (BACKEND === 'pglite') {
         assert.ok(Date.now() < deadline, 'users analyzed within 10 s');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      await maintenance.stop();
+      await scheduler.stop();
       const stoppedAt = (await state('users')).analyze_count;
       const logged = log.lines.length;
       for (let i = 0; i < 200; i += 1) await ctx.api(ws, 'POST', '/users', { body: userBody(`d${i}@example.com`) });

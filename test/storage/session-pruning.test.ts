@@ -7,7 +7,7 @@ import { createEventPruning } from '../../src/storage/events.queries.ts';
 import { createSessionPruning } from '../../src/storage/sessions-pruning.queries.ts';
 import { createAuditPruning } from '../../src/storage/audit-pruning.queries.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { startEventPruner } from '../../src/webhooks/event-pruner.ts';
+import { retentionPass } from '../../src/server/retention.ts';
 import { API, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 const QUIET: Logger = { info: () => {}, warn: () => {}, error: () => {} };
@@ -75,17 +75,12 @@ describe(`pruning of ended console sessions [${BACKEND}]`, () => {
     await age('operator_sign_ins', 'state_hash', 'sign-in-just-expired', "expires_at = now() - interval '1 minute'");
     await age('oidc_sign_ins', 'state_hash', 'ws-sign-in-expired', "expires_at = now() - interval '1 minute'");
 
-    const pruner = startEventPruner({
+    const prune = retentionPass({
       events: createEventPruning(ctx.database.db),
       sessions: { pruning: createSessionPruning(ctx.database.db), idleMs },
-      intervalMs: HOUR_MS,
       log: QUIET,
     });
-    try {
-      assert.equal(await pruner.pruneNow(), 7, 'three workspace sessions, one operator session, three sign-ins');
-    } finally {
-      await pruner.stop();
-    }
+    assert.equal(await prune(), 7, 'three workspace sessions, one operator session, three sign-ins');
     assert.deepEqual((await remaining('console_sessions', 'id_hash')).sort(), [live, signedOutJustNow].sort());
     assert.deepEqual(await remaining('operator_sessions', 'id_hash'), ['op-live']);
     assert.deepEqual(await remaining('operator_sign_ins', 'state_hash'), ['sign-in-fresh']);
@@ -109,17 +104,12 @@ describe(`pruning of ended console sessions [${BACKEND}]`, () => {
     const total = await count(sql`true`);
 
     const { auditRetention } = loadConfig({ AUDIT_RETENTION: 'P30D' }).bounds;
-    const pruner = startEventPruner({
+    const prune = retentionPass({
       events: createEventPruning(ctx.database.db),
       audit: { pruning: createAuditPruning(ctx.database.db), retention: auditRetention },
-      intervalMs: HOUR_MS,
       log: QUIET,
     });
-    try {
-      assert.equal(await pruner.pruneNow(), 1205);
-    } finally {
-      await pruner.stop();
-    }
+    assert.equal(await prune(), 1205);
     assert.equal(await count(sql`target_id like 'old-%'`), 0, 'every row past the retention is gone');
     assert.equal(await count(sql`true`), total - 1205);
     assert.equal(await count(sql`target_id = 'recent'`), 1, 'a row inside the retention stays');

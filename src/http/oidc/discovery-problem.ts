@@ -1,7 +1,7 @@
 import { AppError } from '../../core/errors.ts';
 import type { IdentityProviderCheck } from '../../core/identity-providers/identity-providers-service.ts';
-import { OutboundRefusedError, type OutboundPolicy } from '../../outbound/outbound-guard.ts';
-import { discoverProvider } from './relying-party.ts';
+import { OutboundRefusedError } from '../../outbound/outbound-guard.ts';
+import type { RelyingParty } from './relying-party.ts';
 
 /**
  * What went wrong discovering an identity provider: the configuration itself (`invalid_url`,
@@ -49,16 +49,16 @@ export function discoveryProblem(error: unknown): { problem: DiscoveryProblem; m
 
 /**
  * The `IdentityProviderCheck` of the admin API (docs/api.md, "Identity provider"): the issuer
- * must parse, and its discovery must succeed now under `policy`, before anything is stored.
+ * must parse, and its discovery by `relyingParty` must succeed now, before anything is stored.
  * @throws AppError `validation_failed` (400, field `issuer`: not an absolute https/http URL
  * without credentials), `identity_provider_http_refused`, `identity_provider_address_refused`,
  * `identity_provider_unreachable`, `identity_provider_discovery_invalid`,
  * `identity_provider_issuer_mismatch` (422 each).
  */
-export function identityProviderCheck(policy: OutboundPolicy): IdentityProviderCheck {
+export function identityProviderCheck(relyingParty: Pick<RelyingParty, 'discover'>): IdentityProviderCheck {
   return async (config) => {
     try {
-      await discoverProvider({ ...config, clientSecret: () => config.clientSecret }, policy);
+      await relyingParty.discover({ ...config, clientSecret: () => config.clientSecret });
     } catch (error) {
       const { problem, message } = discoveryProblem(error);
       if (problem === 'invalid_url') {

@@ -4,11 +4,9 @@ import { AppError } from '../../core/errors.ts';
 import type { IdentityProvider, Store, Workspace } from '../../core/ports.ts';
 import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
-import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
-import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
-import type { ProviderSettings } from './relying-party.ts';
+import type { ProviderSettings, RelyingParty } from './relying-party.ts';
 import { finishSignIn, START_QUERY, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
@@ -25,8 +23,8 @@ export interface OidcRoutesOptions {
   readonly store: Store;
   readonly baseDomain: string;
   readonly sessions: SessionConfig;
-  /** What the server may call: the provider's issuer and every endpoint it names. */
-  readonly outbound: OutboundPolicy;
+  /** Discovers the provider, under the outbound policy (what the server may call). */
+  readonly relyingParty: RelyingParty;
   /** Limits on starting sign-ins (per address, per workspace); absent: none. */
   readonly startLimits?: SignInStartLimits;
 }
@@ -39,7 +37,7 @@ export interface OidcRoutesOptions {
  * who enters and a person's session is opened. Refusals are pages, not JSON.
  */
 export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
-  const { store, baseDomain, sessions, outbound, startLimits } = options;
+  const { store, baseDomain, sessions, relyingParty, startLimits } = options;
   /** The provider for the relying party: its client secret decrypted only when the client is built. */
   const settings = (provider: IdentityProvider): ProviderSettings => ({ ...provider, clientSecret: () => store.openSecret(provider.clientSecret) });
 
@@ -90,7 +88,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       reply,
       placeOf(workspace),
       settings(provider),
-      outbound,
+      relyingParty,
       OIDC_CALLBACK_PATH,
       (stateHash, pending) => store.identityProviders.saveSignIn(workspace.id, stateHash, { ...pending, idpRevision: provider.revision }),
       'The workspace\'s identity provider cannot be reached or is not an OpenID Provider. Try again later or ask the operator.',
@@ -106,7 +104,7 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
       request,
       reply,
       placeOf(workspace),
-      outbound,
+      relyingParty,
       (stateHash) => store.identityProviders.takeSignIn(workspace.id, stateHash),
       async (pending) => {
         provider = await store.identityProviders.find(workspace.id);
@@ -124,5 +122,4 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     );
   });
 
-  for (const path of [OIDC_OPTIONS_PATH, OIDC_START_PATH, OIDC_CALLBACK_PATH]) rejectOtherMethods(app, path, ['GET']);
 }

@@ -3,12 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import type { OperatorSignInConfig, SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
 import { admitOperator, endOperatorSession, openOperatorSession } from '../../core/sessions/operator-sessions.ts';
-import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
-import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
 import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
 import { clearSessionCookie, requireSameOrigin, sessionIdOf } from '../session-cookie.ts';
-import type { ProviderSettings } from './relying-party.ts';
+import type { ProviderSettings, RelyingParty } from './relying-party.ts';
 import { finishSignIn, START_QUERY, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
@@ -36,8 +34,8 @@ export interface OperatorSignInOptions {
   readonly operatorSignIn: OperatorSignInConfig | undefined;
   /** How operators' sessions are checked (built from `operatorSignIn`). */
   readonly operators: OperatorSessions | undefined;
-  /** What the server may call: the provider's issuer and every endpoint it names. */
-  readonly outbound: OutboundPolicy;
+  /** Discovers the provider, under the outbound policy (what the server may call). */
+  readonly relyingParty: RelyingParty;
   /** Limits on starting sign-ins (per address; the operators' sign-in counts as one workspace); absent: none. */
   readonly startLimits?: SignInStartLimits;
 }
@@ -51,19 +49,11 @@ export interface OperatorSignInOptions {
  * configured, every route answers 404 as a path that does not exist (not the console's page).
  */
 export async function operatorSignInRoutes(app: FastifyInstance, options: OperatorSignInOptions): Promise<void> {
-  const { baseDomain, sessions, operatorSignIn, operators, outbound, startLimits } = options;
+  const { baseDomain, sessions, operatorSignIn, operators, relyingParty, startLimits } = options;
   app.addHook('onRequest', async (request) => {
     requireOperatorHost(request, baseDomain);
     if (!operatorSignIn || !operators) throw absent(request);
   });
-  for (const [path, methods] of [
-    [OPERATOR_OPTIONS_PATH, ['GET']],
-    [OPERATOR_START_PATH, ['GET']],
-    [OPERATOR_CALLBACK_PATH, ['GET']],
-    [OPERATOR_SESSION_PATH, ['GET', 'DELETE']],
-  ] as const) {
-    rejectOtherMethods(app, path, methods);
-  }
   if (!operatorSignIn || !operators) {
     for (const path of [OPERATOR_OPTIONS_PATH, OPERATOR_START_PATH, OPERATOR_CALLBACK_PATH]) app.get(path, { schema: { hide: true } }, async () => undefined);
     app.route({ method: ['GET', 'DELETE'], url: OPERATOR_SESSION_PATH, schema: { hide: true }, handler: async () => undefined });
@@ -89,7 +79,7 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
       reply,
       PLACE,
       provider,
-      outbound,
+      relyingParty,
       OPERATOR_CALLBACK_PATH,
       (stateHash, pending) => store.operatorSessions.saveSignIn(stateHash, pending),
       'The operator identity provider cannot be reached or is not an OpenID Provider. Try again later, or use the operator token.',
@@ -98,7 +88,7 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
 
   app.get(OPERATOR_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
-    const identity = await verifySignIn(request, reply, PLACE, outbound, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
+    const identity = await verifySignIn(request, reply, PLACE, relyingParty, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
     if (!identity) return reply;
     const { policy } = operators;
     return finishSignIn(request, reply, PLACE, async () => openOperatorSession(store, policy, await admitOperator(store, policy, identity), sessions, request.id), 'operator');

@@ -24,21 +24,6 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
 const FAILED_DISCOVERY_TTL_MS = 60_000;
 
 /**
- * Discovered providers (or their failure), by policy and revision (a changed configuration is a
- * new revision, so never stale), shared by every app of the process.
- */
-const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_000, ttl: DISCOVERY_TTL_MS });
-
-/** A number per policy object, so that apps of one process with different policies never share a discovery. */
-const policyIds = new WeakMap<OutboundPolicy, number>();
-let policiesSeen = 0;
-const policyId = (policy: OutboundPolicy) => {
-  let id = policyIds.get(policy);
-  if (id === undefined) policyIds.set(policy, (id = ++policiesSeen));
-  return id;
-};
-
-/**
  * Refuses endpoints of a discovery document the server could not safely use: the token
  * endpoint and key set must be present, and with the user info endpoint reachable under the
  * outbound policy now (each request checks again); the authorization endpoint, where the
@@ -101,26 +86,47 @@ export async function discoverProvider(provider: Omit<ProviderSettings, 'revisio
   return config;
 }
 
+/** The relying party of this server: how it finds the OpenID Providers it signs people in with. */
+export interface RelyingParty {
+  /**
+   * The provider's configuration for a sign-in: {@link discoverProvider} once per revision, kept
+   * 10 minutes, a failure kept {@link FAILED_DISCOVERY_TTL_MS}, so however many requests arrive,
+   * a provider is discovered at most once a minute by this relying party.
+   * @throws what {@link discoverProvider} throws, and SecretDecryptionError when the client
+   *   secret cannot be decrypted (docs/security.md, "Secrets at rest").
+   */
+  configuration(provider: ProviderSettings): Promise<oidc.Configuration>;
+  /**
+   * {@link discoverProvider} now, without the cache: the check of a provider before it is stored.
+   * @throws what {@link discoverProvider} throws.
+   */
+  discover(provider: Omit<ProviderSettings, 'revision'>): Promise<oidc.Configuration>;
+}
+
 /**
- * The relying party's view of a provider (a workspace's, or the operators'):
- * {@link discoverProvider} once per revision and policy, kept 10 minutes, a failure kept
- * {@link FAILED_DISCOVERY_TTL_MS}, so however many requests arrive, a provider is discovered
- * at most once a minute by this process.
- * @throws what {@link discoverProvider} throws, and SecretDecryptionError when the client secret
- *   cannot be decrypted (docs/security.md, "Secrets at rest").
+ * The relying party under the outbound `policy`, with its own cache of discovered providers
+ * (by revision: a changed configuration is a new revision, so never stale). Built once per
+ * process by the composition root (server/app-dependencies.ts) and given to the app; building
+ * it does no I/O. Source: OpenID Connect Discovery 1.0 §4; docs/security.md, "Outbound connections".
  */
-export function relyingParty(provider: ProviderSettings, policy: OutboundPolicy): Promise<oidc.Configuration> {
-  const key = `${policyId(policy)}:${provider.revision}`;
-  let pending = discovered.get(key);
-  if (!pending) {
-    pending = discoverProvider(provider, policy);
-    const kept = pending;
-    kept.catch(() => {
-      if (discovered.get(key) === kept) discovered.set(key, kept, { ttl: FAILED_DISCOVERY_TTL_MS });
-    });
-    discovered.set(key, pending);
-  }
-  return pending;
+export function createRelyingParty(policy: OutboundPolicy): RelyingParty {
+  const discovered = new LRUCache<string, Promise<oidc.Configuration>>({ max: 1_000, ttl: DISCOVERY_TTL_MS });
+  return {
+    configuration(provider) {
+      const key = provider.revision;
+      let pending = discovered.get(key);
+      if (!pending) {
+        pending = discoverProvider(provider, policy);
+        const kept = pending;
+        kept.catch(() => {
+          if (discovered.get(key) === kept) discovered.set(key, kept, { ttl: FAILED_DISCOVERY_TTL_MS });
+        });
+        discovered.set(key, pending);
+      }
+      return pending;
+    },
+    discover: (provider) => discoverProvider(provider, policy),
+  };
 }
 
 /** What a sign-in keeps on the server until the provider sends the browser back. */

@@ -5,17 +5,16 @@ import type { VerifiedIdentity } from '../../core/sessions/person-sign-in.ts';
 import type { OpenedSession } from '../../core/sessions/sessions-service.ts';
 import { SignInRefusedError } from '../../core/sessions/sign-in-refused.ts';
 import { setSessionCookie } from '../session-cookie.ts';
-import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
 import { discoveryProblem } from './discovery-problem.ts';
 import {
   authorizationUrl,
   identityOf,
   newChecks,
   redeem,
-  relyingParty,
   UserInfoSubjectMismatchError,
   type ProviderSettings,
   type RedeemedSignIn,
+  type RelyingParty,
   type SignInChecks,
   type SignInPrompt,
 } from './relying-party.ts';
@@ -53,7 +52,7 @@ export const START_QUERY = {
 } as const;
 
 /**
- * Starts a sign-in at `provider`, discovered under the outbound `policy`: new `state`, `nonce`
+ * Starts a sign-in at `provider`, discovered by `relyingParty`: new `state`, `nonce`
  * and PKCE verifier, kept by `save` (with the state's hash) and the state also in this
  * browser's cookie, then the browser is sent to the provider, with the `prompt` of the request's
  * query if any (validated by {@link START_QUERY}). A provider whose configuration the outbound
@@ -66,7 +65,7 @@ export async function startSignIn(
   reply: FastifyReply,
   place: RefusalPlace,
   provider: ProviderSettings,
-  policy: OutboundPolicy,
+  relyingParty: RelyingParty,
   callbackPath: string,
   save: (stateHash: string, pending: StoredChecks) => Promise<void>,
   unreachable: string,
@@ -75,7 +74,7 @@ export async function startSignIn(
   const { prompt } = request.query as { prompt?: SignInPrompt };
   let url: URL;
   try {
-    url = await authorizationUrl(await relyingParty(provider, policy), redirectUri(request, callbackPath), checks, prompt);
+    url = await authorizationUrl(await relyingParty.configuration(provider), redirectUri(request, callbackPath), checks, prompt);
   } catch (err) {
     const { problem, message } = discoveryProblem(err);
     const misconfigured = problem === 'invalid_url' || problem === 'http_refused' || problem === 'address_refused';
@@ -92,7 +91,7 @@ export async function startSignIn(
  * server issued (taken at once by `take`: it serves one sign-in however the rest goes), not
  * expired, started in this very browser (its state cookie), then the code redeemed and the ID
  * token verified by openid-client against the provider `providerFor` names (or a refusal
- * message it gives instead), every request to the provider under the outbound `policy`, and the
+ * message it gives instead), every request to the provider by `relyingParty` (under the outbound policy), and the
  * email taken from the ID token or the UserInfo endpoint ({@link identityOf}). Returns who signed
  * in, or undefined once a refusal page is sent (each with its reason code: docs/security.md,
  * "Sign-in refusals").
@@ -101,7 +100,7 @@ export async function verifySignIn<P extends StoredChecks>(
   request: FastifyRequest,
   reply: FastifyReply,
   place: RefusalPlace,
-  policy: OutboundPolicy,
+  relyingParty: RelyingParty,
   take: (stateHash: string) => Promise<P | undefined>,
   providerFor: (pending: P) => Promise<ProviderSettings | string>,
 ): Promise<VerifiedIdentity | undefined> {
@@ -128,7 +127,7 @@ export async function verifySignIn<P extends StoredChecks>(
   let config: oidc.Configuration;
   let redeemed: RedeemedSignIn;
   try {
-    config = await relyingParty(provider, policy);
+    config = await relyingParty.configuration(provider);
   } catch (err) {
     return refuse({ status: 502, reason: 'provider_unreachable', message: 'The identity provider cannot be reached now. Start the sign-in again later.' }, { err });
   }

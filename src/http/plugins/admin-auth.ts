@@ -2,13 +2,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../core/api-keys/api-key-secret.ts';
 import { AppError } from '../../core/errors.ts';
 import { countFailedAttempt } from '../rate-limit/failed-attempts.ts';
-import type { TokenBuckets } from '../rate-limit/token-buckets.ts';
+import type { TokenBuckets } from '../../rate-limits/token-buckets.ts';
 import { sessionIdOf } from '../session-cookie.ts';
 import { operatorSessionOf, type OperatorSessions } from './operator-session-auth.ts';
 import { subdomainOf } from './tenant.ts';
 
 /** Where and how the operator interface is guarded. */
-export interface AdminGuard {
+export interface OperatorGuard {
   /** The operator token (`ADMIN_TOKEN`); undefined: no token opens the API (only operators' sessions). */
   readonly adminToken: string | undefined;
   /** Operators' console sessions (`OPERATOR_OIDC_ISSUER` set); absent: only the token opens the API. */
@@ -47,8 +47,10 @@ export function absent(request: FastifyRequest): AppError {
  *   `Retry-After` past the limit; `invalid_admin_token` (401) with `WWW-Authenticate: Bearer`
  *   (RFC 6750 §3); with a session cookie `invalid_session` (401) or `cross_origin_refused` (403).
  */
-export function requireAdminToken(app: FastifyInstance, guard: AdminGuard): void {
+export function requireOperator(app: FastifyInstance, guard: OperatorGuard): void {
   const { adminToken, baseDomain, authFailures, operatorSessions } = guard;
+  // Declared up front so every request object has the same shape (Fastify, "Decorators").
+  app.decorateRequest('operatorSession', undefined);
   app.addHook('onRequest', async (request, reply) => {
     requireOperatorHost(request, baseDomain);
     const header = request.headers.authorization ?? '';

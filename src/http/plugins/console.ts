@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { packagePath } from '../../package-root.ts';
 
 /** Where the web console is served: `/console/` on any host (docs/console.md). */
@@ -93,6 +92,5 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       wildcard: true,
       schemaHide: true,
     });
-    for (const url of [CONSOLE_PREFIX, `${CONSOLE_PREFIX}/`, `${CONSOLE_PREFIX}/*`]) rejectOtherMethods(scope, url, ['GET']);
   });
 }

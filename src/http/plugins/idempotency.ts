@@ -25,7 +25,6 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const LOCK_SECONDS = 60;
 /** Response headers replayed with the stored body. */
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
-const PURGE_EVERY_MS = 10 * 60_000;
 
 /** Same route, same path parameters, same body (key order ignored) → same fingerprint. */
 function fingerprint(request: FastifyRequest): string {
@@ -72,7 +71,9 @@ export function registerIdempotency(
   store: IdempotencyStore,
   beginTransaction?: () => Promise<RequestTransaction>,
 ): void {
-  let lastPurge = 0;
+  // Declared up front so every request object has the same shape (Fastify, "Decorators").
+  app.decorateRequest('idempotencyKey', undefined);
+  app.decorateRequest('requestTransaction', undefined);
 
   /** Claims the key inside a new request transaction; ends the transaction unless the request runs. */
   const claimInTransaction = async (
@@ -100,10 +101,6 @@ export function registerIdempotency(
     const key = headerKey(request);
     if (key === undefined) return;
     const workspaceId = request.tenant.workspace.id;
-    if (Date.now() - lastPurge > PURGE_EVERY_MS) {
-      lastPurge = Date.now();
-      store.purgeExpired().catch((err) => request.log.warn({ err }, 'idempotency purge failed'));
-    }
     const print = fingerprint(request);
     const { outcome, tx } = beginTransaction
       ? await claimInTransaction(workspaceId, key, print)

@@ -321,7 +321,7 @@ export async function registerApiReference(app: FastifyInstance, baseDomain: str
   let workspaceView: OpenApiDocument | undefined;
   const documentFor = (request: FastifyRequest): OpenApiDocument =>
     subdomainOf(request.hostname, baseDomain) === undefined ? full() : (workspaceView ??= workspaceDocument(full()));
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (request) => documentFor(request));
+  app.get(OPENAPI_PATH, { schema: { hide: true }, config: { otherMethods: false } }, async (request) => documentFor(request));
   const references = new Map<object, Promise<FastifyInstance>>();
   const relay = async (request: FastifyRequest, reply: FastifyReply) => {
     const document = documentFor(request);
@@ -337,7 +337,7 @@ export async function registerApiReference(app: FastifyInstance, baseDomain: str
     const type = answer.headers['content-type'];
     return reply.code(answer.statusCode).send(isText(typeof type === 'string' ? type : undefined) ? answer.payload : answer.rawPayload);
   };
-  for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/`, `${DOCS_PREFIX}/*`]) app.get(url, { schema: { hide: true }, logLevel: 'warn' }, relay);
+  for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/`, `${DOCS_PREFIX}/*`]) app.get(url, { schema: { hide: true }, logLevel: 'warn', config: { otherMethods: false } }, relay);
   app.addHook('onClose', async () => {
     for (const reference of references.values()) await (await reference).close();
   });

@@ -12,7 +12,8 @@ import { awaitableHook } from '../hooks.ts';
 import { sessionTenant } from './session-auth.ts';
 import { setRateLimitFields } from '../rate-limit/rate-limit-fields.ts';
 import { countFailedAttempt } from '../rate-limit/failed-attempts.ts';
-import type { RateLimits } from '../rate-limit/rate-limits.ts';
+import type { RateLimits } from '../../rate-limits/rate-limits.ts';
+import type { TokenBuckets } from '../../rate-limits/token-buckets.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -72,15 +73,87 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
 }
 
 /**
- * Authenticates every external-API and SCIM request before routing decides anything: workspace
- * from the Host (or, behind a trusted proxy, X-Forwarded-Host) → API key (expiry included), or
- * without one the console's session cookie (then a change must come from the console's own
- * origin) →
- * per-key token bucket → the route's scopes; a refused key is counted per client address and per
- * key, and past `AUTH_FAILURE_LIMIT` answered `429` instead of `401`
- * (docs/security.md, "API keys and scopes"). A limit that cannot be read (Redis unreachable) lets
- * the request through. Source: docs/contract.md Part B, Addressing, Authentication, Retries and limits,
- * Running several replicas.
+ * The workspace a request addresses: the label of its Host (or, behind a trusted proxy,
+ * X-Forwarded-Host) in front of `baseDomain`. Source: docs/contract.md Part B, Addressing and tenancy.
+ * @throws AppError `workspace_not_found` (404) on any other host.
+ */
+function workspaceOfHost(request: FastifyRequest, baseDomain: string): string {
+  const subdomain = subdomainOf(request.hostname, baseDomain);
+  if (!subdomain) {
+    throw new AppError('workspace_not_found', 'Address the API through your workspace, e.g. https://acme.<domain>/api/external/v2.');
+  }
+  return subdomain;
+}
+
+/**
+ * The tenant of the credential the request presents: its API key (expiry included), or without
+ * one (and not on SCIM) the console's session cookie, where a change must then come from the
+ * console's own origin (session-auth.ts); expiry and idle time against `now` (ms since the epoch).
+ * Source: docs/contract.md Part B, Authentication.
+ * @throws AppError `invalid_api_key` (401) and the session's refusals.
+ */
+function authenticateCredential(request: FastifyRequest, store: Store, sessions: Config['sessions'], subdomain: string, apiKey: string | undefined, path: string, now: number): Awaitable<Tenant> {
+  const sessionId = apiKey || isScimPath(path) ? undefined : sessionIdOf(request);
+  return sessionId ? sessionTenant(request, store, subdomain, sessionId, sessions, now) : authenticate(store, subdomain, apiKey, now);
+}
+
+/**
+ * Counts a refused key against the failed-attempt limit (docs/security.md, "The failed-attempt
+ * limit"), then fails as `error` would, or with `429` once the address or the key is over it.
+ * The key was checked first: the limit never refuses a valid key. Other errors pass unchanged.
+ */
+function limitFailedAttempts(authFailures: TokenBuckets | undefined, request: FastifyRequest, reply: FastifyReply, subdomain: string, apiKey: string | undefined, error: unknown): Awaitable<never> {
+  if (!authFailures || !(error instanceof AppError) || error.code !== 'invalid_api_key') throw error;
+  return andThen(countFailedAttempt(authFailures, reply, request.ip, subdomain, apiKey ?? ''), (limited) => {
+    throw limited ?? error;
+  });
+}
+
+/**
+ * Takes one token of the key's bucket (`RATE_LIMIT_PER_KEY`, `RATE_LIMIT_BURST`) and reports it
+ * in the RateLimit fields; a bucket that cannot be read (Redis unreachable) lets the request through.
+ * Source: docs/contract.md Part B, "Retries, limits and audit".
+ * @throws AppError `rate_limited` (429) with `Retry-After` when the bucket is empty.
+ */
+function takePerKeyToken(perKey: TokenBuckets | undefined, reply: FastifyReply, tenant: Tenant): Awaitable<void> {
+  if (!perKey) return;
+  return andThen(perKey.take(tenant.apiKeyId), (taken) => {
+    setRateLimitFields(reply, 'per-key', perKey, taken);
+    if (taken && !taken.allowed) {
+      throw new AppError('rate_limited', 'Too many requests for this API key; retry after the time in Retry-After.', undefined, {
+        'retry-after': String(taken.retryAfterSeconds),
+      });
+    }
+  });
+}
+
+/** The scopes the matched route names (docs/security.md, "API keys and scopes"). @throws AppError `insufficient_scope` (403). */
+function requireRouteScopes(tenant: Tenant, route: RouteShape): void {
+  for (const scope of requiredScopes(route.schema, route.path)) requireScope(tenant, scope);
+}
+
+/**
+ * Records that the key was used (`last_used_at`), at most once a {@link TOUCH_INTERVAL_MS} per
+ * key and without making the request wait; a failure is logged, never answered.
+ */
+function keyUseRecorder(store: Store): (request: FastifyRequest, tenant: Tenant) => void {
+  const lastTouched = new LRUCache<string, number>({ max: 100_000 });
+  return (request, tenant) => {
+    const now = Date.now();
+    if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) < TOUCH_INTERVAL_MS) return;
+    lastTouched.set(tenant.apiKeyId, now);
+    store.apiKeys.touch(tenant.workspace.id, tenant.apiKeyId).catch((err) => request.log.warn({ err }, 'could not record key use'));
+  };
+}
+
+/**
+ * Authenticates every external-API and SCIM request before routing decides anything, one step
+ * each: workspace from the Host → API key or console session cookie → (a refused key counted
+ * against the failed-attempt limit, per client address and per key, and past
+ * `AUTH_FAILURE_LIMIT` answered `429` instead of `401`) → per-key token bucket → the route's
+ * scopes → the request is the tenant's. A limit that cannot be read (Redis unreachable) lets
+ * the request through. Source: docs/contract.md Part B, Addressing, Authentication, Retries and
+ * limits, Running several replicas; docs/security.md, "API keys and scopes".
  *
  * A callback hook: when the key and the limits answer from memory (the cached key, limits
  * in this process) the request goes on without a promise or a microtask; only a step that
@@ -89,54 +162,26 @@ function presentedKey(request: FastifyRequest, path: string): string | undefined
  */
 export function registerTenantAuthentication(app: FastifyInstance, store: Store, config: Config, limits: RateLimits, now: () => number = Date.now): void {
   const { perKey, authFailures } = limits;
-  const lastTouched = new LRUCache<string, number>({ max: 100_000 });
-
-  /**
-   * Counts a refused key (docs/security.md, "The failed-attempt limit"), then fails as `error`
-   * would, or with `429` once the address or the key is over the limit. The key was checked
-   * first: the limit never refuses a valid key.
-   */
-  const countFailure = (request: FastifyRequest, reply: FastifyReply, subdomain: string, apiKey: string | undefined, error: unknown): Awaitable<never> => {
-    if (!authFailures || !(error instanceof AppError) || error.code !== 'invalid_api_key') throw error;
-    return andThen(countFailedAttempt(authFailures, reply, request.ip, subdomain, apiKey ?? ''), (limited) => {
-      throw limited ?? error;
-    });
-  };
-
-  /** The per-key bucket, the route's scopes, then the request is the tenant's. */
-  const admit = (request: FastifyRequest, reply: FastifyReply, route: RouteShape, tenant: Tenant): Awaitable<void> =>
-    andThen(perKey ? perKey.take(tenant.apiKeyId) : undefined, (taken) => {
-      if (perKey) {
-        setRateLimitFields(reply, 'per-key', perKey, taken);
-        if (taken && !taken.allowed) {
-          throw new AppError('rate_limited', 'Too many requests for this API key; retry after the time in Retry-After.', undefined, {
-            'retry-after': String(taken.retryAfterSeconds),
-          });
-        }
-      }
-      for (const scope of requiredScopes(route.schema, route.path)) requireScope(tenant, scope);
-      request.tenant = tenant;
-      const now = Date.now();
-      if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) >= TOUCH_INTERVAL_MS) {
-        lastTouched.set(tenant.apiKeyId, now);
-        store.apiKeys.touch(tenant.workspace.id, tenant.apiKeyId).catch((err) => request.log.warn({ err }, 'could not record key use'));
-      }
-    });
+  const recordKeyUse = keyUseRecorder(store);
+  // Declared up front so every request object has the same shape (Fastify, "Decorators").
+  app.decorateRequest('tenant', undefined);
 
   const authenticateRequest = (request: FastifyRequest, reply: FastifyReply): Awaitable<void> => {
     const route = routeShape(request);
     if (!isExternalApiPath(route.path)) return;
-    const subdomain = subdomainOf(request.hostname, config.baseDomain);
-    if (!subdomain) {
-      throw new AppError('workspace_not_found', 'Address the API through your workspace, e.g. https://acme.<domain>/api/external/v2.');
-    }
+    const subdomain = workspaceOfHost(request, config.baseDomain);
     const apiKey = presentedKey(request, route.path);
-    const sessionId = apiKey || isScimPath(route.path) ? undefined : sessionIdOf(request);
     const tenant = orElse<Tenant>(
-      () => (sessionId ? sessionTenant(request, store, subdomain, sessionId, config.sessions, now()) : authenticate(store, subdomain, apiKey, now())),
-      (error) => countFailure(request, reply, subdomain, apiKey, error),
+      () => authenticateCredential(request, store, config.sessions, subdomain, apiKey, route.path, now()),
+      (error) => limitFailedAttempts(authFailures, request, reply, subdomain, apiKey, error),
     );
-    return andThen(tenant, (found) => admit(request, reply, route, found));
+    return andThen(tenant, (found) =>
+      andThen(takePerKeyToken(perKey, reply, found), () => {
+        requireRouteScopes(found, route);
+        request.tenant = found;
+        recordKeyUse(request, found);
+      }),
+    );
   };
 
   app.addHook('onRequest', awaitableHook(authenticateRequest));

@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { andThen, type Awaitable } from '../../core/awaitable.ts';
 import { AppError } from '../../core/errors.ts';
 import { setRateLimitFields } from './rate-limit-fields.ts';
-import type { TakeResult, TokenBuckets } from './token-buckets.ts';
+import type { TakeResult, TokenBuckets } from '../../rate-limits/token-buckets.ts';
 
 /**
  * Counts one refused credential against the failed-attempt limit (`AUTH_FAILURE_LIMIT`,

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { TakeResult, TokenBuckets } from './token-buckets.ts';
+import type { TakeResult, TokenBuckets } from '../../rate-limits/token-buckets.ts';
 
 /**
  * Sets the IETF `RateLimit-Policy` and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-10

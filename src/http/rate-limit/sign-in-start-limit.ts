@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import { setRateLimitFields } from './rate-limit-fields.ts';
-import type { RateLimits } from './rate-limits.ts';
-import type { TokenBuckets } from './token-buckets.ts';
+import type { RateLimits } from '../../rate-limits/rate-limits.ts';
+import type { TokenBuckets } from '../../rate-limits/token-buckets.ts';
 
 /** The two limits on starting a sign-in; either may be absent (turned off). */
 export type SignInStartLimits = Pick<RateLimits, 'signInStartsPerAddress' | 'signInStartsPerWorkspace'>;

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { AppError } from '../../core/errors.ts';
 import { TRANSIENT_RETRY_AFTER_SECONDS } from '../../core/errors.ts';
-import { rejectOtherMethods } from '../method-not-allowed.ts';
 import { secretsEqual } from '../../core/api-keys/api-key-secret.ts';
 import { absent } from '../plugins/admin-auth.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
@@ -54,5 +53,4 @@ export async function operationsRoutes(
   app.get('/metrics', { schema: hidden }, async (_request, reply) =>
     reply.type(options.metrics.contentType).send(await options.metrics.metrics()),
   );
-  for (const url of ['/healthz', '/readyz', '/metrics']) rejectOtherMethods(app, url, ['GET']);
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
-import { requireAdminToken, type AdminGuard } from '../../plugins/admin-auth.ts';
+import { requireOperator, type OperatorGuard } from '../../plugins/admin-auth.ts';
 import { apiKeysRoutes } from './api-keys-routes.ts';
 import { auditStreamsRoutes } from './audit-streams-routes.ts';
 import type { AuditStreamDependencies } from '../../../core/audit-streams/audit-streams-service.ts';
@@ -25,9 +25,9 @@ import type { PolicyLimits } from '../../../core/lifecycle/policy.ts';
  */
 export async function adminRoutes(
   app: FastifyInstance,
-  options: AdminGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck; checkIdentityProvider: IdentityProviderCheck; policyLimits: PolicyLimits; auditStreams: AuditStreamDependencies },
+  options: OperatorGuard & { store: Store; checkWebhookUrl: WebhookUrlCheck; checkIdentityProvider: IdentityProviderCheck; policyLimits: PolicyLimits; auditStreams: AuditStreamDependencies },
 ): Promise<void> {
-  requireAdminToken(app, options);
+  requireOperator(app, options);
   const { store } = options;
   for (const routes of [workspacesRoutes, auditRoutes, auditExportRoutes, catalogueRoutes, secretsKeyRoutes]) {
     await app.register(routes, { store });

@@ -1,7 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { Type } from '@sinclair/typebox';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../core/api-keys/api-keys-service.ts';
 import { ADMIN_EXAMPLES, ApiKeySchema, CreateApiKeyBody, CreateOwnApiKeyBody, CreatedApiKeySchema, toWireApiKey, toWireCreatedApiKey } from '../../schemas/admin.ts';
@@ -82,7 +81,6 @@ export async function apiKeysRoutes(app: FastifyInstance, options: { store: Stor
       api_keys: (await listApiKeys(store, mount.subdomain(request))).map(toWireApiKey),
     }),
   });
-  rejectOtherMethods(app, collection, ['GET', 'POST']);
 
   api.delete(`${collection}/:id`, {
     schema: {
@@ -104,5 +102,4 @@ export async function apiKeysRoutes(app: FastifyInstance, options: { store: Stor
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, `${collection}/:id`, ['DELETE']);
 }

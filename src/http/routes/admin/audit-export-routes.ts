@@ -4,7 +4,6 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { exportAuditEvents, type AuditExportScope } from '../../../core/audit/audit-service.ts';
 import type { AuditFilter, Store } from '../../../core/ports.ts';
 import { auditExportStream, type AuditExportFormat } from '../../audit-export-stream.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { ADMIN_EXAMPLES, AuditExportQuery, GlobalAuditExportQuery } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/common.ts';
 import { AUTH, security, tags } from './admin-common.ts';
@@ -77,7 +76,6 @@ export async function workspaceAuditExportRoutes(app: FastifyInstance, options: 
       return sendExport(reply, store, { subdomain: mount.subdomain(request) }, auditFilter(filters), format);
     },
   });
-  rejectOtherMethods(app, path, ['GET']);
 }
 
 /**
@@ -101,5 +99,4 @@ export async function auditExportRoutes(app: FastifyInstance, options: { store: 
       return sendExport(reply, store, { all: true, ...(workspace === undefined ? {} : { workspace }) }, auditFilter(filters), format);
     },
   });
-  rejectOtherMethods(app, '/audit-events/export', ['GET']);
 }

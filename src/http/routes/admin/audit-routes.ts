@@ -1,7 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { listAllAuditEvents, listAuditEvents, type AuditPage } from '../../../core/audit/audit-service.ts';
 import { AppError } from '../../../core/errors.ts';
 import type { AuditFilter, Store } from '../../../core/ports.ts';
@@ -107,7 +106,6 @@ export async function workspaceAuditRoutes(app: FastifyInstance, options: { stor
       return auditListed(request, reply, listing);
     },
   });
-  rejectOtherMethods(app, path, ['GET']);
 }
 
 /**
@@ -138,5 +136,4 @@ export async function auditRoutes(app: FastifyInstance, options: { store: Store 
       return auditListed(request, reply, listing);
     },
   });
-  rejectOtherMethods(app, '/audit-events', ['GET']);
 }

@@ -14,7 +14,6 @@ import {
   type StreamOwner,
 } from '../../../core/audit-streams/audit-streams-service.ts';
 import type { Store } from '../../../core/ports.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import {
   AuditStreamSchema,
   AuditStreamWithSecretSchema,
@@ -115,7 +114,6 @@ export async function auditStreamsRoutes(
     },
     handler: async (request) => ({ audit_streams: (await listAuditStreams(store, await owner(request))).map(toWireAuditStream) }),
   });
-  rejectOtherMethods(app, BASE, ['GET', 'POST']);
 
   api.get(`${BASE}/:id`, {
     schema: {
@@ -183,7 +181,6 @@ export async function auditStreamsRoutes(
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, `${BASE}/:id`, ['GET', 'PATCH', 'DELETE']);
 
   api.post(`${BASE}/:id/test`, {
     schema: {
@@ -200,7 +197,6 @@ export async function auditStreamsRoutes(
       return { ok: outcome.ok, error: outcome.ok ? null : outcome.error };
     },
   });
-  rejectOtherMethods(app, `${BASE}/:id/test`, ['POST']);
 
   api.post(`${BASE}/:id/replay`, {
     schema: {
@@ -224,5 +220,4 @@ export async function auditStreamsRoutes(
       return { audit_stream: toWireAuditStream(stream), oldest_kept_at: oldestKept, complete: oldestKept === null || oldestKept <= from };
     },
   });
-  rejectOtherMethods(app, `${BASE}/:id/replay`, ['POST']);
 }

@@ -1,7 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { Type } from '@sinclair/typebox';
 import { deleteProduct, getProduct, listProducts, putProduct } from '../../../core/products/products-service.ts';
 import { PutProductBody } from '../../schemas/admin.ts';
@@ -35,7 +34,6 @@ export async function catalogueRoutes(app: FastifyInstance, options: { store: St
     },
     handler: async () => ({ products: (await listProducts(store)).map(toAdminProduct) }),
   });
-  rejectOtherMethods(app, '/products', ['GET']);
 
   api.put('/products/:name', {
     schema: {
@@ -94,5 +92,4 @@ export async function catalogueRoutes(app: FastifyInstance, options: { store: St
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, '/products/:name', ['GET', 'PUT', 'DELETE']);
 }

@@ -10,7 +10,6 @@ import {
   type IdentityProviderView,
 } from '../../../core/identity-providers/identity-providers-service.ts';
 import type { Store } from '../../../core/ports.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { OIDC_CALLBACK_PATH } from '../../oidc/oidc-routes.ts';
 import { BODY_ERRORS, Timestamp, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import type { RouteMount } from '../route-mount.ts';
@@ -158,7 +157,6 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, PATH, ['GET', 'PUT', 'DELETE']);
 
   api.post(`${PATH}/test`, {
     schema: {
@@ -185,5 +183,4 @@ export async function identityProviderRoutes(app: FastifyInstance, options: { st
     },
     handler: async (request) => toWire(await testIdentityProvider(store, mount.subdomain(request), check)),
   });
-  rejectOtherMethods(app, `${PATH}/test`, ['POST']);
 }

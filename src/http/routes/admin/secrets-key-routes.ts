@@ -2,7 +2,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { AUTH, security, tags } from './admin-common.ts';
 
@@ -49,5 +48,4 @@ export async function secretsKeyRoutes(app: FastifyInstance, options: { store: S
       return { key_id: report.keyId, reencrypted: report.reencrypted, undecryptable: report.undecryptable };
     },
   });
-  rejectOtherMethods(app, PATH, ['POST']);
 }

@@ -15,7 +15,6 @@ import {
   type WebhookUrlCheck,
 } from '../../../core/webhooks/webhook-endpoints-service.ts';
 import type { WebhookEndpointChanges } from '../../../core/webhooks/webhook-endpoint.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { ADMIN_EXAMPLES, AdminPageQuery, pageOf } from '../../schemas/admin.ts';
 import { BODY_ERRORS, LinkHeader, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import {
@@ -109,7 +108,6 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       webhook_endpoints: (await listWebhookEndpoints(store, mount.subdomain(request))).map(toWireWebhookEndpoint),
     }),
   });
-  rejectOtherMethods(app, BASE, ['GET', 'POST']);
 
   api.get(`${BASE}/:id`, {
     schema: {
@@ -168,7 +166,6 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, `${BASE}/:id`, ['GET', 'PATCH', 'DELETE']);
 
   api.post(`${BASE}/:id/rotate-secret`, {
     schema: {
@@ -191,7 +188,6 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
     },
     handler: async (request) => withSecret(await rotateWebhookSecret(store, mount.subdomain(request), request.params.id, mount.actor(request))),
   });
-  rejectOtherMethods(app, `${BASE}/:id/rotate-secret`, ['POST']);
 
   api.get(`${BASE}/:id/deliveries`, {
     schema: {
@@ -218,7 +214,6 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       return listed(request, reply, 'deliveries', page, toWireWebhookDelivery);
     },
   });
-  rejectOtherMethods(app, `${BASE}/:id/deliveries`, ['GET']);
 
   api.post(`${BASE}/:id/deliveries/:delivery_id/redeliver`, {
     schema: {
@@ -247,5 +242,4 @@ export async function webhookEndpointsRoutes(app: FastifyInstance, options: { st
       return reply.code(202).send(toWireWebhookDelivery(redelivered));
     },
   });
-  rejectOtherMethods(app, `${BASE}/:id/deliveries/:delivery_id/redeliver`, ['POST']);
 }

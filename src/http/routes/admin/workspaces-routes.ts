@@ -1,7 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../../core/ports.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import {
   createWorkspace,
   deleteWorkspace,
@@ -76,7 +75,6 @@ export async function workspacesRoutes(app: FastifyInstance, options: { store: S
       return listed(request, reply, 'workspaces', page, toWireWorkspace);
     },
   });
-  rejectOtherMethods(app, '/workspaces', ['GET', 'POST']);
 
   api.get('/workspaces/:subdomain', {
     schema: {
@@ -106,5 +104,4 @@ export async function workspacesRoutes(app: FastifyInstance, options: { store: S
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, '/workspaces/:subdomain', ['GET', 'DELETE']);
 }

@@ -5,7 +5,6 @@ import { toEventJson } from '../../../core/events/event.ts';
 import { listEvents } from '../../../core/events/events-service.ts';
 import type { Store } from '../../../core/ports.ts';
 import { scoped } from '../../route-scopes.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { EVENT_EXAMPLE, EventSchema, ListEventsQuery } from '../../schemas/events.ts';
@@ -45,5 +44,4 @@ export async function eventsRoutes(app: FastifyInstance, options: { store: Store
       return { events: listed, next_after: events.at(-1)?.sequence ?? after };
     },
   });
-  rejectOtherMethods(app, '/events', ['GET']);
 }

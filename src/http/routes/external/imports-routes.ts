@@ -12,7 +12,6 @@ import { IMPORT_LIMITS } from '../../../core/users/import-job.ts';
 import { cancelImport, getImport, importReport, listImports, startImport } from '../../../core/users/imports-service.ts';
 import { csvRows, jsonLinesRows } from '../../import-rows.ts';
 import { paginationLinks } from '../../link-header.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { scoped } from '../../route-scopes.ts';
 import {
@@ -145,7 +144,6 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
       return { imports: page.items.map(toWireJob), ...toWirePagination(page.pagination) };
     },
   });
-  rejectOtherMethods(app, '/users/imports', ['GET', 'POST']);
 
   api.get('/users/imports/:id', {
     schema: {
@@ -162,7 +160,6 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
     },
     handler: async (request) => toWireJob(await getImport(store, tenantOf(request).workspace.id, request.params.id)),
   });
-  rejectOtherMethods(app, '/users/imports/:id', ['GET']);
 
   api.get('/users/imports/:id/report', {
     schema: {
@@ -202,7 +199,6 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
       return reply.type('application/json; charset=utf-8').send(jsonReport(rows) as never);
     },
   });
-  rejectOtherMethods(app, '/users/imports/:id/report', ['GET']);
 
   api.post('/users/imports/:id/cancel', {
     schema: {
@@ -221,5 +217,4 @@ export async function importsRoutes(app: FastifyInstance, options: { store: Stor
     },
     handler: async (request) => toWireJob(await cancelImport(store, tenantOf(request).workspace.id, request.params.id)),
   });
-  rejectOtherMethods(app, '/users/imports/:id/cancel', ['POST']);
 }

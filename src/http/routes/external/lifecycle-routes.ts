@@ -12,7 +12,6 @@ import {
 } from '../../../core/lifecycle/policies.ts';
 import type { Store } from '../../../core/ports.ts';
 import { scoped } from '../../route-scopes.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { BODY_ERRORS, EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import {
@@ -58,7 +57,6 @@ export async function activityRoutes(app: FastifyInstance, options: { store: Sto
       return toWireActivityResult(await recordActivity(store, workspaceOf(request), reports));
     },
   });
-  rejectOtherMethods(app, '/users/activity', ['POST']);
 }
 
 /**
@@ -138,7 +136,6 @@ export async function policiesRoutes(app: FastifyInstance, options: { store: Sto
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, inactivity, ['GET', 'PUT', 'DELETE']);
 
   api.put(expiry, {
     schema: {
@@ -172,5 +169,4 @@ export async function policiesRoutes(app: FastifyInstance, options: { store: Sto
     },
     handler: async (request) => toWireExpiryPolicy(await getExpiryPolicy(store, await workspace(request))),
   });
-  rejectOtherMethods(app, expiry, ['GET', 'PUT']);
 }

@@ -4,7 +4,6 @@ import { andThen } from '../../../core/awaitable.ts';
 import type { Store } from '../../../core/ports.ts';
 import { listProducts } from '../../../core/products/products-service.ts';
 import { scoped } from '../../route-scopes.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schemas/common.ts';
 import { PRODUCTS_EXAMPLE, ProductSchema, toWireProduct } from '../../schemas/products.ts';
 
@@ -35,5 +34,4 @@ export async function productsRoutes(app: FastifyInstance, options: { store: Sto
     // sends what a handler returns); else the handler returns a promise, which Fastify awaits.
     handler: () => andThen(listProducts(options.store), (products) => ({ products: products.map(toWireProduct) })),
   });
-  rejectOtherMethods(app, '/products', ['GET']);
 }

@@ -3,7 +3,6 @@ import type { SessionConfig } from '../../../config/load-config.ts';
 import { AppError } from '../../../core/errors.ts';
 import type { Store } from '../../../core/ports.ts';
 import { endSession, openKeySession, type SessionTenant } from '../../../core/sessions/sessions-service.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { clearSessionCookie, requireSameOrigin, setSessionCookie } from '../../session-cookie.ts';
 
@@ -59,5 +58,4 @@ export async function sessionRoutes(app: FastifyInstance, options: { store: Stor
     clearSessionCookie(request, reply);
     return reply.code(204).send();
   });
-  rejectOtherMethods(app, SESSION_PATH, ['GET', 'POST', 'DELETE']);
 }

@@ -19,7 +19,6 @@ import {
 import { parseIfMatch, userEtag } from '../../etag.ts';
 import { paginationLinks } from '../../link-header.ts';
 import { scoped } from '../../route-scopes.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
 import { ADMIN_EXAMPLES, AuditEventSchema, pageOf, toWireAuditEvent } from '../../schemas/admin.ts';
 import {
@@ -193,7 +192,6 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       return { users: page.items.map(toWireUser), ...toWirePagination(page.pagination) };
     },
   });
-  rejectOtherMethods(app, '/users', ['GET', 'POST']);
 
   api.get('/users/:email', {
     schema: {
@@ -301,7 +299,6 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       return reply.code(204).send();
     },
   });
-  rejectOtherMethods(app, '/users/:email', ['GET', 'PATCH', 'DELETE']);
 
   api.get('/users/:email/audit-events', {
     schema: {
@@ -339,5 +336,4 @@ export async function usersRoutes(app: FastifyInstance, options: { store: Store;
       return { audit_events: page.items.map(toWireAuditEvent), ...toWirePagination(page.pagination) };
     },
   });
-  rejectOtherMethods(app, '/users/:email/audit-events', ['GET']);
 }

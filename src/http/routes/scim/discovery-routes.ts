@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../../core/errors.ts';
 import { resourceTypes, schemas, serviceProviderConfig } from '../../../scim/discovery.ts';
 import { listResponse } from '../../../scim/list.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { scimBaseUrl, sendScim } from './scim-reply.ts';
 
 /**
@@ -12,7 +11,6 @@ import { scimBaseUrl, sendScim } from './scim-reply.ts';
 export async function scimDiscoveryRoutes(app: FastifyInstance): Promise<void> {
   const hidden = { schema: { hide: true } };
   app.get('/ServiceProviderConfig', hidden, async (request, reply) => sendScim(reply, 200, serviceProviderConfig(scimBaseUrl(request))));
-  rejectOtherMethods(app, '/ServiceProviderConfig', ['GET']);
 
   for (const [path, documents, what] of [
     ['/ResourceTypes', resourceTypes, 'resource type'],
@@ -28,7 +26,5 @@ export async function scimDiscoveryRoutes(app: FastifyInstance): Promise<void> {
       if (!found) throw new AppError('not_found', `No ${what} "${id}".`);
       return sendScim(reply, 200, found);
     });
-    rejectOtherMethods(app, path, ['GET']);
-    rejectOtherMethods(app, `${path}/:id`, ['GET']);
   }
 }

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { scimOpenApiDocument } from '../../../scim/openapi-document.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 
 /**
  * `GET /scim/v2/openapi.json`: the SCIM service's OpenAPI 3.1 document, public documentation
@@ -10,5 +9,4 @@ import { rejectOtherMethods } from '../../method-not-allowed.ts';
 export async function scimDocumentRoute(app: FastifyInstance, options: { server: { readonly baseDomain: string; readonly port: number } }): Promise<void> {
   let document: Record<string, unknown> | undefined;
   app.get('/openapi.json', { schema: { hide: true } }, async () => (document ??= scimOpenApiDocument(options.server)));
-  rejectOtherMethods(app, '/openapi.json', ['GET']);
 }

@@ -18,7 +18,6 @@ import { listResponse, readListWindow, singleParameter } from '../../../scim/lis
 import { readPatchOperations } from '../../../scim/patch-request.ts';
 import { project, readProjection, shows, type Projection } from '../../../scim/projection.ts';
 import { groupDefinition } from '../../../scim/schema-definitions.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { queryOf, scimActor, scimBaseUrl, sendScim, workspaceOf } from './scim-reply.ts';
 
 /** The projection a request asks for, and whether it asked for one at all. */
@@ -87,7 +86,6 @@ export async function scimGroupsRoutes(app: FastifyInstance, options: { store: S
     reply.header('location', `${scimBaseUrl(request)}/Groups/${group.id}`);
     return sendGroup(store, request, reply, 201, group);
   });
-  rejectOtherMethods(app, '/Groups', ['GET', 'POST']);
 
   app.get('/Groups/:id', hidden, async (request, reply) => {
     const { id } = request.params as { id: string };
@@ -135,5 +133,4 @@ export async function scimGroupsRoutes(app: FastifyInstance, options: { store: S
     await unlinkGroup(store, workspaceOf(request), id, scimActor(request));
     return reply.code(204).send();
   });
-  rejectOtherMethods(app, '/Groups/:id', ['GET', 'PUT', 'PATCH', 'DELETE']);
 }

@@ -11,7 +11,6 @@ import { userDefinition } from '../../../scim/schema-definitions.ts';
 import { userFilterCondition } from '../../../scim/user-filter.ts';
 import { readUserResource, scimUserVersion, toUserResource, type UserResourceState } from '../../../scim/user-resource.ts';
 import { parseIfMatch } from '../../etag.ts';
-import { rejectOtherMethods } from '../../method-not-allowed.ts';
 import { queryOf, scimActor, scimBaseUrl, sendScim, workspaceOf } from './scim-reply.ts';
 
 /** A user deleted through SCIM answers 404 there (docs/contract.md Part B). */
@@ -101,7 +100,6 @@ export async function scimUsersRoutes(app: FastifyInstance, options: { store: St
     reply.header('location', `${scimBaseUrl(request)}/Users/${user.id}`);
     return sendUser(request, reply, 201, user);
   });
-  rejectOtherMethods(app, '/Users', ['GET', 'POST']);
 
   app.get('/Users/:id', hidden, async (request, reply) => {
     const { id } = request.params as { id: string };
@@ -158,5 +156,4 @@ export async function scimUsersRoutes(app: FastifyInstance, options: { store: St
     });
     return reply.code(204).send();
   });
-  rejectOtherMethods(app, '/Users/:id', ['GET', 'PUT', 'PATCH', 'DELETE']);
 }

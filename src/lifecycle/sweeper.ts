@@ -9,7 +9,8 @@ import type { Store } from '../core/ports.ts';
  * transaction whose claim skips the users another process holds, so replicas share a sweep and
  * a crash undoes only the batch in flight. Between sweeps it sleeps until the next due instant
  * the database knows, never longer than `maxWaitMs` (so anything written by another process is
- * done within that), and `wake()` (this process wrote a user) looks at the next due instant again.
+ * done within that), and a wake (this process wrote a user) looks at the next due instant again.
+ * The sleeping and waking are the server's scheduler's (server/service.ts); this module sweeps.
  */
 
 /** Most users per batch: a batch's transaction, and the row locks it holds, stay short. */
@@ -23,26 +24,25 @@ const BATCH_TARGET_MS = 50;
 /** Users in a sweep's first batch; later ones adapt to {@link BATCH_TARGET_MS}. */
 const BATCH_START_SIZE = 20;
 
-/** A running scheduler. */
-export interface LifecycleScheduler {
-  /** Looks at the next due instant again (a nearer one may have been written) and sleeps until then. */
-  wake(): void;
-  /** Sweeps now and resolves with how many users it claimed or warned (for tests and the benchmark). */
-  sweepNow(): Promise<number>;
-  /** Stops sweeping; resolves once the sweep under way has finished. */
-  stop(): Promise<void>;
+/** The sweeps of access that ends on time, without timers: the server's scheduler runs them. */
+export interface LifecycleSweeper {
+  /**
+   * Sweeps now and resolves with how many users it claimed or warned; ends between two batches
+   * once `stopping` is aborted. Rejects with the store's error (the next sweep retries).
+   */
+  sweep(stopping?: AbortSignal): Promise<number>;
+  /** The delay until the next due instant the database knows, at most `maxWaitMs` (also when it cannot be read: logged). */
+  nextDelayMs(): Promise<number>;
 }
 
-/** Options of {@link startLifecycleScheduler}. */
-export interface LifecycleSchedulerOptions {
+/** Options of {@link createLifecycleSweeper}. */
+export interface LifecycleSweeperOptions {
   readonly store: Store;
   readonly log: Logger;
-  /** The clock the scheduler compares due instants with; default the system's (tests inject one). */
+  /** The clock the sweeps compare due instants with; default the system's (tests inject one). */
   readonly now?: () => Date;
   readonly maxWaitMs?: number;
   readonly batchSize?: number;
-  /** Sweep on a timer (default); false: only when `sweepNow()` is called (tests with an injected clock). */
-  readonly timer?: boolean;
   /**
    * True when one connection serves the requests and the sweep alike (the embedded store): a
    * batch's transaction then holds every request, so batches adapt to {@link BATCH_TARGET_MS}.
@@ -52,22 +52,20 @@ export interface LifecycleSchedulerOptions {
   readonly sharedConnection?: boolean;
 }
 
+/** Longest sleep between two sweeps by default, in ms (the scheduler's interval for them). */
+export const LIFECYCLE_MAX_WAIT_MS = MAX_WAIT_MS;
+
 /**
- * Starts the scheduler: a first sweep at once, then as described above. Failures of a sweep are
- * logged and retried at the next one; nothing throws out of it.
+ * The sweeper as described above: the server's scheduler (server/scheduler.ts) runs a sweep at
+ * start, then again after {@link LifecycleSweeper.nextDelayMs}, and sooner when this process
+ * wrote a user. Throws nothing when built.
  */
-export function startLifecycleScheduler(options: LifecycleSchedulerOptions): LifecycleScheduler {
+export function createLifecycleSweeper(options: LifecycleSweeperOptions): LifecycleSweeper {
   const { store, log } = options;
   const now = options.now ?? (() => new Date());
   const maxWaitMs = options.maxWaitMs ?? MAX_WAIT_MS;
   const batchSize = options.batchSize ?? BATCH_SIZE;
-  const timed = options.timer ?? true;
   const sharedConnection = options.sharedConnection ?? false;
-  let stopping = false;
-  let running: Promise<number> | undefined;
-  let again = false;
-  let timer: NodeJS.Timeout | undefined;
-  let waking = false;
 
   /**
    * Runs `batch` until it returns less than it was asked for. On a shared connection the batch
@@ -79,7 +77,7 @@ export function startLifecycleScheduler(options: LifecycleSchedulerOptions): Lif
    * lock anyone waits on, and adapting to it shrank batches to one user (20 users/s at 100,000
    * due; docs/performance.md, "Access that ends on time, at scale").
    */
-  async function drain(batch: (at: Date, limit: number) => Promise<number>): Promise<number> {
+  async function drain(batch: (at: Date, limit: number) => Promise<number>, stopping: AbortSignal | undefined): Promise<number> {
     let total = 0;
     let size = sharedConnection ? Math.min(batchSize, BATCH_START_SIZE) : batchSize;
     for (;;) {
@@ -87,7 +85,7 @@ export function startLifecycleScheduler(options: LifecycleSchedulerOptions): Lif
       const done = await batch(now(), size);
       const took = performance.now() - started;
       total += done;
-      if (done < size || stopping) return total;
+      if (done < size || stopping?.aborted) return total;
       if (!sharedConnection) {
         await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
         continue;
@@ -98,69 +96,24 @@ export function startLifecycleScheduler(options: LifecycleSchedulerOptions): Lif
     }
   }
 
-  async function sweep(): Promise<number> {
-    let total = 0;
-    total += await drain((at, limit) => expireGrants(store, at, limit));
-    total += await drain((at, limit) => expireMemberships(store, at, limit));
-    total += await drain((at, limit) => deactivateInactive(store, at, limit));
-    total += await drain((at, limit) => sendWarnings(store, at, limit));
-    if (total > 0) log.info({ changed: total }, 'access policies: due changes done');
-    return total;
-  }
-
-  function schedule(delayMs: number): void {
-    if (!timed || stopping) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => void sweepNow().catch(() => {}), delayMs);
-    timer.unref();
-  }
-
-  /** Sleeps until the next due instant, at most `maxWaitMs`. */
-  async function scheduleNext(): Promise<void> {
-    if (!timed || stopping) return;
-    let delay = maxWaitMs;
-    try {
-      const next = await store.lifecycle.nextDue(now());
-      if (next) delay = Math.min(maxWaitMs, Math.max(0, next.getTime() - now().getTime()));
-    } catch (err) {
-      log.warn({ err }, 'access policies: could not read the next due instant');
-    }
-    schedule(delay);
-  }
-
-  function sweepNow(): Promise<number> {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = sweep()
-      .catch((err: unknown) => {
-        log.warn({ err }, 'access policies: a sweep failed; the next one retries');
-        return 0;
-      })
-      .finally(() => {
-        running = undefined;
-        if (again && !stopping) {
-          again = false;
-          void sweepNow();
-        } else void scheduleNext();
-      });
-    return running;
-  }
-
-  if (timed) schedule(0);
   return {
-    wake: () => {
-      // One look at the next due instant at a time: a burst of writes costs one query, not one each.
-      if (stopping || running || waking) return;
-      waking = true;
-      void scheduleNext().finally(() => (waking = false));
+    async sweep(stopping) {
+      let total = 0;
+      total += await drain((at, limit) => expireGrants(store, at, limit), stopping);
+      total += await drain((at, limit) => expireMemberships(store, at, limit), stopping);
+      total += await drain((at, limit) => deactivateInactive(store, at, limit), stopping);
+      total += await drain((at, limit) => sendWarnings(store, at, limit), stopping);
+      if (total > 0) log.info({ changed: total }, 'access policies: due changes done');
+      return total;
     },
-    sweepNow,
-    async stop() {
-      stopping = true;
-      clearTimeout(timer);
-      await running?.catch(() => {});
+    async nextDelayMs() {
+      try {
+        const next = await store.lifecycle.nextDue(now());
+        return next ? Math.min(maxWaitMs, Math.max(0, next.getTime() - now().getTime())) : maxWaitMs;
+      } catch (err) {
+        log.warn({ err }, 'access policies: could not read the next due instant');
+        return maxWaitMs;
+      }
     },
   };
 }

@@ -22,21 +22,28 @@ export interface SharedRedis {
   failed(error: unknown): void;
   /** Records a successful command; logs the recovery once, on the transition. */
   succeeded(): void;
+  /**
+   * Starts connecting in the background (the server starts whether or not Redis answers) and
+   * keeps reconnecting; the outage and the recovery are logged to `log`. Until then every
+   * command fails at once (the limits fail open).
+   */
+  connect(log: RedisLog): void;
   /** Closes the connection (QUIT, or a disconnect when Redis does not answer); no reconnection follows. */
   close(): Promise<void>;
 }
 
 /**
- * Connects to Redis at `url` in the background (the server starts whether or not Redis
- * answers) and keeps reconnecting with a growing pause (up to 2 s). `timeoutMs` bounds every
- * command and each connection attempt. The outage and the recovery are each logged once per
- * transition; `rate_limit_redis_connected` (1 or 0) is registered in `registry`.
+ * The client of Redis at `url`, not yet connected ({@link SharedRedis.connect} starts it, so
+ * building it does no I/O); once connected it keeps reconnecting with a growing pause (up to
+ * 2 s). `timeoutMs` bounds every command and each connection attempt. The outage and the
+ * recovery are each logged once per transition; `rate_limit_redis_connected` (1 or 0) is
+ * registered in `registry`.
  * Source: docs/contract.md Part B, "Running several replicas" (fail open, promptly, logged);
- * ioredis options `enableOfflineQueue`, `commandTimeout`, `retryStrategy`.
+ * ioredis options `lazyConnect`, `enableOfflineQueue`, `commandTimeout`, `retryStrategy`.
  */
-export async function connectSharedRedis(
+export async function createSharedRedis(
   config: { readonly url: string; readonly timeoutMs: number },
-  options: { readonly log: RedisLog; readonly registry?: Registry },
+  options: { readonly registry?: Registry } = {},
 ): Promise<SharedRedis> {
   // Loaded only with REDIS_URL: a single replica never needs the client.
   const { Redis } = await import('ioredis');
@@ -46,6 +53,7 @@ export async function connectSharedRedis(
     registers: options.registry ? [options.registry] : [],
   });
   const client = new Redis(config.url, {
+    lazyConnect: true,
     // A command while disconnected fails at once instead of waiting for the connection.
     enableOfflineQueue: false,
     commandTimeout: config.timeoutMs,
@@ -59,17 +67,18 @@ export async function connectSharedRedis(
   // fail open unlogged, as Redis has not had the time to answer, not failed to.
   let state: 'starting' | 'up' | 'down' = 'starting';
   let closing = false;
+  let log: RedisLog | undefined;
   const down = (reason: string) => {
     connected.set(0);
     if (state === 'down' || closing) return;
     state = 'down';
-    options.log.warn({ reason }, 'Redis unreachable: rate limits fail open (each request goes on unlimited) until it answers again');
+    log?.warn({ reason }, 'Redis unreachable: rate limits fail open (each request goes on unlimited) until it answers again');
   };
   const up = () => {
     connected.set(1);
     const was = state;
     state = 'up';
-    if (was === 'down') options.log.info({}, 'Redis reachable again: rate limits shared across replicas');
+    if (was === 'down') log?.info({}, 'Redis reachable again: rate limits shared across replicas');
   };
   client.on('ready', up);
   client.on('close', () => down('connection closed'));
@@ -82,6 +91,11 @@ export async function connectSharedRedis(
     },
     succeeded: () => {
       if (state !== 'up') up();
+    },
+    connect(to) {
+      log = to;
+      // A first attempt that fails is retried by `retryStrategy` like any lost connection.
+      client.connect().catch(() => {});
     },
     async close() {
       closing = true;
