@@ -6,7 +6,7 @@ import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from
 
 /*
  * The sign-in callbacks validate their query (docs/api.md, "The console's routes"): what is not
- * a provider's answer — neither an `error` nor a `code` with a `state`, a parameter given twice,
+ * a provider's answer — neither an `error` nor a `state`, a parameter given twice,
  * one longer than its bound — is the refusal page `400 callback_invalid` (docs/security.md,
  * "Sign-in refusals"), never JSON and never a 5xx; a well-formed answer still reaches the flow's
  * own checks. Both callbacks: a workspace's, and the operators' on the operator host.
@@ -43,7 +43,6 @@ describe(`the sign-in callbacks' query [${BACKEND}]`, () => {
   const BAD_QUERIES = {
     'nothing at all': '',
     'a code without a state': '?code=abc',
-    'a state without a code': '?state=abc',
     'the state twice': '?code=abc&state=one&state=two',
     'the code twice': '?code=a&code=b&state=abc',
     'the error twice': '?error=access_denied&error=server_error',

@@ -83,7 +83,7 @@ const CALLBACK_INVALID: Refusal = {
   status: 400,
   reason: 'callback_invalid',
   message:
-    'This address is not an answer of the identity provider the console can read (it carries a code and a state, or an error, each once). Start the sign-in again from the console.',
+    'This address is not an answer of the identity provider the console can read (it carries a state, or an error, each once). Start the sign-in again from the console.',
 };
 
 /**

@@ -79,7 +79,8 @@ const Returned = (description: string, maxLength: number) => Type.Optional(Type.
 
 /**
  * The callback's query, as the provider sends the browser back (RFC 6749 §4.1.2 and §4.1.2.1,
- * RFC 9207 §2): the `code` and the `state`, or an `error`. Each at most once and bounded;
+ * RFC 9207 §2): a `state` (with the `code`; one without is refused by the flow as not verified),
+ * or an `error`. Each at most once and bounded;
  * parameters a provider adds beyond these (`scope`, `session_state`…) are let through, since
  * openid-client reads the whole callback URL. Anything else is the refusal `callback_invalid`.
  */
@@ -94,7 +95,7 @@ export const CallbackQuery = Type.Object(
   },
   {
     additionalProperties: true,
-    anyOf: [{ required: ['error'] }, { required: ['code', 'state'] }],
+    anyOf: [{ required: ['error'] }, { required: ['state'] }],
   },
 );
 
