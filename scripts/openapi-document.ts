@@ -19,8 +19,12 @@ export const DOCUMENT_ENV = {
   LOG_LEVEL: 'silent',
 } as const;
 
-/** Builds the app on an in-memory PGlite with {@link DOCUMENT_ENV} and returns `app.swagger()`. */
-export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
+/**
+ * Builds the app on an in-memory PGlite with {@link DOCUMENT_ENV} and returns `app.swagger()`,
+ * or with `which` `console` the console's document (`app.consoleSwagger()`, docs/api.md, "The
+ * console's routes").
+ */
+export async function buildOpenApiDocument(which: 'public' | 'console' = 'public'): Promise<Record<string, unknown>> {
   const database = await openDatabase({ kind: 'memory' });
   try {
     const app = await buildApp(loadConfig(DOCUMENT_ENV), {
@@ -33,7 +37,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     try {
       await app.ready();
       // A deep copy: the cached document must not be shared with callers that transform it.
-      return structuredClone(app.swagger() as unknown as Record<string, unknown>);
+      return structuredClone(which === 'console' ? app.consoleSwagger() : (app.swagger() as unknown as Record<string, unknown>));
     } finally {
       await app.close();
     }

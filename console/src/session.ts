@@ -8,6 +8,7 @@
  * session on the server.
  */
 import { useSyncExternalStore } from 'react';
+import { endSession, probeSession } from './api/console-client.ts';
 
 /** What the person signed in with; either may be absent. */
 export interface Credentials {
@@ -60,12 +61,6 @@ export function setCredentials(change: Partial<Record<keyof Credentials, string 
   for (const listener of listeners) listener();
 }
 
-/** Where the console's session is opened, read and ended (on this host). */
-export const SESSION_PATH = '/api/external/v2/console/session';
-
-/** Where an operator's session (signed in with the operator identity provider) is read and ended. */
-export const OPERATOR_SESSION_PATH = '/console/operator/session';
-
 /** The query parameter the server adds when it sends the browser back from an identity provider. */
 const RETURNED_PARAM = 'signed_in';
 
@@ -86,20 +81,17 @@ export function restoreSessions(): Promise<void> {
       url.searchParams.delete(RETURNED_PARAM);
       history.replaceState(history.state, '', url.pathname + url.search + url.hash);
     }
-    const read = (path: string) => fetch(path, { credentials: 'same-origin' }).catch(() => undefined);
     const workspace = workspaceOfHost();
     if (workspace !== undefined) {
-      const response = await read(SESSION_PATH);
+      const answer = await probeSession('workspace');
       // Only a clear "no session" forgets it: a network failure keeps what this tab knew.
-      if (response?.ok) setCredentials({ workspace });
-      else if (response && response.status < 500) setCredentials({ workspace: undefined });
+      if (answer?.response.ok) setCredentials({ workspace });
+      else if (answer && answer.response.status < 500) setCredentials({ workspace: undefined });
       return;
     }
-    const response = await read(OPERATOR_SESSION_PATH);
-    if (response?.ok) {
-      const { actor } = (await response.json()) as { actor: { label: string | null } };
-      setCredentials({ operator: actor.label ?? 'operator' });
-    } else if (response && response.status < 500) setCredentials({ operator: undefined });
+    const answer = await probeSession('operator');
+    if (answer?.data) setCredentials({ operator: answer.data.actor.label ?? 'operator' });
+    else if (answer && answer.response.status < 500) setCredentials({ operator: undefined });
   })();
   return restoring;
 }
@@ -112,9 +104,8 @@ export function isOperator(credentials: Credentials): boolean {
 /** Forgets every credential and ends the session on the server (Sign out). */
 export function signOut(): void {
   // The cookie is HttpOnly: only the server can end the session and clear it.
-  const end = (path: string) => void fetch(path, { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
-  if (current.workspace) end(SESSION_PATH);
-  if (current.operator) end(OPERATOR_SESSION_PATH);
+  if (current.workspace) endSession('workspace');
+  if (current.operator) endSession('operator');
   setCredentials({ workspace: undefined, adminToken: undefined, operator: undefined });
 }
 

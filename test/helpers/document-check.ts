@@ -1,12 +1,15 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CONSOLE_TAG } from '../../src/http/schemas/console.ts';
 
 /*
  * Every answer of an in-process app checked against the OpenAPI document the same app serves
  * (docs/api.md, introduction): the route is in the document, the status is declared for it,
  * and a JSON body matches the declared schema of its media type. So the document cannot drift
- * from what the service does: a test suite that meets an undeclared answer fails.
+ * from what the service does: a test suite that meets an undeclared answer fails. The console's
+ * routes, hidden from the public document, are checked against the console's own
+ * (`app.consoleSwagger()`; docs/api.md, "The console's routes").
  */
 
 /** The parts of the document the check reads. */
@@ -23,36 +26,56 @@ export interface DocumentCheck {
 /** A JSON Pointer token inside a URI fragment (RFC 6901 §3 and §6). */
 const pointerToken = (token: string) => encodeURIComponent(token.replace(/~/g, '~0').replace(/\//g, '~1'));
 
+/** One document the check reads, with the Ajv instance and validators compiled from it. */
+interface CheckedDocument {
+  readonly document: Document;
+  readonly ajv: Ajv2020;
+  readonly validators: Map<string, ValidateFunction>;
+}
+
+/** `document` ready to validate answers with. */
+function checkedDocument(document: Document): CheckedDocument {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+  addFormats.default(ajv);
+  ajv.addSchema(document as object, 'openapi.json');
+  return { document, ajv, validators: new Map() };
+}
+
+/** The validator of the schema at `pointer` in `checked`'s document, compiled once. */
+function validatorFor(checked: CheckedDocument, pointer: string): ValidateFunction {
+  let validate = checked.validators.get(pointer);
+  if (!validate) {
+    validate = checked.ajv.compile({ $ref: `openapi.json#${pointer}` });
+    checked.validators.set(pointer, validate);
+  }
+  return validate;
+}
+
 /**
  * Adds an `onSend` hook to `app` (before `ready`) that checks each answer of a documented
- * route against the app's own OpenAPI document and records what does not match. Routes hidden
- * from the document (`schema.hide`) and answers without a route (an unknown path) are not checked.
+ * route against the app's own OpenAPI document (a console route's against the console's
+ * document) and records what does not match. Other routes hidden from the documents
+ * (`schema.hide`) and answers without a route (an unknown path) are not checked.
  */
 export function checkAnswersAgainstDocument(app: FastifyInstance): DocumentCheck {
   const violations: string[] = [];
-  let ajv: Ajv2020 | undefined;
-  let document: Document | undefined;
-  const validators = new Map<string, ValidateFunction>();
+  let publicDocument: CheckedDocument | undefined;
+  let consoleDocument: CheckedDocument | undefined;
 
-  const validatorFor = (pointer: string): ValidateFunction => {
-    let validate = validators.get(pointer);
-    if (!validate) {
-      validate = ajv!.compile({ $ref: `openapi.json#${pointer}` });
-      validators.set(pointer, validate);
-    }
-    return validate;
+  /** The document that describes `route`, or undefined when none does. */
+  const documentOf = (schema: { hide?: boolean; tags?: readonly string[] } | undefined): CheckedDocument | undefined => {
+    if (!schema?.hide) return (publicDocument ??= checkedDocument(app.swagger() as Document));
+    if (schema.tags?.includes(CONSOLE_TAG)) return (consoleDocument ??= checkedDocument(app.consoleSwagger() as Document));
+    return undefined;
   };
 
   const check = (request: FastifyRequest, reply: FastifyReply, payload: unknown): string | undefined => {
     const route = request.routeOptions;
-    if (!route.url || (route.schema as { hide?: boolean } | undefined)?.hide) return undefined;
-    if (!document) {
-      document = app.swagger() as Document;
-      ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
-      addFormats.default(ajv);
-      ajv.addSchema(document as object, 'openapi.json');
-    }
-    const path = route.url.replace(/:(\w+)/g, '{$1}');
+    if (!route.url) return undefined;
+    const checked = documentOf(route.schema as { hide?: boolean; tags?: readonly string[] } | undefined);
+    if (!checked) return undefined;
+    const { document, ajv } = checked;
+    const path = route.url.replace(/:(\w+)/g, '{$1}').replace(/\*$/, '{*}');
     const method = request.method.toLowerCase();
     const operation = document.paths?.[path]?.[method];
     const where = `${request.method} ${path} → ${reply.statusCode}`;
@@ -64,12 +87,14 @@ export function checkAnswersAgainstDocument(app: FastifyInstance): DocumentCheck
     const code = mediaType === 'application/problem+json' ? ` (${String((body as { code?: string }).code)})` : '';
     if (!declared) return `${where}${code}: the status is not declared`;
     const content = operation.responses![declared]!.content;
+    // The console's pages are HTML: their media type is checked too (a JSON body's always is, below).
+    if (checked === consoleDocument && content && mediaType && !content[mediaType]) return `${where}${code}: ${mediaType} is not declared for it`;
     if (!content || body === undefined) return undefined;
     if (!content[mediaType]?.schema) return `${where}${code}: ${mediaType} is not declared for it`;
     const pointer = ['', 'paths', path, method, 'responses', declared, 'content', mediaType, 'schema'].map(pointerToken).join('/');
-    const validate = validatorFor(pointer);
+    const validate = validatorFor(checked, pointer);
     if (validate(body)) return undefined;
-    return `${where}${code}: the body does not match its schema: ${ajv!.errorsText(validate.errors)}`;
+    return `${where}${code}: the body does not match its schema: ${ajv.errorsText(validate.errors)}`;
   };
 
   app.addHook('onSend', async (request, reply, payload) => {

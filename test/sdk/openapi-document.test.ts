@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';
 import { buildOpenApiDocument } from '../../scripts/openapi-document.ts';
-import { renderSdkTypes, SCHEMA_FILE } from '../../scripts/generate-sdk-types.ts';
+import { CONSOLE_SCHEMA_FILE, renderConsoleTypes, renderSdkTypes, SCHEMA_FILE } from '../../scripts/generate-sdk-types.ts';
 import { lintOpenApiDocument } from '../../scripts/lint-openapi.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 
@@ -25,6 +25,27 @@ if (BACKEND === 'pglite') {
       const expected = await renderSdkTypes(structuredClone(document));
       const committed = readFileSync(SCHEMA_FILE, 'utf8');
       assert.ok(committed === expected, 'sdk/schema.ts is stale: run `npm run sdk:generate` and commit the result');
+    });
+
+    test('the console\'s routes are in the console\'s document only, and console/src/api/console-schema.ts is generated from it', async () => {
+      const paths = Object.keys(document.paths as object);
+      assert.equal(paths.filter((path) => path === '/console' || path.startsWith('/console/') || path.endsWith('/console/session')).length, 0, paths.join(', '));
+      const consoleDocument = await buildOpenApiDocument('console');
+      assert.deepEqual(Object.keys(consoleDocument.paths as object).sort(), [
+        '/api/external/v2/console/session',
+        '/console',
+        '/console/',
+        '/console/oidc/callback',
+        '/console/oidc/options',
+        '/console/oidc/start',
+        '/console/operator/oidc/callback',
+        '/console/operator/oidc/start',
+        '/console/operator/options',
+        '/console/operator/session',
+        '/console/{*}',
+      ]);
+      const committed = readFileSync(CONSOLE_SCHEMA_FILE, 'utf8');
+      assert.ok(committed === (await renderConsoleTypes(consoleDocument)), 'console/src/api/console-schema.ts is stale: run `npm run sdk:generate` and commit the result');
     });
 
     test('passes `redocly lint` with redocly.yaml (recommended rules as errors, everything described and exemplified)', () => {

@@ -6,27 +6,8 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import { EVERY_SCOPE } from '../../../sdk/api-key-scopes.ts';
-import { errorFromResponse } from '../../../sdk/errors.ts';
-import { SESSION_PATH, useCredentials } from '../session.ts';
-
-/** The workspace session as the server describes it. */
-export interface SessionInfo {
-  readonly workspace: { readonly subdomain: string };
-  readonly actor: { readonly type: string; readonly label: string | null };
-  readonly scopes: readonly string[];
-  readonly expires_at: string;
-}
-
-/**
- * Reads the session of this host's cookie.
- * @throws WumApiError, e.g. `invalid_session` (401) when there is none or it ended.
- */
-export async function readSession(signal?: AbortSignal): Promise<SessionInfo> {
-  const response = await fetch(SESSION_PATH, { credentials: 'same-origin', ...(signal ? { signal } : {}) });
-  const body: unknown = await response.json().catch(() => undefined);
-  if (!response.ok) throw errorFromResponse(`GET ${SESSION_PATH}`, response, body);
-  return body as SessionInfo;
-}
+import { useCredentials } from '../session.ts';
+import { readSession } from './console-client.ts';
 
 /** The workspace session while signed in to a workspace (cached a minute; cleared at sign-out). */
 export function useSessionInfo() {

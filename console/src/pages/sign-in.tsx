@@ -4,8 +4,8 @@ import { useForm } from 'react-hook-form';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
 import { api, send } from '../api/client.ts';
-import { errorFromResponse } from '../../../sdk/errors.ts';
-import { SESSION_PATH, isOperator, setCredentials, useCredentials, workspaceOfHost } from '../session.ts';
+import { openKeySession, operatorSignInOptions, signInOptions } from '../api/console-client.ts';
+import { isOperator, setCredentials, useCredentials, workspaceOfHost } from '../session.ts';
 
 /** The two forms: a workspace's API key (exchanged for a session) and the operator token. */
 type Kind = 'workspace' | 'adminToken';
@@ -25,8 +25,7 @@ function SignInWith({ kind, workspace, children }: { kind: Kind; workspace?: str
     mutationFn: async ({ secret }: SignInForm) => {
       const value = secret.trim();
       if (kind === 'workspace') {
-        const response = await fetch(SESSION_PATH, { method: 'POST', headers: { 'x-api-key': value }, credentials: 'same-origin' });
-        if (!response.ok) throw errorFromResponse(`POST ${SESSION_PATH}`, response, await response.json().catch(() => undefined));
+        await openKeySession(value);
         setCredentials({ workspace: workspace! });
         return;
       }
@@ -73,26 +72,6 @@ function SignInWith({ kind, workspace, children }: { kind: Kind; workspace?: str
       </button>
     </form>
   );
-}
-
-/** What a workspace host offers: its identity provider (by host) and whether a key may sign in. */
-interface SignInOptions {
-  readonly identity_provider: { readonly host: string } | null;
-  readonly key_sign_in: boolean;
-}
-
-/** A workspace's sign-in options (the session itself, if any, was restored at load: session.ts). */
-async function signInOptions(): Promise<SignInOptions> {
-  const response = await fetch('/console/oidc/options', { credentials: 'same-origin' });
-  if (!response.ok) return { identity_provider: null, key_sign_in: true };
-  return (await response.json()) as SignInOptions;
-}
-
-/** The operator identity provider of this (operator) host, or null when the server has none (404). */
-async function operatorSignInOptions(): Promise<{ readonly host: string } | null> {
-  const response = await fetch('/console/operator/options', { credentials: 'same-origin' });
-  if (!response.ok) return null;
-  return ((await response.json()) as { identity_provider: { host: string } }).identity_provider;
 }
 
 /** "Sign in with <identity provider>": a plain link, the server runs the whole flow. */

@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
@@ -7,7 +8,8 @@ import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import { subdomainOf } from '../plugins/tenant.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 import type { ProviderSettings, RelyingParty } from './relying-party.ts';
-import { finishSignIn, START_QUERY, startSignIn, verifySignIn } from './sign-in-flow.ts';
+import { CallbackQuery, consoleSchema, SignInOptionsResponses, StartQuery, WorkspaceSignInResponses } from '../schemas/console.ts';
+import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { sendRefusal } from './sign-in-page.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 
@@ -62,7 +64,10 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
   /** Where a refusal of `workspace`'s sign-in happened: its subdomain, and the start to try again at. */
   const placeOf = (workspace: Workspace) => ({ workspace: workspace.subdomain, startPath: OIDC_START_PATH });
 
-  app.get(OIDC_OPTIONS_PATH, { schema: { hide: true } }, async (request) => {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const described = (summary: string) => ({ summary, security: [] });
+
+  api.get(OIDC_OPTIONS_PATH, { schema: consoleSchema({ ...described('The sign-ins this workspace\'s host offers'), response: SignInOptionsResponses }) }, async (request) => {
     const workspace = await workspaceOf(request);
     const provider = await store.identityProviders.find(workspace.id);
     const keySignIn = sessions.keySignIn === 'always' || (sessions.keySignIn === 'auto' && !provider);
@@ -75,7 +80,8 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
 
   // Limited before anything is looked up: every start is stored and may reach the provider.
   const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, (request) => subdomainOf(request.hostname, baseDomain)) } : {};
-  app.get(OIDC_START_PATH, { schema: { hide: true, querystring: START_QUERY }, ...limited }, async (request, reply) => {
+  const startSchema = consoleSchema({ ...described('Start a sign-in with the workspace\'s identity provider'), querystring: StartQuery, response: WorkspaceSignInResponses.start });
+  app.get<{ Querystring: StartQuery }>(OIDC_START_PATH, { schema: startSchema, ...limited }, async (request, reply) => {
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;
     const provider = await store.identityProviders.find(workspace.id);
@@ -95,7 +101,9 @@ export async function oidcRoutes(app: FastifyInstance, options: OidcRoutesOption
     );
   });
 
-  app.get(OIDC_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
+  const callbackSchema = consoleSchema({ ...described('Where the identity provider sends the browser back'), querystring: CallbackQuery, response: WorkspaceSignInResponses.callback });
+  // A query the schema refuses is answered with a refusal page (verifySignIn), not JSON: a person is reading.
+  app.get<{ Querystring: CallbackQuery }>(OIDC_CALLBACK_PATH, { schema: callbackSchema, attachValidation: true }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
     const workspace = await workspaceForPage(request, reply);
     if (!workspace) return reply;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { OperatorSignInConfig, SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
@@ -7,7 +8,8 @@ import { absent, requireOperatorHost } from '../plugins/admin-auth.ts';
 import { operatorSessionOf, type OperatorSessions } from '../plugins/operator-session-auth.ts';
 import { clearSessionCookie, requireSameOrigin, sessionIdOf } from '../session-cookie.ts';
 import type { ProviderSettings, RelyingParty } from './relying-party.ts';
-import { finishSignIn, START_QUERY, startSignIn, verifySignIn } from './sign-in-flow.ts';
+import { CallbackQuery, consoleSchema, OperatorSignInResponses, StartQuery } from '../schemas/console.ts';
+import { finishSignIn, startSignIn, verifySignIn } from './sign-in-flow.ts';
 import { clearedStateCookie } from './state-cookie.ts';
 import { limitSignInStarts, type SignInStartLimits } from '../rate-limit/sign-in-start-limit.ts';
 
@@ -54,9 +56,22 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     requireOperatorHost(request, baseDomain);
     if (!operatorSignIn || !operators) throw absent(request);
   });
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const session = [{ consoleSession: [] }];
+  const schemas = {
+    options: consoleSchema({ summary: 'The operator identity provider of this server', security: [], response: OperatorSignInResponses.options }),
+    start: consoleSchema({ summary: 'Start an operator\'s sign-in', security: [], querystring: StartQuery, response: OperatorSignInResponses.start }),
+    callback: consoleSchema({ summary: 'Where the operator identity provider sends the browser back', security: [], querystring: CallbackQuery, response: OperatorSignInResponses.callback }),
+    read: consoleSchema({ summary: 'The operator\'s console session', security: session, response: OperatorSignInResponses.read }),
+    end: consoleSchema({ summary: 'Sign the operator out', security: session, response: OperatorSignInResponses.end }),
+  };
   if (!operatorSignIn || !operators) {
-    for (const path of [OPERATOR_OPTIONS_PATH, OPERATOR_START_PATH, OPERATOR_CALLBACK_PATH]) app.get(path, { schema: { hide: true } }, async () => undefined);
-    app.route({ method: ['GET', 'DELETE'], url: OPERATOR_SESSION_PATH, schema: { hide: true }, handler: async () => undefined });
+    // The onRequest hook answers 404 before any of these runs.
+    for (const [path, schema] of [[OPERATOR_OPTIONS_PATH, schemas.options], [OPERATOR_START_PATH, schemas.start], [OPERATOR_CALLBACK_PATH, schemas.callback]] as const) {
+      app.get(path, { schema }, async () => undefined);
+    }
+    app.get(OPERATOR_SESSION_PATH, { schema: schemas.read }, async () => undefined);
+    app.delete(OPERATOR_SESSION_PATH, { schema: schemas.end }, async () => undefined);
     return;
   }
   const { store } = operators;
@@ -69,11 +84,11 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     revision: `operator:${createHash('sha256').update(JSON.stringify([issuer, clientId, clientSecret])).digest('hex')}`,
   };
 
-  app.get(OPERATOR_OPTIONS_PATH, { schema: { hide: true } }, async () => ({ identity_provider: { host: new URL(issuer).host } }));
+  api.get(OPERATOR_OPTIONS_PATH, { schema: schemas.options }, async () => ({ identity_provider: { host: new URL(issuer).host } }));
 
   // After the host check above (a workspace's host gets its 404 without spending a start).
   const limited = startLimits ? { onRequest: limitSignInStarts(startLimits, () => OPERATOR_SIGN_IN_SCOPE) } : {};
-  app.get(OPERATOR_START_PATH, { schema: { hide: true, querystring: START_QUERY }, ...limited }, async (request, reply) =>
+  app.get<{ Querystring: StartQuery }>(OPERATOR_START_PATH, { schema: schemas.start, ...limited }, async (request, reply) =>
     startSignIn(
       request,
       reply,
@@ -86,7 +101,8 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     ),
   );
 
-  app.get(OPERATOR_CALLBACK_PATH, { schema: { hide: true } }, async (request, reply) => {
+  // A query the schema refuses is answered with a refusal page (verifySignIn), not JSON: a person is reading.
+  app.get<{ Querystring: CallbackQuery }>(OPERATOR_CALLBACK_PATH, { schema: schemas.callback, attachValidation: true }, async (request, reply) => {
     reply.header('set-cookie', clearedStateCookie(request));
     const identity = await verifySignIn(request, reply, PLACE, relyingParty, (stateHash) => store.operatorSessions.takeSignIn(stateHash), async () => provider);
     if (!identity) return reply;
@@ -94,14 +110,14 @@ export async function operatorSignInRoutes(app: FastifyInstance, options: Operat
     return finishSignIn(request, reply, PLACE, async () => openOperatorSession(store, policy, await admitOperator(store, policy, identity), sessions, request.id), 'operator');
   });
 
-  app.get(OPERATOR_SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
+  api.get(OPERATOR_SESSION_PATH, { schema: schemas.read }, async (request, reply) => {
     const sessionId = sessionIdOf(request);
     if (!sessionId) throw new AppError('invalid_session', 'Sign in to the console again: the session ended or never existed.');
     const session = await operatorSessionOf(request, operators, sessionId);
     return reply.header('cache-control', 'no-store').send({ actor: session.actor, expires_at: session.expiresAt.toISOString() });
   });
 
-  app.delete(OPERATOR_SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
+  api.delete(OPERATOR_SESSION_PATH, { schema: schemas.end }, async (request, reply) => {
     requireSameOrigin(request);
     const sessionId = sessionIdOf(request);
     const session = sessionId ? await operatorSessionOf(request, operators, sessionId).catch(() => undefined) : undefined;

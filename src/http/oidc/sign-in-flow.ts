@@ -5,6 +5,7 @@ import type { VerifiedIdentity } from '../../core/sessions/person-sign-in.ts';
 import type { OpenedSession } from '../../core/sessions/sessions-service.ts';
 import { SignInRefusedError } from '../../core/sessions/sign-in-refused.ts';
 import { setSessionCookie } from '../session-cookie.ts';
+import type { CallbackQuery, StartQuery } from '../schemas/console.ts';
 import { discoveryProblem } from './discovery-problem.ts';
 import {
   authorizationUrl,
@@ -16,7 +17,6 @@ import {
   type RedeemedSignIn,
   type RelyingParty,
   type SignInChecks,
-  type SignInPrompt,
 } from './relying-party.ts';
 import { sendRefusal, type Refusal, type RefusalDetails, type RefusalPlace } from './sign-in-page.ts';
 import { SIGN_IN_TTL_MS, setStateCookie, stateCookieOf } from './state-cookie.ts';
@@ -42,26 +42,17 @@ const MISCONFIGURED: Refusal = {
     'The identity provider\'s configuration cannot be used by this server (its issuer is not a valid https URL, or names an address the server may not call). Ask the operator to set it again.',
 };
 
-/** The `prompt` values the sign-in start accepts (`?prompt=`), for "Sign in with another account". */
-export const SIGN_IN_PROMPTS: readonly SignInPrompt[] = ['select_account', 'login'];
-
-/** The sign-in start's query: `prompt` only among {@link SIGN_IN_PROMPTS} (anything else is `400 invalid_parameter`). */
-export const START_QUERY = {
-  type: 'object',
-  properties: { prompt: { type: 'string', enum: SIGN_IN_PROMPTS } },
-} as const;
-
 /**
  * Starts a sign-in at `provider`, discovered by `relyingParty`: new `state`, `nonce`
  * and PKCE verifier, kept by `save` (with the state's hash) and the state also in this
  * browser's cookie, then the browser is sent to the provider, with the `prompt` of the request's
- * query if any (validated by {@link START_QUERY}). A provider whose configuration the outbound
+ * query if any (validated by its schema, `StartQuery`). A provider whose configuration the outbound
  * guard refuses (or whose issuer does not parse: a row stored before the check at save) gets a
  * refusal page (409, `provider_misconfigured`); one that cannot be discovered now, `unreachable`
  * (502, `provider_unreachable`).
  */
 export async function startSignIn(
-  request: FastifyRequest,
+  request: FastifyRequest<{ Querystring: StartQuery }>,
   reply: FastifyReply,
   place: RefusalPlace,
   provider: ProviderSettings,
@@ -71,7 +62,7 @@ export async function startSignIn(
   unreachable: string,
 ): Promise<FastifyReply> {
   const checks = newChecks();
-  const { prompt } = request.query as { prompt?: SignInPrompt };
+  const { prompt } = request.query;
   let url: URL;
   try {
     url = await authorizationUrl(await relyingParty.configuration(provider), redirectUri(request, callbackPath), checks, prompt);
@@ -86,8 +77,18 @@ export async function startSignIn(
   return reply.header('cache-control', 'no-store').redirect(url.href, 302);
 }
 
+/** The refusal of a callback whose query is not a provider's answer (docs/security.md, "Sign-in refusals"). */
+const CALLBACK_INVALID: Refusal = {
+  status: 400,
+  reason: 'callback_invalid',
+  message:
+    'This address is not an answer of the identity provider the console can read (it carries a state, or an error, each once). Start the sign-in again from the console.',
+};
+
 /**
- * Verifies the provider's answer at the callback: no error from the provider, a `state` this
+ * Verifies the provider's answer at the callback: a query its schema (`CallbackQuery`)
+ * accepts (the route validates with `attachValidation`, and a query it refuses gets the refusal
+ * `callback_invalid`), no error from the provider, a `state` this
  * server issued (taken at once by `take`: it serves one sign-in however the rest goes), not
  * expired, started in this very browser (its state cookie), then the code redeemed and the ID
  * token verified by openid-client against the provider `providerFor` names (or a refusal
@@ -97,7 +98,7 @@ export async function startSignIn(
  * "Sign-in refusals").
  */
 export async function verifySignIn<P extends StoredChecks>(
-  request: FastifyRequest,
+  request: FastifyRequest<{ Querystring: CallbackQuery }>,
   reply: FastifyReply,
   place: RefusalPlace,
   relyingParty: RelyingParty,
@@ -108,13 +109,14 @@ export async function verifySignIn<P extends StoredChecks>(
     sendRefusal(request, reply, place, refusal, details);
     return undefined;
   };
-  const query = request.query as Record<string, unknown>;
-  if (typeof query.error === 'string') {
-    const description = typeof query.error_description === 'string' ? ` (${query.error_description})` : '';
-    const message = `The identity provider refused the sign-in: ${query.error}${description}.`;
-    return refuse({ status: 403, reason: 'provider_error', message }, { providerError: query.error });
+  // The route validates with attachValidation, so that a person gets this page, not JSON.
+  if (request.validationError) return refuse(CALLBACK_INVALID);
+  const { error, error_description: errorDescription, state } = request.query;
+  if (error !== undefined) {
+    const description = errorDescription === undefined ? '' : ` (${errorDescription})`;
+    const message = `The identity provider refused the sign-in: ${error}${description}.`;
+    return refuse({ status: 403, reason: 'provider_error', message }, { providerError: error });
   }
-  const state = typeof query.state === 'string' ? query.state : '';
   const pending = state ? await take(hashState(state)) : undefined;
   if (!pending || pending.expiresAt.getTime() <= Date.now()) {
     return refuse({ status: 400, reason: 'state_invalid', message: 'This sign-in link was already used or has expired. Start the sign-in again from the console.' });
@@ -133,7 +135,7 @@ export async function verifySignIn<P extends StoredChecks>(
   }
   try {
     const callbackUrl = new URL(request.url, `${request.protocol}://${request.host}`);
-    redeemed = await redeem(config, callbackUrl, { state, nonce: pending.nonce, codeVerifier: pending.codeVerifier } satisfies SignInChecks);
+    redeemed = await redeem(config, callbackUrl, { state: state ?? '', nonce: pending.nonce, codeVerifier: pending.codeVerifier } satisfies SignInChecks);
   } catch (err) {
     const message = 'The identity provider\'s answer could not be verified (its ID token is not valid for this console). Start the sign-in again or ask the operator.';
     return refuse({ status: 403, reason: 'token_invalid', message }, { err });

@@ -13,6 +13,7 @@ export type RefusalReason =
   | 'provider_misconfigured'
   | 'provider_unreachable'
   | 'provider_error'
+  | 'callback_invalid'
   | 'state_invalid'
   | 'state_cookie_mismatch'
   | 'provider_changed'

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { packagePath } from '../../package-root.ts';
+import { ConsolePageResponses, consoleSchema } from '../schemas/console.ts';
 
 /** Where the web console is served: `/console/` on any host (docs/console.md). */
 export const CONSOLE_PREFIX = '/console';
@@ -75,11 +76,12 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       reply.header('content-security-policy', CONSOLE_CSP);
       done();
     });
-    scope.get(CONSOLE_PREFIX, { schema: { hide: true } }, (_request, reply) => {
+    const page = { schema: consoleSchema({ summary: 'The console', security: [], response: ConsolePageResponses.page }) };
+    scope.get(CONSOLE_PREFIX, { schema: consoleSchema({ summary: 'The console, at its address', security: [], response: ConsolePageResponses.redirect }) }, (_request, reply) => {
       reply.redirect(`${CONSOLE_PREFIX}/`, 308);
     });
-    scope.get(`${CONSOLE_PREFIX}/`, { schema: { hide: true } }, (_request, reply) => sendShell(reply, distDir));
-    scope.get(`${CONSOLE_PREFIX}/*`, { schema: { hide: true } }, (_request, reply) => sendShell(reply, distDir));
+    scope.get(`${CONSOLE_PREFIX}/`, page, (_request, reply) => sendShell(reply, distDir));
+    scope.get(`${CONSOLE_PREFIX}/*`, page, (_request, reply) => sendShell(reply, distDir));
     await scope.register(fastifyStatic, {
       root: join(distDir, 'assets'),
       prefix: `${CONSOLE_PREFIX}/assets/`,

@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import type { Config } from '../../config/load-config.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import { ActorSchema, ProblemSchema, problemResponses } from '../schemas/common.ts';
+import { CONSOLE_TAG } from '../schemas/console.ts';
 import { PROBLEM_CONTENT_TYPE } from '../problem.ts';
 import { ProductSchema } from '../schemas/products.ts';
 import { UserSchema } from '../schemas/users.ts';
@@ -58,6 +59,27 @@ function describeRoute(operatorServers: readonly object[]) {
     return { schema: described, url };
   };
 }
+
+/**
+ * Describes a route in the console's document ({@link registerOpenApi}): the console's own
+ * routes (hidden from the public document, tagged {@link CONSOLE_TAG}) as {@link describeRoute}
+ * describes any route, the operator's sign-in under the operator host's server; every other
+ * route stays out of it.
+ */
+function describeConsoleRoute(operatorServers: readonly object[]) {
+  const describe = describeRoute(operatorServers);
+  return ({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) => {
+    const own = schema as (FastifySchema & { hide?: boolean; tags?: readonly string[] }) | undefined;
+    if (!own?.hide || !own.tags?.includes(CONSOLE_TAG)) return { schema: { hide: true }, url };
+    const { hide: _hidden, ...shown } = own;
+    const described = describe({ schema: shown, url, route });
+    if (url.startsWith(OPERATOR_CONSOLE_PREFIX)) (described.schema as Record<string, unknown>).servers = operatorServers;
+    return described;
+  };
+}
+
+/** The operators' sign-in and session: served on the operator host only. */
+const OPERATOR_CONSOLE_PREFIX = '/console/operator/';
 
 /** Marks an operation whose body may be left out; {@link describeDocument} turns it into `requestBody.required: false`. */
 const OPTIONAL_BODY = 'x-optional-body';
@@ -122,6 +144,27 @@ const describeDocument: SwaggerTransformObject = (documentObject) => {
   return openapiObject;
 };
 
+/**
+ * The console's document as {@link describeDocument} completes it, without the shared schemas
+ * none of its operations reaches (the user, the product, the event…: the public document's).
+ */
+const describeConsoleDocument: SwaggerTransformObject = (documentObject) => {
+  const described = describeDocument(documentObject) as { paths?: unknown; components?: { schemas?: Record<string, unknown> } };
+  const schemas = described.components?.schemas;
+  if (!schemas) return described as ReturnType<SwaggerTransformObject>;
+  const reached = new Set<string>();
+  const reach = (value: unknown) => {
+    for (const [, name] of JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) {
+      if (name === undefined || reached.has(name)) continue;
+      reached.add(name);
+      reach(schemas[name]);
+    }
+  };
+  reach(described.paths);
+  described.components!.schemas = Object.fromEntries(Object.entries(schemas).filter(([name]) => reached.has(name)));
+  return described as ReturnType<SwaggerTransformObject>;
+};
+
 /** An operation as {@link describeDocument} reads and completes it. */
 type DescribedOperation = Record<string, unknown> & {
   requestBody?: { required?: boolean };
@@ -177,11 +220,60 @@ function declareCommonHeaders(operation: DescribedOperation): void {
   }
 }
 
+/** The ways in the documents declare (the console's document the two its routes use). */
+const SECURITY_SCHEMES = {
+  apiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Api-Key',
+    description:
+      'A workspace API key. Its scopes: `users:read`, `users:write`, `products:read`, `events:read`, `scim`, ' +
+      '`owners:write` (creating, promoting, reactivating or renaming an owner, beside the operation\'s own scope), ' +
+      '`activity:write`, `policies:write`, and the self-service scopes `keys:write`, `sso:write`, `webhooks:write`, ' +
+      '`audit:read`; `*` is every scope, present and future. Each operation lists the scope it needs in its security requirement.',
+  },
+  adminToken: { type: 'http', scheme: 'bearer' },
+  consoleSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'wum_session',
+    description:
+      'The web console\'s session, set at sign-in (`__Host-wum_session` over https). A signed-in owner may call the ' +
+      'workspace\'s operations with every scope, a signed-in operator the operator API; a change must come from the ' +
+      'console\'s own origin (else `403 cross_origin_refused`).',
+  },
+} as const;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * The console's OpenAPI document (its page, sign-ins and sessions, hidden from the public
+     * one): built like `swagger()` by a second generator (docs/api.md, "The console's routes").
+     */
+    consoleSwagger(): Record<string, unknown>;
+  }
+}
+
 /**
- * Generates the OpenAPI 3.1 document from the route schemas (one source of truth) and
- * registers the shared schemas it references. Must run before any route is added.
+ * Generates the OpenAPI 3.1 document from the route schemas (one source of truth), and the
+ * console's own document ({@link describeConsoleRoute}, `app.consoleSwagger()`), and
+ * registers the shared schemas they reference. Must run before any route is added.
  */
 export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  const workspaceServer = {
+    url: `http://{workspace}.${config.baseDomain}:${config.port}`,
+    variables: { workspace: { default: 'demo', description: 'The workspace subdomain.' } },
+  };
+  const operatorServers = [
+    {
+      url: `http://{operator_host}:${config.port}`,
+      description: 'The operator host: any host that is not a workspace subdomain of the base domain.',
+      variables: { operator_host: { default: config.baseDomain, description: 'The host name the operator API is served on.' } },
+    },
+  ];
+  const refResolver = {
+    buildLocalReference: (json: { $id?: unknown }, _baseUri: unknown, _fragment: unknown, i: number) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+  };
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -194,35 +286,9 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
           "workspace's own host (`{workspace}.<base domain>`) and carries an `X-Api-Key` of that workspace. " +
           'Errors are RFC 9457 problem details with a stable `code`. SCIM 2.0 provisioning (`/scim/v2`) is described by its own document, `/scim/v2/openapi.json`.',
       },
-      servers: [
-        {
-          url: `http://{workspace}.${config.baseDomain}:${config.port}`,
-          variables: { workspace: { default: 'demo', description: 'The workspace subdomain.' } },
-        },
-      ],
+      servers: [workspaceServer],
       components: {
-        securitySchemes: {
-          apiKey: {
-            type: 'apiKey',
-            in: 'header',
-            name: 'X-Api-Key',
-            description:
-              'A workspace API key. Its scopes: `users:read`, `users:write`, `products:read`, `events:read`, `scim`, ' +
-              '`owners:write` (creating, promoting, reactivating or renaming an owner, beside the operation\'s own scope), ' +
-              '`activity:write`, `policies:write`, and the self-service scopes `keys:write`, `sso:write`, `webhooks:write`, ' +
-              '`audit:read`; `*` is every scope, present and future. Each operation lists the scope it needs in its security requirement.',
-          },
-          adminToken: { type: 'http', scheme: 'bearer' },
-          consoleSession: {
-            type: 'apiKey',
-            in: 'cookie',
-            name: 'wum_session',
-            description:
-              'The web console\'s session, set at sign-in (`__Host-wum_session` over https). A signed-in owner may call the ' +
-              'workspace\'s operations with every scope, a signed-in operator the operator API; a change must come from the ' +
-              'console\'s own origin (else `403 cross_origin_refused`).',
-          },
-        },
+        securitySchemes: SECURITY_SCHEMES,
       },
       security: [{ apiKey: [] }],
       tags: [
@@ -237,17 +303,30 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'admin', description: 'Operator API (Bearer ADMIN_TOKEN), served on the operator host only' },
       ],
     },
-    transform: describeRoute([
-      {
-        url: `http://{operator_host}:${config.port}`,
-        description: 'The operator host: any host that is not a workspace subdomain of the base domain.',
-        variables: { operator_host: { default: config.baseDomain, description: 'The host name the operator API is served on.' } },
-      },
-    ]),
+    transform: describeRoute(operatorServers),
     transformObject: describeDocument,
-    refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    refResolver,
+  });
+  // The console's document: a second generator over the same routes, under its own decorator.
+  await app.register(swagger, {
+    decorator: 'consoleSwagger',
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'wum — the console\'s routes (internal)',
+        version: '1.0.0',
+        license: { name: 'MIT', identifier: 'MIT' },
+        description:
+          'The routes only the web console calls: its page, its sign-ins and its sessions. Not part of the API: they may ' +
+          'change with the console. Kept out of the public document, checked against this one (docs/api.md, "The console\'s routes").',
+      },
+      servers: [workspaceServer],
+      components: { securitySchemes: { apiKey: SECURITY_SCHEMES.apiKey, consoleSession: SECURITY_SCHEMES.consoleSession } },
+      tags: [{ name: CONSOLE_TAG, description: 'The console\'s page, sign-ins and sessions' }],
     },
+    transform: describeConsoleRoute(operatorServers),
+    transformObject: describeConsoleDocument,
+    refResolver,
   });
   for (const schema of [ProblemSchema, ActorSchema, UserSchema, ProductSchema, EventSchema, ImportJobSchema]) app.addSchema(schema);
 }

@@ -1,9 +1,12 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SessionConfig } from '../../../config/load-config.ts';
+import type { ActorJson } from '../../../core/actor.ts';
 import { AppError } from '../../../core/errors.ts';
 import type { Store } from '../../../core/ports.ts';
 import { endSession, openKeySession, type SessionTenant } from '../../../core/sessions/sessions-service.ts';
 import { tenantOf } from '../../plugins/tenant.ts';
+import { consoleSchema, SessionResponses } from '../../schemas/console.ts';
 import { clearSessionCookie, requireSameOrigin, setSessionCookie } from '../../session-cookie.ts';
 
 /** Path of the console's session, under the external API's prefix (its tenant check runs first). */
@@ -24,12 +27,16 @@ function sessionOf(request: FastifyRequest): SessionTenant | undefined {
  */
 export async function sessionRoutes(app: FastifyInstance, options: { store: Store; sessions: SessionConfig }): Promise<void> {
   const { store, sessions } = options;
-  const describe = (request: FastifyRequest, expiresAt: Date, actor: unknown) => {
+  const describe = (request: FastifyRequest, expiresAt: Date, actor: ActorJson) => {
     const tenant = tenantOf(request);
-    return { workspace: { subdomain: tenant.workspace.subdomain }, actor, scopes: tenant.apiKey.scopes, expires_at: expiresAt.toISOString() };
+    return { workspace: { subdomain: tenant.workspace.subdomain }, actor, scopes: [...tenant.apiKey.scopes], expires_at: expiresAt.toISOString() };
   };
 
-  app.post(SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const byKey = [{ apiKey: [] }];
+  const bySession = [{ consoleSession: [] }];
+  const openSchema = consoleSchema({ summary: 'Open a console session with the workspace\'s API key', security: byKey, response: SessionResponses.open });
+  api.post(SESSION_PATH, { schema: openSchema }, async (request, reply) => {
     // A sign-in forged by another site would sign the victim in as the attacker's workspace.
     requireSameOrigin(request);
     if (sessions.keySignIn === 'never') {
@@ -46,13 +53,13 @@ export async function sessionRoutes(app: FastifyInstance, options: { store: Stor
     return reply.code(201).send(describe(request, opened.expiresAt, opened.actor));
   });
 
-  app.get(SESSION_PATH, { schema: { hide: true } }, async (request) => {
+  api.get(SESSION_PATH, { schema: consoleSchema({ summary: 'The console session of this cookie', security: bySession, response: SessionResponses.read }) }, async (request) => {
     const current = sessionOf(request);
     if (!current) throw new AppError('invalid_session', 'Sign in to the console again: the session ended or never existed.');
     return describe(request, current.session.expiresAt, current.session.actor);
   });
 
-  app.delete(SESSION_PATH, { schema: { hide: true } }, async (request, reply) => {
+  api.delete(SESSION_PATH, { schema: consoleSchema({ summary: 'Sign out', security: bySession, response: SessionResponses.end }) }, async (request, reply) => {
     const current = sessionOf(request);
     if (current) await endSession(store, current, request.id);
     clearSessionCookie(request, reply);
