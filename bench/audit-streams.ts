@@ -161,13 +161,11 @@ async function startDestinations() {
     const syslogLines = tailLines(syslog.arrivalsFile);
     started.push(async () => syslogLines.close());
     const fromSyslog = () => {
-      const rows: Array<{ at: number; row: Record<string, unknown> }> = [];
+      // rsyslog says when each message came, not which batch it was in.
       for (const line of syslogLines.read()) {
         const bar = line.indexOf('|');
-        rows.push({ at: Date.parse(line.slice(0, bar)), row: JSON.parse(line.slice(bar + 1)) as Record<string, unknown> });
+        arrivals.syslog.add([JSON.parse(line.slice(bar + 1)) as Record<string, unknown>], Date.parse(line.slice(0, bar)));
       }
-      // rsyslog says when each message came, not which batch it was in: one "batch" per read.
-      for (const { at, row } of rows) arrivals.syslog.add([row], at);
     };
     // s3rver announces each object once stored; it is read back at once, timed at the announcement.
     const s3Reads = new Set<Promise<void>>();
@@ -182,6 +180,8 @@ async function startDestinations() {
           const text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
           arrivals.s3.add(text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>), at);
         })
+        // An object that cannot be read back leaves its rows missing from the count, where they show.
+        .catch((error: Error) => process.stderr.write(`s3: could not read ${key} back: ${error.message}\n`))
         .finally(() => s3Reads.delete(read));
       s3Reads.add(read);
     });
