@@ -181,7 +181,7 @@ async function startDestinations() {
           arrivals.s3.add(text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>), at);
         })
         // An object that cannot be read back leaves its rows missing from the count, where they show.
-        .catch((error: Error) => process.stderr.write(`s3: could not read ${key} back: ${error.message}\n`))
+        .catch((error: Error) => void process.stderr.write(`s3: could not read ${key} back: ${error.message}\n`))
         .finally(() => s3Reads.delete(read));
       s3Reads.add(read);
     });
