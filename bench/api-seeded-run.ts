@@ -6,14 +6,16 @@
  * `--skip-build`: use dist/ as built.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceTally, pgliteSettling, postgresSettling, SEED_WORDS, SEEDS, type Seed } from './api-seeded.ts';
-import { buildService, startServer, type ServerHandle } from './processes.ts';
+import { watchMachineLoad } from './machine-load.ts';
+import { buildService, SERVER_SCRIPT, startServer, type ServerHandle } from './processes.ts';
 import { renderReport, type ReportSection } from './report.ts';
 
+const load = watchMachineLoad();
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -38,7 +40,7 @@ if (!args['skip-build']) buildService();
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-api-'));
 const servers: ServerHandle[] = [];
 const start = async (extra: Record<string, string>) => {
-  const server = await startServer('dist/server/server.js', env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+  const server = await startServer(SERVER_SCRIPT, env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
   servers.push(server);
   return server;
 };
@@ -65,8 +67,8 @@ try {
       }),
     );
   }
-  const header = `users ${seeds.map((seed) => SEED_WORDS[seed]).join(' and ')}${args.quick ? ' (--quick)' : ''}: ${cpus().length} cores; load average at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}; 10 connections, 1 s warm-up, ${seconds} s measured; run took ${((performance.now() - started) / 60_000).toFixed(1)} min`;
-  process.stdout.write(`\n${header}\n\n${renderReport(sections)}\n`);
+  const header = `users ${seeds.map((seed) => SEED_WORDS[seed]).join(' and ')}${args.quick ? ' (--quick)' : ''}: ${cpus().length} cores; 10 connections, 1 s warm-up, ${seconds} s measured; run took ${((performance.now() - started) / 60_000).toFixed(1)} min`;
+  process.stdout.write(`\n${header}\n\n${renderReport(sections, load)}\n`);
 } finally {
   for (const server of servers) await server.stop().catch(() => {});
   cluster?.stop();

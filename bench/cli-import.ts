@@ -8,7 +8,7 @@
  * Options: --rows N (default 10000), --postgres.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'csv-stringify/sync';
@@ -16,6 +16,9 @@ import { createAdminClient, createClient } from '../sdk/index.ts';
 import { bulkImport } from '../harness/bulk-import-fixture.ts';
 import { runWum } from '../harness/run-wum.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { watchMachineLoad } from './machine-load.ts';
+
+const load = watchMachineLoad();
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '10000' }, postgres: { type: 'boolean', default: false } } });
 const ROWS = Number(values.rows);
@@ -57,7 +60,7 @@ try {
     lines.push(`| ${label} | ${seconds.toFixed(1)} | ${(ROWS / seconds).toFixed(0)} | ${JSON.stringify(summary)} |`);
   }
   process.stdout.write(
-    `wum users import of ${ROWS} rows on ${cluster ? 'PostgreSQL' : 'embedded PGlite'}; ${cpus().length} cores; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n\n`,
+    `wum users import of ${ROWS} rows on ${cluster ? 'PostgreSQL' : 'embedded PGlite'}; ${cpus().length} cores; ${load.summary()}\n\n`,
   );
   process.stdout.write(['| run | seconds | rows/s | summary |', '| --- | --- | --- | --- |', ...lines].join('\n') + '\n');
 } finally {

@@ -17,13 +17,16 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildBundles } from '../scripts/build-bundles.ts';
 import { freePort } from '../harness/postgres-cluster.ts';
 import { sendRequest } from '../harness/server-process.ts';
 import { DEMO_KEY_FILE } from '../src/server/demo-key.ts';
+import { watchMachineLoad } from './machine-load.ts';
+
+const load = watchMachineLoad();
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const RUNS = Number(values.runs);
@@ -118,7 +121,6 @@ const range = (xs: number[], digits = 0) => `${median(xs).toFixed(digits)} (${Ma
 
 await buildBundles({ ifStale: true });
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-embedded-'));
-const load = loadavg().map((l) => l.toFixed(2)).join(' ');
 const rows: string[][] = [];
 try {
   for (const variant of VARIANTS) {
@@ -145,7 +147,7 @@ try {
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
-process.stdout.write(`embedded start-up: ${RUNS} runs each; ${cpus().length} cores; Node ${process.version}; load average at start ${load}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+process.stdout.write(`embedded start-up: ${RUNS} runs each; ${cpus().length} cores; Node ${process.version}; ${load.summary()}\n`);
 process.stdout.write('median (min–max)\n\n');
 const head = ['start', 'time to listen ms', 'CPU s to listen', 'peak RSS MB', 'RSS after first GET /users MB'];
 for (const cells of [head, head.map(() => '---'), ...rows]) process.stdout.write(`| ${cells.join(' | ')} |\n`);

@@ -20,7 +20,7 @@
  * must end before the idle window starts, else the run stops and says to pass --lead-seconds.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { SQL } from 'drizzle-orm';
@@ -32,7 +32,8 @@ import { createLifecycleRepository } from '../src/storage/lifecycle.queries.ts';
 import { BENCH_ADMIN_TOKEN, createWorkspace, sendAll } from './api-seeded.ts';
 import { runHttpLoad } from './http-load.ts';
 import type { Measurement } from './measurement.ts';
-import { buildService, startServer, type ServerHandle } from './processes.ts';
+import { watchMachineLoad } from './machine-load.ts';
+import { buildService, SERVER_SCRIPT, startServer, type ServerHandle } from './processes.ts';
 import { addRequest, API, headersOf, listRequest } from './requests.ts';
 import type { SeededWorkspace } from './seed.ts';
 
@@ -57,8 +58,6 @@ const SEED_SLACK = 2;
 const STALL_MS = 60_000;
 /** How often the active count is read during the sweep. */
 const POLL_MS = 200;
-/** Load average (1 min) from which the machine is not quiet enough for the figures to count. */
-const QUIET_LOAD = 1.5;
 /** The goal: `GET /users` p99 during the sweep ≤ this × idle. */
 const GOAL_RATIO = 2;
 if (!Number.isInteger(USERS) || USERS < 1) throw new Error(`--users takes a positive integer, not ${args.users}`);
@@ -66,9 +65,7 @@ if (args.backend && !['pglite', 'postgres'].includes(args.backend)) throw new Er
 
 const started = performance.now();
 const log = (message: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${message}\n`);
-const loadNow = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-const loadAtStart = loadavg()[0]!;
-const quiet = loadAtStart < QUIET_LOAD;
+const load = watchMachineLoad(log);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 /** `POST /users` of a new non-owner whose membership ends at `due`. */
@@ -202,13 +199,12 @@ async function measureExpiry(
 function describe(result: ExpiryResult): string {
   const ratio = result.sweep.p99Ms / result.idle.p99Ms;
   const met = ratio <= GOAL_RATIO && result.remaining <= 0 && result.sweep.errors === 0 && result.idle.errors === 0;
-  const verdict = `${met ? 'met' : 'NOT met'}${quiet ? '' : ` (load average ${loadAtStart.toFixed(2)} ≥ ${QUIET_LOAD} at start: not a quiet machine, the figure does not count)`}`;
   const errors = (m: Measurement) => (m.errors > 0 ? `, ${m.errors} errors (${m.errorDetail})` : '');
   return [
     `${result.backend}: ${USERS} users of one workspace expiring at one instant (seeded by POST /users at ${result.seedPerSecond.toFixed(0)}/s)`,
     `  idle GET /users page 1: p99 ${result.idle.p99Ms.toFixed(1)} ms, p50 ${result.idle.p50Ms.toFixed(1)} ms, ${result.idle.perSecond.toFixed(0)}/s${errors(result.idle)}`,
     `  during the sweep:       p99 ${result.sweep.p99Ms.toFixed(1)} ms, p50 ${result.sweep.p50Ms.toFixed(1)} ms, ${result.sweep.perSecond.toFixed(0)}/s over ${result.sweep.seconds.toFixed(1)} s${errors(result.sweep)}`,
-    `  sweep p99 ÷ idle p99 = ${ratio.toFixed(2)}× (goal ≤ ${GOAL_RATIO}×): ${verdict}`,
+    `  sweep p99 ÷ idle p99 = ${load.ratio(ratio)} (goal ≤ ${GOAL_RATIO}×): ${load.verdict(met)}`,
     `  first deactivation ${result.firstSeconds.toFixed(1)} s after the due instant; ${result.remaining <= 0 ? `all ${USERS}` : `${USERS - result.remaining} of ${USERS} (stalled)`} after ${result.allSeconds.toFixed(1)} s (${((USERS - result.remaining) / result.allSeconds).toFixed(0)} users/s)`,
     `  user.deactivated events ${result.events}, audit rows ${result.audit} (expected ${USERS} each): ${result.events === USERS && result.audit === USERS ? 'equal' : 'NOT equal'}`,
     `  EXPLAIN of the due claim (${result.plan.rangeScan ? 'range scan of users__due_expiry' : 'NO range scan of users__due_expiry'}):`,
@@ -217,9 +213,8 @@ function describe(result: ExpiryResult): string {
 }
 
 if (!args['skip-build']) buildService();
-log(`load average at start ${loadNow()}${quiet ? '' : ` (≥ ${QUIET_LOAD}: the verdicts will be marked)`}`);
 const env = (extra: Record<string, string>) => ({ RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, SEED_DEMO: 'false', ...extra });
-const start = async (extra: Record<string, string>) => startServer('dist/server/server.js', env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+const start = async (extra: Record<string, string>) => startServer(SERVER_SCRIPT, env(extra), await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
 const scratch = mkdtempSync(join(tmpdir(), 'wum-bench-expiry-'));
 const results: ExpiryResult[] = [];
 const cluster = args.backend === 'pglite' ? undefined : await startPostgresCluster();
@@ -259,7 +254,7 @@ try {
     results.push(await measureExpiry('PGlite', server, after, () => Promise.resolve(undefined)));
   }
   process.stdout.write(
-    `\nexpiry at scale: ${cpus().length} cores; load average at start ${loadAtStart.toFixed(2)}, at end ${loadNow()}; ` +
+    `\nexpiry at scale: ${cpus().length} cores; ${load.summary()}; ` +
       `${CONNECTIONS} connections, ${SECONDS} s idle window; run took ${((performance.now() - started) / 60_000).toFixed(1)} min\n\n` +
       `${results.map(describe).join('\n\n')}\n`,
   );

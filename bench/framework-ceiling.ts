@@ -1,7 +1,7 @@
 /*
  * The framework ceilings: a bare Fastify server with the process settings of the real server
  * (compiled JavaScript on plain node, the same logger and level, the same PORT/HOST variables
- * and `GET /healthz`). The benchmark compiles and starts it like `dist/server/server.js`, in one
+ * and `GET /healthz`). The benchmark compiles and starts it like `dist/src/server/server.js`, in one
  * of two modes:
  *
  * - without `CEILING_SQL_FILE`: one route returning constant JSON (the body `GET /products`

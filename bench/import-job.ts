@@ -4,21 +4,20 @@
  * `--backend postgres` for one): the upload's and the job's time, users per second, and the p99
  * of `GET /users` while idle against during the job, with their ratio. Goals (docs/performance.md):
  * 100,000 users in ≤ 60 s on PostgreSQL and ≤ 120 s on PGlite, p99 during ≤ 2× idle. The load
- * average is printed before and after; a run that starts on a busy machine (load ≥ 1.5) marks
- * its ratio as not a valid figure.
+ * average is printed before and after; a run that starts on a busy machine marks its ratio and
+ * verdicts (bench/machine-load.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createAdminClient, createClient, type WumClient } from '../sdk/index.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { watchMachineLoad } from './machine-load.ts';
 
 const { values } = parseArgs({ options: { users: { type: 'string', default: '100000' }, backend: { type: 'string' } } });
 const USERS = Number(values.users);
 const GOAL_SECONDS = { pglite: 120, postgres: 60 } as const;
-const BUSY_LOAD = 1.5;
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 if (!values.backend) {
   // One process per backend: the harness reads the backend when it is loaded.
@@ -48,7 +47,7 @@ async function listingP99(wum: WumClient, until: Promise<unknown>): Promise<{ p9
 }
 
 async function measure(backend: 'pglite' | 'postgres'): Promise<void> {
-  const loadBefore = loadavg()[0]!;
+  const load = watchMachineLoad();
   const cluster = backend === 'postgres' ? await startPostgresCluster() : undefined;
   if (backend === 'postgres' && !cluster) throw new Error('PostgreSQL needs its server binaries');
   if (cluster) {
@@ -84,17 +83,15 @@ async function measure(backend: 'pglite' | 'postgres'): Promise<void> {
     await wum.close();
 
     const ratio = during.p99 / idle.p99;
-    const busy = loadBefore >= BUSY_LOAD;
-    const verdict = (ok: boolean) => (busy ? 'not valid: machine busy at start' : ok ? 'met' : 'missed');
     process.stdout.write(
       [
-        `import job of ${USERS} users on ${backend === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}; ${cpus().length} cores; load average before ${loadBefore.toFixed(2)}, after ${load()}`,
+        `import job of ${USERS} users on ${backend === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}; ${cpus().length} cores; ${load.summary()}`,
         `| measure | value | goal | verdict |`,
         `| --- | ---: | ---: | --- |`,
-        `| job ${end.status}: ${end.added} added | ${seconds.toFixed(1)} s (upload ${uploaded.toFixed(1)} s) | ≤ ${GOAL_SECONDS[backend]} s at 100,000 | ${USERS === 100_000 ? verdict(seconds <= GOAL_SECONDS[backend]) : 'smaller run'} |`,
+        `| job ${end.status}: ${end.added} added | ${seconds.toFixed(1)} s (upload ${uploaded.toFixed(1)} s) | ≤ ${GOAL_SECONDS[backend]} s at 100,000 | ${USERS === 100_000 ? load.verdict(seconds <= GOAL_SECONDS[backend]) : 'smaller run'} |`,
         `| users/s | ${(USERS / seconds).toFixed(0)} | ≥ ${(100_000 / GOAL_SECONDS[backend]).toFixed(0)} | |`,
         `| GET /users p99 idle / during | ${idle.p99.toFixed(1)} ms / ${during.p99.toFixed(1)} ms (${idle.samples} / ${during.samples} requests) | | |`,
-        `| p99 during ÷ idle | ${ratio.toFixed(2)}× | ≤ 2× | ${verdict(ratio <= 2)} |`,
+        `| p99 during ÷ idle | ${load.ratio(ratio)} | ≤ 2× | ${load.verdict(ratio <= 2)} |`,
         '',
       ].join('\n'),
     );

@@ -29,10 +29,13 @@ import { DEMO_PRODUCTS } from '../src/core/demo.ts';
 import { putProduct } from '../src/core/products/products-service.ts';
 import { addUser } from '../src/core/users/users-service.ts';
 import { createWorkspace } from '../src/core/workspaces/workspaces-service.ts';
+import { watchMachineLoad } from './machine-load.ts';
 import { LatencyRecorder } from './measurement.ts';
 import { recordQueries } from './sql-replay.ts';
 import { lastPage } from './requests.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from './seed.ts';
+
+const load = watchMachineLoad();
 
 const { values: options } = parseArgs({
   options: { sizes: { type: 'string', default: '10000,1000000,10000000' } },
@@ -124,7 +127,7 @@ async function listingAddedThroughService(clusterUrl: string, users: number): Pr
     pages.forEach(([label], i) => {
       const ratio = fresh[i]! / settled[i]!;
       // Fresh at least 0.8× as fast: its time at most 1.25× the settled time.
-      process.stdout.write(`| ${users} (added through the service) | ${label} | ${fresh[i]!.toFixed(2)} | ${settled[i]!.toFixed(2)} | ${ratio.toFixed(2)} | ${ratio <= 1.25 ? 'met' : 'NOT met'} ≥ 0.8× as fast |\n`);
+      process.stdout.write(`| ${users} (added through the service) | ${label} | ${fresh[i]!.toFixed(2)} | ${settled[i]!.toFixed(2)} | ${load.ratio(ratio)} | ${load.verdict(ratio <= 1.25)} ≥ 0.8× as fast |\n`);
     });
   } finally {
     await database.close();
@@ -194,7 +197,7 @@ try {
           )) as [Timing, Timing, Timing];
           const ofFirst = service.p50 / first.p50;
           const ofPlain = service.p50 / plain.p50;
-          const goals = `${ofFirst <= GOAL_OF_FIRST ? 'met' : 'NOT met'} ≤ ${GOAL_OF_FIRST}× first; ${ofPlain <= 1 ? 'met' : 'NOT met'} ≤ OFFSET`;
+          const goals = `${load.verdict(ofFirst <= GOAL_OF_FIRST)} ≤ ${GOAL_OF_FIRST}× first; ${load.verdict(ofPlain <= 1)} ≤ OFFSET`;
           process.stdout.write(
             `| ${users} | ${label} | ${service.p50.toFixed(2)} | ${service.p99.toFixed(2)} | ${ofFirst.toFixed(2)} | ` +
               `${plain.p50.toFixed(2)} | ${plain.p99.toFixed(2)} | ${ofPlain.toFixed(2)} | ${plain.runs}/${service.runs} | ${goals} |\n`,
@@ -207,6 +210,7 @@ try {
     }
   });
   await listingAddedThroughService(cluster.url, Math.min(SIZES[0]!, 10_000));
+  process.stdout.write(`\n${load.summary()}\n`);
 } finally {
   cluster.stop();
 }

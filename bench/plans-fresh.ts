@@ -35,7 +35,10 @@ import { createKeyRing, generateSecretsKey } from '../src/core/secrets/secret-bo
 import type { Store } from '../src/core/ports.ts';
 import { startPostgresCluster, withClient } from '../harness/postgres-cluster.ts';
 import { captureStatements, explainAnalyze, explainGeneric, planningMs } from '../harness/statements.ts';
+import { watchMachineLoad } from './machine-load.ts';
 import { LatencyRecorder } from './measurement.ts';
+
+const load = watchMachineLoad();
 
 const { values: options } = parseArgs({
   options: {
@@ -187,7 +190,7 @@ async function measure(backend: Backend): Promise<void> {
     }
     timings.forEach(([freshMs, analyzedMs], i) => {
       const speed = analyzedMs / freshMs;
-      process.stdout.write(`| ${freshReads[i]!.label} | ${freshMs.toFixed(2)} | ${analyzedMs.toFixed(2)} | ${speed.toFixed(2)}× | ${speed >= 0.8 ? 'met' : 'NOT met'} |\n`);
+      process.stdout.write(`| ${freshReads[i]!.label} | ${freshMs.toFixed(2)} | ${analyzedMs.toFixed(2)} | ${load.ratio(speed)} | ${load.verdict(speed >= 0.8)} |\n`);
     });
   } finally {
     await fresh.close();
@@ -230,3 +233,4 @@ if (options.backend === 'both' || options.backend === 'postgres') {
     cluster.stop();
   }
 }
+process.stdout.write(`\n${load.summary()}\n`);

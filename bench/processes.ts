@@ -6,7 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { withClient } from '../harness/postgres-cluster.ts';
+import { freePort, withClient } from '../harness/postgres-cluster.ts';
 import { TEST_SECRETS_KEY } from '../harness/backend.ts';
 
 /**
@@ -106,6 +106,21 @@ export async function startServer(
         clearTimeout(timer);
       }
     },
+  };
+}
+
+/** The compiled server (`npm run build`), as `npm run start:prod` runs it. */
+export const SERVER_SCRIPT = 'dist/src/server/server.js';
+
+/**
+ * A `start` for a section of the benchmark (bench/section-bench.ts): the compiled server with
+ * `npm run start:prod`'s heap cap on a free port, added to `started` so that the run stops it.
+ */
+export function startingProdServers(started: ServerHandle[]): (env: Record<string, string>) => Promise<ServerHandle> {
+  return async (env) => {
+    const server = await startServer(SERVER_SCRIPT, env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+    started.push(server);
+    return server;
   };
 }
 

@@ -5,13 +5,15 @@
  * See bench/replicas.ts and docs/performance.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
-import { buildService, postmasterPid, startServer, type ServerHandle } from './processes.ts';
+import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { buildService, postmasterPid, startingProdServers, type ServerHandle } from './processes.ts';
 import { measureReplicas } from './replicas.ts';
+import { watchMachineLoad } from './machine-load.ts';
 import { renderReport } from './report.ts';
 import { addRequest, listRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 
+const load = watchMachineLoad();
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
 const seconds = args.quick ? 3 : 10;
 
@@ -24,11 +26,7 @@ try {
   const databasePid = await postmasterPid(cluster.url);
   const section = await measureReplicas({
     env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'info' },
-    start: async (env) => {
-      const server = await startServer('dist/server/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
-      servers.push(server);
-      return server;
-    },
+    start: startingProdServers(servers),
     databasePid,
     connections: 10,
     warmupSeconds: args.quick ? 1 : 2,
@@ -40,7 +38,7 @@ try {
     log: (message) => process.stderr.write(`${message}\n`),
   });
   process.stdout.write(`\n10 connections, ${seconds} s measured per row; node --max-old-space-size=128; RATE_LIMIT_PER_KEY=0 unless said\n\n`);
-  process.stdout.write(`${renderReport([section])}\n`);
+  process.stdout.write(`${renderReport([section], load)}\n`);
 } finally {
   for (const server of servers) await server.stop().catch(() => {});
   cluster.stop();

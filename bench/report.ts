@@ -5,6 +5,7 @@
  * docs/performance.md).
  */
 import Table from 'cli-table3';
+import type { MachineLoad } from './machine-load.ts';
 import type { Measurement } from './measurement.ts';
 import type { Usage } from './processes.ts';
 
@@ -97,13 +98,13 @@ export function ratio(row: ReportRow): number | undefined {
 }
 
 /** `0.83× (≥ 0.8× met)`: the rate against the bare route running the same SQL, and its goal. */
-function sqlCeilingCell(row: ReportRow): string {
+function sqlCeilingCell(row: ReportRow, load: MachineLoad): string {
   if (!row.measured || !row.sqlCeiling || row.sqlCeiling.perSecond <= 0) return '';
   const r = row.measured.perSecond / row.sqlCeiling.perSecond;
-  return `${r.toFixed(2)}× (≥ ${row.sqlCeiling.goal}× ${r >= row.sqlCeiling.goal && row.measured.errors === 0 ? 'met' : 'NOT met'})`;
+  return `${r.toFixed(2)}× (≥ ${row.sqlCeiling.goal}× ${load.verdict(r >= row.sqlCeiling.goal && row.measured.errors === 0)})`;
 }
 
-function cells(row: ReportRow): string[] {
+function cells(row: ReportRow, load: MachineLoad): string[] {
   const m = row.measured;
   const r = ratio(row);
   const rss = row.server ? `${mb(row.server.maxRssBytes)}${row.server.totalRssBytes > row.server.maxRssBytes * 1.05 ? ` (Σ ${mb(row.server.totalRssBytes)})` : ''}` : '';
@@ -118,19 +119,23 @@ function cells(row: ReportRow): string[] {
     cpu(row.database, m),
     cpu(row.client, m),
     totalCpu(row),
-    r === undefined ? (m && row.note ? row.note : '') : `${r.toFixed(2)}× ${row.baseline!.label}`,
-    row.target ? `${row.target.text} ${row.target.met ? 'met' : 'NOT met'}` : '',
-    sqlCeilingCell(row),
+    r === undefined ? (m && row.note ? row.note : '') : `${load.ratio(r)} ${row.baseline!.label}`,
+    row.target ? `${row.target.text} ${load.verdict(row.target.met)}` : '',
+    sqlCeilingCell(row, load),
   ];
 }
 
-/** Renders the sections as one Markdown table, a bold row per section title. */
-export function renderReport(sections: readonly ReportSection[]): string {
+/**
+ * Renders the sections as one Markdown table, a bold row per section title, followed by the
+ * load average at start and now; on a machine busy at start every ratio and verdict is marked
+ * (bench/machine-load.ts).
+ */
+export function renderReport(sections: readonly ReportSection[], load: MachineLoad): string {
   const table = new Table({ chars: MARKDOWN_CHARS, style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1 } });
   table.push(HEAD, HEAD.map(() => '---'));
   for (const section of sections) {
     table.push([`**${section.title}**`, ...HEAD.slice(1).map(() => '')]);
-    for (const row of section.rows) table.push(cells(row));
+    for (const row of section.rows) table.push(cells(row, load));
   }
-  return table.toString();
+  return `${table.toString()}\n\n${load.summary()}`;
 }

@@ -2,15 +2,16 @@
  * `npm run bench [-- --quick] [-- --json FILE] [-- --sql]`: builds the service, starts a
  * throw-away PostgreSQL cluster, seeds data at scale, measures every scenario against the
  * baselines measured in the same run (a bare Fastify route; the service's own SQL replayed
- * through pg), then 2 workers, three replicas behind HAProxy, writes on a pg_auto_failover
- * formation (synchronous standbys) against a single server, and embedded PGlite, then users
+ * through pg), then 2 workers, three replicas behind HAProxy, webhooks, audit streams of
+ * every destination type (bench/audit-streams.ts), writes on a pg_auto_failover formation
+ * (synchronous standbys) against a single server, and embedded PGlite, then users
  * added through the API and through `wum users import`, measured fresh and settled on both
  * (bench/api-seeded.ts; every other row is seeded set-based, bench/seed.ts, and its section
  * says so), and prints one table. Everything runs on 127.0.0.1; every load is bounded in
  * time. See docs/performance.md.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
@@ -19,10 +20,12 @@ import { sendRequest } from '../harness/server-process.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import { openCeilingMeter, type Ceiling, type CeilingSpec } from './db-ceilings.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
-import { buildService, postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
+import { buildService, postmasterPid, sampleOwnCpu, sampleUsage, SERVER_SCRIPT, startServer, type ServerHandle } from './processes.ts';
 import { measureFailover } from './failover.ts';
+import { watchMachineLoad } from './machine-load.ts';
 import { measureReplicas } from './replicas.ts';
 import { measureWebhooks } from './webhooks.ts';
+import { measureAuditStreams } from './audit-streams.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceTally, pgliteSettling, postgresSettling } from './api-seeded.ts';
 import {
@@ -57,7 +60,6 @@ const PLAN = args.quick
   : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000, apiSeeded: [1_000, 10_000], churn: 5_000 };
 /** Concurrent connections of every HTTP scenario, and clients of every database ceiling. */
 const CONNECTIONS = 10;
-const SERVER_SCRIPT = 'dist/server/server.js';
 /**
  * Node flags of every server the benchmark starts, the service's and the bare Fastify one
  * alike: those of `npm run start:prod` (a heap cap; see docs/operations.md).
@@ -127,13 +129,15 @@ function within200Mb(row: ReportRow): boolean {
 }
 
 async function main(): Promise<void> {
+  // Read before the build, which loads the machine itself.
+  const load = watchMachineLoad(log);
   build();
   const machine = {
     cores: cpus().length,
     cpu: cpus()[0]?.model ?? 'unknown',
     memoryGb: (totalmem() / 1024 ** 3).toFixed(0),
     node: process.version,
-    loadAtStart: loadavg().map((l) => l.toFixed(2)).join(' '),
+    loadAtStart: load.atStart,
   };
   const cluster: PostgresCluster | undefined = await startPostgresCluster();
   if (!cluster) throw new Error('npm run bench needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
@@ -465,6 +469,16 @@ async function main(): Promise<void> {
     // POST /users with webhook endpoints against none; event-to-delivery latency (bench/webhooks.ts).
     sections.push(await measureWebhooks({ ...onPostgres, subdomain: seeded.adds.subdomain, add: () => addRequest(seeded.adds) }));
     await settle();
+    // One audit stream of each type: POST /users against none; lag at 1,000 changes/s (bench/audit-streams.ts).
+    // The small workspace is read no more after this point: its users are the ones renamed.
+    const streams = { ...onPostgres, databaseUrl: url, workspace: seeded.small, rate: 1_000, pacedSeconds: args.quick ? 10 : 60, format: 'json' as const };
+    sections.push(
+      await measureAuditStreams(streams).catch((error: Error) => {
+        log(`audit streams not measured: ${error.message}`);
+        return { title: 'Audit streams', rows: [{ scenario: 'not measured', note: error.message.split('\n')[0]! }] };
+      }),
+    );
+    await settle();
     // Writes on the pg_auto_failover topology against a single server (bench/failover.ts).
     sections.push(await measureFailover({ ...onPostgres, env: serverEnv(undefined) }));
 
@@ -538,11 +552,11 @@ async function main(): Promise<void> {
 
     const header = [
       `wum benchmark${args.quick ? ' (--quick: smaller data, 3 s scenarios; not for the record)' : ''}`,
-      `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB; Node ${machine.node}; PostgreSQL ${postgresVersion}; load average at start ${machine.loadAtStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB; Node ${machine.node}; PostgreSQL ${postgresVersion}`,
       `each scenario: ${CONNECTIONS} connections (db ceilings: ${CONNECTIONS} clients), ${PLAN.warmup} s warm-up, ${PLAN.seconds} s measured; node ${NODE_FLAGS.join(' ')}; LOG_LEVEL=${args['log-level']}; RATE_LIMIT_PER_KEY=0; DATABASE_POOL_SIZE=10 per worker`,
       `run took ${((performance.now() - started) / 60_000).toFixed(1)} min`,
     ].join('\n');
-    process.stdout.write(`\n${header}\n\n${renderReport(sections)}\n`);
+    process.stdout.write(`\n${header}\n\n${renderReport(sections, load)}\n`);
     if (args.json) {
       const sql = Object.fromEntries([...ceilings].map(([key, c]) => [key, c.sql]));
       writeFileSync(args.json, JSON.stringify({ machine, postgresVersion, plan: PLAN, sections, sql }, null, 2));

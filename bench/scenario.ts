@@ -13,7 +13,8 @@ import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { runHttpLoad } from './http-load.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import type { HttpRequestSpec } from './http-load.ts';
-import { buildService, sampleOwnCpu, sampleUsage, startServer } from './processes.ts';
+import { watchMachineLoad } from './machine-load.ts';
+import { buildService, sampleOwnCpu, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
 import { addRequest, listRequest, productsRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 
@@ -34,6 +35,7 @@ const { values: options, positionals } = parseArgs({
 const scenario = positionals[0] ?? 'list';
 if (!['products', 'list', 'add'].includes(scenario)) throw new Error(`unknown scenario ${scenario}: products, list or add`);
 
+const load = watchMachineLoad();
 buildService();
 if (scenario === 'products') buildFrameworkCeiling();
 const NODE_FLAGS = ['--max-old-space-size=128'];
@@ -69,7 +71,7 @@ try {
   const { small, adds } = await seedSmallAndAdds(cluster.url);
 
   const server = await startServer(
-    'dist/server/server.js',
+    SERVER_SCRIPT,
     {
       DATABASE_URL: options['unix-socket'] ? cluster.socketUrl : cluster.url,
       DATABASE_POOL_SIZE: options['pool-size'],
@@ -99,7 +101,7 @@ try {
       process.stdout.write(
         `bare Fastify constant JSON: ${bareBefore.perSecond.toFixed(0)} req/s before, ${bareAfter.perSecond.toFixed(0)} after, ` +
           `server ${bareBefore.cpuUs.toFixed(0)} and ${bareAfter.cpuUs.toFixed(0)} µs/req; GET /products = ` +
-          `${(measured.perSecond / rate).toFixed(2)}× their mean rate, ${(cpuUs / serverCpuUs).toFixed(2)}× by server CPU per request\n`,
+          `${load.ratio(measured.perSecond / rate)} their mean rate, ${load.ratio(cpuUs / serverCpuUs)} by server CPU per request\n`,
       );
     }
   } finally {
@@ -108,3 +110,4 @@ try {
 } finally {
   cluster.stop();
 }
+process.stdout.write(`${load.summary()}\n`);

@@ -24,8 +24,11 @@ import autocannon from 'autocannon';
 import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../harness/postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../harness/server-process.ts';
 import { buildBundles } from '../scripts/build-bundles.ts';
+import { watchMachineLoad } from './machine-load.ts';
 
 // The server runs as `npm start` runs it: bundled, once the bundle is current.
+// Read before building, which loads the machine itself.
+const load = watchMachineLoad();
 await buildBundles({ ifStale: true });
 
 const ADMIN_TOKEN = 'soak-admin-token-0123456789';
@@ -195,7 +198,7 @@ async function main(): Promise<number> {
       process.stdout.write(`note: the client fell short of the target rate (latency × connections < 1 s); raise --connections\n`);
     }
     const ok = fiveXx === 0 && transportErrors === 0 && flat;
-    process.stdout.write(ok ? 'soak passed\n' : 'soak FAILED\n');
+    process.stdout.write(`${load.summary()}\n${ok ? 'soak passed' : 'soak FAILED'}\n`);
     return ok ? 0 : 1;
   } finally {
     if (server && server.child.exitCode === null) {

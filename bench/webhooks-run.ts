@@ -6,13 +6,15 @@
  * docs/performance.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
-import { buildService, postmasterPid, startServer, type ServerHandle } from './processes.ts';
+import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { buildService, postmasterPid, startingProdServers, type ServerHandle } from './processes.ts';
+import { watchMachineLoad } from './machine-load.ts';
 import { renderReport } from './report.ts';
 import { addRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 import { measureWebhooks } from './webhooks.ts';
 
+const load = watchMachineLoad();
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -38,11 +40,7 @@ try {
   const { adds } = await seedSmallAndAdds(cluster.url);
   const section = await measureWebhooks({
     env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ...settings },
-    start: async (env) => {
-      const server = await startServer('dist/server/server.js', env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
-      servers.push(server);
-      return server;
-    },
+    start: startingProdServers(servers),
     databasePid: await postmasterPid(cluster.url),
     connections: 10,
     warmupSeconds: args.quick ? 1 : 2,
@@ -54,7 +52,7 @@ try {
   });
   const extra = Object.entries(settings).map(([name, value]) => `; ${name}=${value}`).join('');
   process.stdout.write(`\n10 connections, ${seconds} s measured per row; node --max-old-space-size=128; RATE_LIMIT_PER_KEY=0${extra}\n\n`);
-  process.stdout.write(`${renderReport([section])}\n`);
+  process.stdout.write(`${renderReport([section], load)}\n`);
 } finally {
   for (const server of servers) await server.stop().catch(() => {});
   cluster.stop();

@@ -14,7 +14,7 @@
  * window: `pg_stat_activity` sampled every 10 ms, the commonest (state, wait event, statement).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
@@ -23,9 +23,12 @@ import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { buildFrameworkCeiling, PLAIN_WRITES_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
-import { buildService, postmasterPid, sampleUsage, startServer } from './processes.ts';
+import { watchMachineLoad } from './machine-load.ts';
+import { buildService, postmasterPid, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
 import { addRequest, patchRequest, removalCursor, removeRequest } from './requests.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
+
+const load = watchMachineLoad();
 
 const { values: options } = parseArgs({
   options: {
@@ -149,7 +152,7 @@ async function compare(backend: Backend): Promise<void> {
   for (let round = 0; round < ROUNDS; round += 1) {
     const order = round % 2 === 0 ? (['service', 'plain'] as const) : (['plain', 'service'] as const);
     for (const which of order) {
-      const script = which === 'service' ? 'dist/server/server.js' : PLAIN_WRITES_SCRIPT;
+      const script = which === 'service' ? SERVER_SCRIPT : PLAIN_WRITES_SCRIPT;
       const env = which === 'service' ? backend.serviceEnv : backend.plainEnv;
       const server = await startServer(script, { LOG_LEVEL: 'info', ...env }, await freePort(), { nodeArgs: NODE_FLAGS });
       try {
@@ -169,7 +172,7 @@ async function compare(backend: Backend): Promise<void> {
     const cpu = (which: 'service' | 'plain') => mean(samples[which], write, 'serverUs') + mean(samples[which], write, 'databaseUs');
     process.stdout.write(
       `${backend.name} ${write}: service ${line('service')}; plain ${line('plain')}; ` +
-        `ratio ${ratio.toFixed(2)}× by rate, ${(cpu('plain') / cpu('service')).toFixed(2)}× by server + database CPU per request\n`,
+        `ratio ${load.ratio(ratio)} by rate, ${load.ratio(cpu('plain') / cpu('service'))} by server + database CPU per request\n`,
     );
   }
 }
@@ -184,7 +187,7 @@ async function seedBoth(run: RunSql): Promise<{ service: SeededWorkspace; plain:
 
 buildService();
 buildFrameworkCeiling();
-process.stdout.write(`load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${SECONDS} s per write, ${ROUNDS} rounds\n`);
+process.stdout.write(`${SECONDS} s per write, ${ROUNDS} rounds\n`);
 if (options.backend !== 'pglite') {
   const cluster = await startPostgresCluster();
   if (!cluster) throw new Error('npm run bench:writes needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
@@ -222,4 +225,4 @@ if (options.backend !== 'postgres') {
     rmSync(scratch, { recursive: true, force: true });
   }
 }
-process.stdout.write(`load average at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+process.stdout.write(`${load.summary()}\n`);

@@ -1,7 +1,8 @@
 /*
  * `npm run build`: compiles the server (src/ but the CLI, which runs through tsx like the SDK
- * it imports) to dist/ with tsc (tsconfig.build.json rewrites the `.ts` import extensions to
- * `.js`; nothing is written on a type error), which `npm run start:prod` and the benchmarks
+ * it imports; with the SDK modules the server shares) to dist/src/ and dist/sdk/ with tsc
+ * (tsconfig.build.json rewrites the `.ts` import extensions to `.js`; nothing is written on a
+ * type error), which `npm run start:prod` and the benchmarks
  * run; bundles the server and the CLI into bundle/ (scripts/build-bundles.ts), which
  * `npm start` and `wum` run; and builds the web console into console/dist
  * (scripts/build-console.ts). dist/ is emptied first so that a file removed from src/ cannot

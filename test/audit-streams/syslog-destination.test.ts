@@ -6,7 +6,7 @@ import { sendSyslogBatch } from '../../src/audit-streams/destinations/syslog.ts'
 import { StreamSendError, type StreamBatch } from '../../src/audit-streams/send-batch.ts';
 import type { SyslogDestination } from '../../src/core/audit-streams/destination.ts';
 import { withSilentServer } from '../helpers/silent-server.ts';
-import { makeCertificates, startRsyslog, type RsyslogReceiver } from '../helpers/rsyslog-receiver.ts';
+import { makeCertificates, startRsyslog, type RsyslogReceiver } from '../../harness/rsyslog-receiver.ts';
 
 /*
  * The syslog destination against Debian's rsyslog with its GnuTLS driver on 127.0.0.1: RFC 5424

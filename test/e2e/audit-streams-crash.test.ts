@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import { freePort } from '../../harness/postgres-cluster.ts';
 import { sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
-import { selfSignedCertificate, startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver, type TestCertificate } from '../helpers/stream-receivers.ts';
+import { selfSignedCertificate, startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver, type TestCertificate } from '../../harness/stream-receivers.ts';
 import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
 
 /*

@@ -10,8 +10,8 @@ import { Registry } from 'prom-client';
 import S3rver from 's3rver';
 import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
 import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
-import { startRsyslog, type RsyslogReceiver } from '../helpers/rsyslog-receiver.ts';
-import { startJsonLinesReceiver, type StreamReceiver } from '../helpers/stream-receivers.ts';
+import { startRsyslog, type RsyslogReceiver } from '../../harness/rsyslog-receiver.ts';
+import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
 /*

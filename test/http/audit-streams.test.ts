@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
 import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver } from '../helpers/stream-receivers.ts';
+import { startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 
 /*
  * Audit streams (docs/api.md, "Audit streams"): the routes on both hosts, write-only and

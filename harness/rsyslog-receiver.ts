@@ -1,13 +1,14 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './postgres-cluster.ts';
 
 /*
  * Debian's rsyslog receiving RFC 5425 (syslog over TLS, GnuTLS driver) on 127.0.0.1, writing
- * what it receives to files, for the syslog audit stream tests. .ci/run installs rsyslog and
+ * what it receives to files, for the syslog audit stream tests and the audit streams benchmark. .ci/run installs rsyslog and
  * rsyslog-gnutls; a machine without them gets them here when the test runs as root.
  */
 
@@ -62,14 +63,6 @@ export function makeCertificates(dir: string, name: string, serverFor?: string):
   return { caPem, caFile: path('ca.pem'), certFile: path('server.pem'), keyFile: path('server.key') };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 async function waitForListener(port: number, child: ChildProcess, errors: () => string): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
@@ -94,6 +87,11 @@ export interface RsyslogReceiver {
   readonly caPem: string;
   /** The temporary directory, for more certificates. */
   readonly dir: string;
+  /**
+   * The file where each received message is a line `<reception time, RFC 3339 with µs>|<MSG>`:
+   * rsyslog's own clock when the message came in, so that a reader polling the file adds no delay.
+   */
+  readonly arrivalsFile: string;
   /** Each received message's MSG, one per line, once at least `count` have arrived (within 10 s). */
   messages(count: number): Promise<string[]>;
   /** Each received message's parsed header fields and MSG, `|`-separated, once at least `count` have arrived. */
@@ -116,6 +114,7 @@ export async function startRsyslog(): Promise<RsyslogReceiver> {
   const port = await freePort();
   const messagesFile = join(dir, 'messages.log');
   const headersFile = join(dir, 'headers.log');
+  const arrivalsFile = join(dir, 'arrivals.log');
   const conf = join(dir, 'rsyslog.conf');
   writeFileSync(
     conf,
@@ -131,8 +130,10 @@ module(load="imtcp" streamDriver.name="gtls" streamDriver.mode="1" streamDriver.
 input(type="imtcp" address="127.0.0.1" port="${port}")
 template(name="msg" type="string" string="%msg%\\n")
 template(name="fields" type="string" string="%pri%|%protocol-version%|%timereported:::date-rfc3339%|%hostname%|%app-name%|%procid%|%msgid%|%structured-data%|%msg%\\n")
+template(name="arrival" type="string" string="%timegenerated:::date-rfc3339%|%msg%\\n")
 action(type="omfile" file="${messagesFile}" template="msg")
 action(type="omfile" file="${headersFile}" template="fields")
+action(type="omfile" file="${arrivalsFile}" template="arrival")
 `,
   );
   let stderr = '';
@@ -159,6 +160,7 @@ action(type="omfile" file="${headersFile}" template="fields")
     port,
     caPem: certs.caPem,
     dir,
+    arrivalsFile,
     messages: (count) => linesOf(messagesFile, count),
     headers: (count) => linesOf(headersFile, count),
     async stop() {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /*
- * Receivers of audit streams for tests, on 127.0.0.1: one for `https` destinations (JSON Lines,
+ * Receivers of audit streams for tests and the audit streams benchmark, on 127.0.0.1: one for `https` destinations (JSON Lines,
  * signed) and a Splunk HTTP Event Collector that checks the protocol strictly (the path, the
  * `Authorization: Splunk <token>` header, the body as a run of event objects with `time`,
  * `host`, `source`, `sourcetype` and `event`) and answers as Splunk does. Either can serve TLS
@@ -41,6 +41,8 @@ export interface ReceivedBatch {
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
   readonly status: number;
+  /** When it arrived (`Date.now()`, once its body was read): the benchmark's lag ends here. */
+  readonly at: number;
   /** The rows of an accepted batch (the lines of JSON Lines, or the HEC events' `event`). */
   readonly rows: ReadonlyArray<Record<string, unknown>>;
 }
@@ -72,7 +74,7 @@ async function startReceiver(handle: Handler, tls: TestCertificate | undefined, 
         : req.method === 'POST'
           ? handle(req.url ?? '', req.headers, body)
           : { status: 405, answer: '', rows: [] };
-      received.push({ path: req.url ?? '', headers: req.headers, body, status: outcome.status, rows: outcome.status < 300 ? outcome.rows : [] });
+      received.push({ path: req.url ?? '', headers: req.headers, body, status: outcome.status, at: Date.now(), rows: outcome.status < 300 ? outcome.rows : [] });
       res.writeHead(outcome.status, { 'content-type': 'application/json' }).end(outcome.answer);
     });
   };

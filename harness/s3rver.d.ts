@@ -1,4 +1,4 @@
-// s3rver ships no types: the part of its API the audit stream tests use.
+// s3rver ships no types: the part of its API the audit stream tests and benchmark use.
 declare module 's3rver' {
   import type { AddressInfo } from 'node:net';
   interface S3rverOptions {
@@ -12,5 +12,7 @@ declare module 's3rver' {
     constructor(options: S3rverOptions);
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
+    /** S3 event notifications: one per object stored (`ObjectCreated:Put`) or removed. */
+    on(event: 'event', listener: (event: { readonly Records: ReadonlyArray<{ readonly eventName: string; readonly s3: { readonly object: { readonly key: string } } }> }) => void): this;
   }
 }
