@@ -34,6 +34,7 @@ interface WireStream {
   cursor: number;
   lag_rows: number;
   last_error: string | null;
+  failing_since: string | null;
   last_delivered_at: string | null;
   destination: Record<string, unknown>;
   secret?: string;
