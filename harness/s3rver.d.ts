@@ -7,6 +7,9 @@ declare module 's3rver' {
     readonly directory: string;
     readonly silent?: boolean;
     readonly configureBuckets?: ReadonlyArray<{ readonly name: string }>;
+    /** A PEM key and certificate: s3rver then serves https. */
+    readonly key?: string;
+    readonly cert?: string;
   }
   export default class S3rver {
     constructor(options: S3rverOptions);

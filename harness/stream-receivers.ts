@@ -56,6 +56,10 @@ export interface StreamReceiver {
   rows(): Array<Record<string, unknown>>;
   /** `true`: every request is refused (503), as a destination that is down. */
   down(refusing: boolean): void;
+  /** Answers each next request only after `ms` (0: at once), so that batches could overlap if anything let them. */
+  delay(ms: number): void;
+  /** The most requests this receiver has had open at once. */
+  peakInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -64,10 +68,17 @@ type Handler = (path: string, headers: IncomingHttpHeaders, body: string) => { s
 async function startReceiver(handle: Handler, tls: TestCertificate | undefined, path: string): Promise<StreamReceiver> {
   const received: ReceivedBatch[] = [];
   let refusing = false;
+  let delayMs = 0;
+  let inFlight = 0;
+  let peak = 0;
   const listener = (req: IncomingMessage, res: ServerResponse) => {
+    inFlight += 1;
+    peak = Math.max(peak, inFlight);
+    res.on('close', () => (inFlight -= 1));
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
+    req.on('end', () => setTimeout(answer, delayMs));
+    const answer = () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const outcome = refusing
         ? { status: 503, answer: '{"text":"Server is busy","code":9}', rows: [] }
@@ -76,7 +87,7 @@ async function startReceiver(handle: Handler, tls: TestCertificate | undefined, 
           : { status: 405, answer: '', rows: [] };
       received.push({ path: req.url ?? '', headers: req.headers, body, status: outcome.status, at: Date.now(), rows: outcome.status < 300 ? outcome.rows : [] });
       res.writeHead(outcome.status, { 'content-type': 'application/json' }).end(outcome.answer);
-    });
+    };
   };
   const server = tls ? createHttpsServer({ key: tls.key, cert: tls.cert }, listener) : createHttpServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -86,6 +97,8 @@ async function startReceiver(handle: Handler, tls: TestCertificate | undefined, 
     received,
     rows: () => received.flatMap((r) => r.rows),
     down: (value) => void (refusing = value),
+    delay: (ms) => void (delayMs = ms),
+    peakInFlight: () => peak,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

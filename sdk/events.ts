@@ -1,6 +1,6 @@
 import type { components } from './schema.ts';
 
-/** The type of an event: what happened to the user (the OpenAPI document's `Event.type`). */
+/** The type of an event: what happened to a user or an audit stream (the OpenAPI document's `Event.type`). */
 export type EventType = components['schemas']['Event']['type'];
 
 /**
@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'user.reactivated',
   'user.expiry_deferred',
   'user.access_expiring',
+  'audit_stream.paused',
 ] as const satisfies readonly EventType[];
 
 /** Fails to compile when the API has an event type {@link EVENT_TYPES} lacks. */

@@ -262,7 +262,7 @@ export interface paths {
         };
         /**
          * List the workspace's events in sequence order
-         * @description The user changes of the workspace with a `sequence` above `after`, oldest first, at most `limit`; events are kept 30 days. Follow the feed by passing the last `sequence` you processed as `after` (`next_after` of the previous answer); an empty `events` array means you are up to date. The same events are sent to webhook endpoints.
+         * @description The user changes of the workspace (and its audit streams the server paused) with a `sequence` above `after`, oldest first, at most `limit`; events are kept 30 days. Follow the feed by passing the last `sequence` you processed as `after` (`next_after` of the previous answer); an empty `events` array means you are up to date. The same events are sent to webhook endpoints.
          */
         get: operations["listEvents"];
         put?: never;
@@ -1296,7 +1296,7 @@ export interface components {
              */
             roles: string[];
         };
-        /** @description A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`) or a policy's notice about a user (`user.expiry_deferred`, `user.access_expiring`). */
+        /** @description A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`), a policy's notice about a user (`user.expiry_deferred`, `user.access_expiring`), or an audit stream the server paused (`audit_stream.paused`, docs/api.md "Audit streams"). */
         Event: {
             /**
              * @description `evt_` and 32 hex digits; the `webhook-id` of its deliveries, for de-duplication.
@@ -1304,10 +1304,10 @@ export interface components {
              */
             id: string;
             /**
-             * @description What happened to the user.
+             * @description What happened: to a user (`user.*`), or to one of the workspace's audit streams (`audit_stream.*`).
              * @enum {string}
              */
-            type: "user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring";
+            type: "user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring" | "audit_stream.paused";
             /** @description Increases strictly within the workspace, in commit order. */
             sequence: number;
             /**
@@ -1320,7 +1320,30 @@ export interface components {
                 subdomain: string;
             };
             actor: components["schemas"]["Actor"];
+            /** @description `{"user", …}` for `user.*` events, `{"audit_stream"}` for `audit_stream.*` events. */
             data: {
+                /** @description The stream, without its destination. */
+                audit_stream: {
+                    /**
+                     * Format: uuid
+                     * @description The stream's id.
+                     */
+                    id: string;
+                    /** @description Its name. */
+                    name: string;
+                    /**
+                     * @description Its status after the event (`paused` for `audit_stream.paused`).
+                     * @enum {string}
+                     */
+                    status: "active" | "failing" | "paused";
+                    /** @description What the destination answered to the last failed batch. */
+                    last_error: string | null;
+                    /** @description Since when it failed without a success. */
+                    failing_since: string | null;
+                    /** @description The last audit id delivered: resuming continues after it. */
+                    cursor: number;
+                };
+            } | {
                 user: components["schemas"]["User"];
                 /** @description The fields the change altered, with their values before it (absent for `user.created`). */
                 previous?: {
@@ -7277,7 +7300,7 @@ export interface operations {
                      *       "user.deactivated"
                      *     ]
                      */
-                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring" | "audit_stream.paused")[] | null;
                 };
             };
         };
@@ -7841,7 +7864,7 @@ export interface operations {
                      *       "user.deactivated"
                      *     ]
                      */
-                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring" | "audit_stream.paused")[] | null;
                     /** @description `false` stops deliveries; `true` resumes them (also after the service disabled it). */
                     enabled?: boolean;
                 };
@@ -14167,7 +14190,7 @@ export interface operations {
                      *       "user.deactivated"
                      *     ]
                      */
-                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring" | "audit_stream.paused")[] | null;
                 };
             };
         };
@@ -14686,7 +14709,7 @@ export interface operations {
                      *       "user.deactivated"
                      *     ]
                      */
-                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring")[] | null;
+                    event_types?: ("user.created" | "user.updated" | "user.deactivated" | "user.reactivated" | "user.expiry_deferred" | "user.access_expiring" | "audit_stream.paused")[] | null;
                     /** @description `false` stops deliveries; `true` resumes them (also after the service disabled it). */
                     enabled?: boolean;
                 };

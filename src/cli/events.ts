@@ -4,9 +4,9 @@ import type { WumEvent } from 'wum/sdk';
 import { nonNegativeInteger, positiveInteger, withJson, workspaceClient } from './context.ts';
 import { say } from './output.ts';
 
-/** One event as a line for people: sequence, time, type, and the user's email. */
+/** One event as a line for people: sequence, time, type, and the user's email (an audit stream's event: the stream's name). */
 function eventLine(event: WumEvent): string {
-  return [event.sequence, event.created_at, event.type, event.data.user.email].join('  ');
+  return [event.sequence, event.created_at, event.type, 'user' in event.data ? event.data.user.email : event.data.audit_stream.name].join('  ');
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Awaitable } from './awaitable.ts';
 import type { Actor, ActorJson } from './actor.ts';
 import type { StoredScope } from './api-keys/scopes.ts';
 import type { AuditStream, AuditStreamChanges, NewAuditStream, StreamLag } from './audit-streams/audit-stream.ts';
-import type { WorkspaceEvent } from './events/event.ts';
+import type { EventAppend, WorkspaceEvent } from './events/event.ts';
 import type { Group } from './groups/group.ts';
 import type { ExpiryPolicy, InactivityPolicy, WorkspacePolicies } from './lifecycle/policy.ts';
 import type { PageRequest } from './pagination.ts';
@@ -427,8 +427,8 @@ export interface GroupRepository {
   delete(workspaceId: number, id: string): Promise<void>;
 }
 
-/** The outbox of user events, read as the workspace's feed. */
-export interface EventRepository {
+/** The outbox of events, read as the workspace's feed. */
+export interface EventRepository extends EventAppend {
   /** Up to `limit` events of the workspace with a sequence above `after`, in sequence order. */
   findAfter(workspaceId: number, after: number, limit: number): Promise<WorkspaceEvent[]>;
 }

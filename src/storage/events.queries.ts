@@ -1,11 +1,11 @@
 import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
-import type { WorkspaceEvent } from '../core/events/event.ts';
+import type { NewWorkspaceEvent, WorkspaceEvent } from '../core/events/event.ts';
 import type { EventRepository } from '../core/ports.ts';
 import type { Database } from './database.ts';
 import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { rowCount } from './rows.ts';
+import { rowCount, rowsOf } from './rows.ts';
 
 /** The actor of events written before actors were recorded (migration 0008). */
 const UNKNOWN_ACTOR: ActorJson = { type: 'system', id: null, label: null };
@@ -55,13 +55,14 @@ const eventsAfter = new NamedStatement(
     limit (select ${ph('limit')}::int)`,
 );
 
-/** The events repository: reads of the outbox, by workspace and sequence. */
+/** The events repository: reads of the outbox, by workspace and sequence, and the domain's appends. */
 export function createEventRepository(db: Database): EventRepository {
   return {
     async findAfter(workspaceId, after, limit) {
       const rows = await eventsAfter.run<Parameters<typeof toWorkspaceEvent>[0]>(db, { workspaceId, after, limit });
       return rows.map(toWorkspaceEvent);
     },
+    append: (event) => appendEvent(db, event),
   };
 }
 
@@ -133,10 +134,42 @@ export function eventInsert(
       from ${rows} s, sequenced q
       returning type, sequence
     ),
-    deliveries as (
-      insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence)
+    deliveries as (${deliveriesOf(workspaceId)})`;
+}
+
+/**
+ * One webhook delivery of each event of CTE `evented` (with `type` and `sequence`) per enabled
+ * endpoint of the workspace that wants its type: written with the event, so no crash can lose one.
+ */
+function deliveriesOf(workspaceId: SQL | Placeholder | number): SQL {
+  return sql`insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence)
       select ${workspaceId}, ep.id, e.sequence from evented e
       join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.enabled
-        and (ep.event_types is null or e.type = any(ep.event_types))
-    )`;
+        and (ep.event_types is null or e.type = any(ep.event_types))`;
+}
+
+/**
+ * Appends one event the domain built (its `data` already in the API's names) to the workspace's
+ * outbox with the workspace's next sequence, and its webhook deliveries, in one statement
+ * (docs/api.md, "Events and webhooks"); returns it as the feed will list it.
+ */
+async function appendEvent(db: Database, event: NewWorkspaceEvent): Promise<WorkspaceEvent> {
+  const workspaceId = sql`${event.workspaceId}::int8`;
+  const [row] = rowsOf<Parameters<typeof toWorkspaceEvent>[0]>(
+    await db.execute(sql`with sequenced as (
+        update workspaces set event_sequence = event_sequence + 1 where id = ${workspaceId}
+        returning event_sequence, subdomain
+      ),
+      evented as (
+        insert into events (workspace_id, sequence, id, type, data, actor)
+        select ${workspaceId}, q.event_sequence, 'evt_' || replace(gen_random_uuid()::text, '-', ''), ${event.type}::text,
+          ${JSON.stringify(event.data)}::jsonb, ${JSON.stringify(event.actor)}::jsonb
+        from sequenced q
+        returning id, type, sequence, created_at, data, actor
+      ),
+      deliveries as (${deliveriesOf(workspaceId)})
+      select e.id, e.type, e.sequence, e.created_at as "createdAt", q.subdomain, e.data, e.actor from evented e, sequenced q`),
+  );
+  if (!row) throw new Error(`workspace ${event.workspaceId} vanished while an event was appended to it`);
+  return toWorkspaceEvent(row);
 }

@@ -61,7 +61,8 @@ export interface StoreOptions {
   readonly onChange?: () => void;
   /**
    * Called after this store committed a change that may have written webhook deliveries (a
-   * user's insert or write, each with its outbox event; a redelivery): wakes the delivery worker.
+   * user's insert or write, each with its outbox event; an event the domain appended, such as
+   * a stream's pause; a redelivery): wakes the delivery worker.
    */
   readonly onDeliveriesDue?: DeliveriesDue;
 }
@@ -109,6 +110,7 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
       recordNotice: then(repos.users.recordNotice),
     },
     webhooks: { ...repos.webhooks, redeliver: then(repos.webhooks.redeliver) },
+    events: { ...repos.events, append: then(repos.events.append) },
   };
 }
 

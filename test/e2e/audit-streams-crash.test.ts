@@ -1,111 +1,169 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { freePort } from '../../harness/postgres-cluster.ts';
-import { sendRequest, type ServerProcess } from '../../harness/server-process.ts';
-import { BACKEND } from '../helpers/test-context.ts';
+import { gunzipSync } from 'node:zlib';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import S3rver from 's3rver';
+import { sendRequest } from '../../harness/server-process.ts';
+import { startRsyslog, type RsyslogReceiver } from '../../harness/rsyslog-receiver.ts';
+import { spawnedServers, type SpawnedServers } from '../helpers/spawned-server.ts';
 import { selfSignedCertificate, startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver, type TestCertificate } from '../../harness/stream-receivers.ts';
-import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
+import { BACKEND } from '../helpers/test-context.ts';
+import { eventually, sleep } from '../reliability/support.ts';
 
 /*
  * No audit row lost across a crash (docs/api.md, "Audit streams": at least once, in audit order,
- * de-duplicable by id): a real server process streams to an HTTPS receiver and a Splunk HEC,
- * both over TLS with a self-signed certificate the server trusts (NODE_EXTRA_CA_CERTS), on
- * 127.0.0.1. The HEC is down while changes are made; the server is killed with SIGKILL in the
- * middle, restarted on the same storage with the HEC back, and every audit id of the workspace
- * then arrives at both, in order.
+ * de-duplicable by id): a real server process streams one workspace's trail to all four
+ * destination types on 127.0.0.1, each over TLS: an HTTPS receiver and a Splunk HEC with a
+ * self-signed certificate the server trusts (NODE_EXTRA_CA_CERTS), s3rver serving https with
+ * that certificate, and Debian's rsyslog (RFC 5425, its own CA given as the stream's
+ * `ca_certificate`). The HEC is down while changes are made; the server is killed with SIGKILL
+ * right after the last change, with rows undelivered and batches in flight, restarted on the
+ * same storage with the HEC back, and every audit id of the workspace then arrives at each
+ * destination, in order, once repeats are removed by audit id.
  */
 
-const ADMIN_TOKEN = 'audit-stream-crash-admin-token-0123';
-const API = '/api/external/v2';
 const HEC_TOKEN = 'crash-hec-token-0123';
+// s3rver's only key pair.
+const S3_KEY = { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' };
 const USERS = 40;
 const TEST_TIMEOUT = { timeout: 300_000 };
 
+/** The distinct ids of `ids` in the order they first arrived (but the test send's synthetic row 0). */
+const firstArrivals = (ids: readonly number[]) => [...new Set(ids.filter((id) => id > 0))];
+
 describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in order [${BACKEND}]`, () => {
-  const spawned: ServerProcess[] = [];
-  let storage: ServerStorage | undefined;
+  let servers: SpawnedServers | undefined;
   let cert: TestCertificate | undefined;
   let jsonl: StreamReceiver | undefined;
   let hec: StreamReceiver | undefined;
+  let s3: { server: S3rver; dir: string; reader: S3Client } | undefined;
+  let rsyslog: RsyslogReceiver | undefined;
   after(async () => {
-    for (const server of spawned) server.kill();
+    await servers?.close();
     await jsonl?.close();
     await hec?.close();
+    s3?.reader.destroy();
+    await s3?.server.close();
+    if (s3) rmSync(s3.dir, { recursive: true, force: true });
+    await rsyslog?.stop();
     cert?.remove();
-    await storage?.remove();
   });
 
-  async function start(port: number) {
-    const server = startServer({
-      ...storage!.env,
-      PORT: String(port),
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'info',
-      RATE_LIMIT_PER_KEY: '0',
-      OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32',
-      WEBHOOK_TIMEOUT_MS: '2000',
-      NODE_EXTRA_CA_CERTS: cert!.certFile,
+  /** s3rver on https with `tls`, its bucket `audit` made, and a client of the test's own that trusts it. */
+  async function startS3(tls: TestCertificate) {
+    const dir = mkdtempSync(join(tmpdir(), 'wum-s3-crash-'));
+    const server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, configureBuckets: [{ name: 'audit' }], key: tls.key, cert: tls.cert });
+    const { port } = await server.run();
+    const endpoint = `https://127.0.0.1:${port}`;
+    const reader = new S3Client({
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: S3_KEY.access_key_id, secretAccessKey: S3_KEY.secret_access_key },
+      requestHandler: new NodeHttpHandler({ httpsAgent: new Agent({ ca: tls.cert }) }),
     });
-    spawned.push(server);
-    await server.waitForOutput(LISTENING, 2 * START_TIMEOUT_MS);
-    return server;
+    s3 = { server, dir, reader };
+    return endpoint;
   }
 
-  /** The distinct ids of `rows` in the order they first arrived (but the test send's synthetic row 0). */
-  const firstArrivals = (rows: ReadonlyArray<Record<string, unknown>>) => [...new Set(rows.map((r) => r.id as number).filter((id) => id > 0))];
+  /** The ids in the bucket: objects in key order (time, then audit ids), lines in order. */
+  async function s3Ids(): Promise<number[]> {
+    const listed = await s3!.reader.send(new ListObjectsV2Command({ Bucket: 'audit', Prefix: 'wum/' }));
+    const ids: number[] = [];
+    for (const { Key } of listed.Contents ?? []) {
+      const object = await s3!.reader.send(new GetObjectCommand({ Bucket: 'audit', Key }));
+      const text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
+      for (const line of text.trimEnd().split('\n')) ids.push((JSON.parse(line) as { id: number }).id);
+    }
+    return ids;
+  }
 
-  test('every audit id arrives at both destinations after the restart, in order', TEST_TIMEOUT, async () => {
-    storage = await serverStorage('wum_stream_crash');
+  /** The ids of the messages rsyslog wrote, in arrival order; `cut` counts messages that are not a whole row. */
+  async function syslogIds(): Promise<{ ids: number[]; cut: number }> {
+    const ids: number[] = [];
+    let cut = 0;
+    for (const message of await rsyslog!.messages(0)) {
+      try {
+        ids.push((JSON.parse(message) as { id: number }).id);
+      } catch {
+        // The frame the kill cut short, should rsyslog pass its part on: the batch is sent again whole.
+        cut += 1;
+      }
+    }
+    return { ids, cut };
+  }
+
+  test('every audit id arrives at each of the four destinations after the restart, in order', TEST_TIMEOUT, async () => {
     cert = selfSignedCertificate();
+    servers = await spawnedServers('wum_stream_crash', { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', WEBHOOK_TIMEOUT_MS: '2000', NODE_EXTRA_CA_CERTS: cert.certFile });
+    const { port, admin } = servers;
     jsonl = await startJsonLinesReceiver(cert);
     hec = await startSplunkHecReceiver(HEC_TOKEN, cert);
-    const port = await freePort();
-    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-    const first = await start(port);
+    const s3Endpoint = await startS3(cert);
+    rsyslog = await startRsyslog();
+    const first = await servers.start();
+    const ws = await servers.seed('streamy');
 
-    assert.equal((await sendRequest(port, 'PUT', '/admin/v1/products/crm', { headers: admin, body: { roles: ['member'] } })).status, 201);
-    const ws = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: admin, body: { subdomain: 'streamy' } });
-    assert.equal(ws.status, 201, ws.body);
-    const key = ws.json().api_key.key as string;
-    const host = `streamy.localhost:${port}`;
-    const streams: Array<{ id: string; cursor: number }> = [];
+    const arrivals: Record<string, () => Promise<number[]>> = {
+      https: async () => jsonl!.rows().map((r) => r.id as number),
+      splunk_hec: async () => hec!.rows().map((r) => r.id as number),
+      s3: s3Ids,
+      syslog: async () => (await syslogIds()).ids,
+    };
+    const streams: Array<{ id: string; cursor: number; type: string }> = [];
     for (const destination of [
       { type: 'https', url: jsonl.url },
       { type: 'splunk_hec', url: hec.url, token: HEC_TOKEN },
+      { type: 's3', endpoint: s3Endpoint, region: 'us-east-1', bucket: 'audit', prefix: 'wum/', ...S3_KEY },
+      { type: 'syslog', host: '127.0.0.1', port: rsyslog.port, ca_certificate: rsyslog.caPem },
     ]) {
-      const res = await sendRequest(port, 'POST', `${API}/audit-streams`, { host, headers: { 'x-api-key': key }, body: { name: destination.type, format: 'json', destination } });
+      const res = await servers.api(ws, 'POST', '/audit-streams', { name: destination.type, format: 'json', destination });
       assert.equal(res.status, 201, res.body);
-      streams.push(res.json() as { id: string; cursor: number });
+      streams.push({ ...(res.json() as { id: string; cursor: number }), type: destination.type });
     }
-    const test = await sendRequest(port, 'POST', `${API}/audit-streams/${streams[0]!.id}/test`, { host, headers: { 'x-api-key': key } });
+    const test = await servers.api(ws, 'POST', `/audit-streams/${streams[0]!.id}/test`);
     assert.deepEqual(test.json(), { ok: true, error: null }, 'the server trusts the receiver\'s certificate');
 
     hec.down(true);
     for (let i = 0; i < USERS; i += 1) {
-      const res = await sendRequest(port, 'POST', `${API}/users`, {
-        host,
-        headers: { 'x-api-key': key },
-        body: { user: { email: `crash${i}@example.com`, role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] } },
-      });
-      assert.equal(res.status, 201, res.body);
-      if (i === USERS / 2) await eventually(async () => firstArrivals(jsonl!.rows()).length > 0, 30_000, 'a first batch at the https receiver');
+      await servers.addUser(ws, `crash${i}@example.com`);
+      if (i === USERS / 2) {
+        for (const type of ['https', 's3', 'syslog']) {
+          await eventually(async () => firstArrivals(await arrivals[type]!()).length > 0, 30_000, `a first batch at the ${type} destination`);
+        }
+        await eventually(async () => hec!.received.length > 0, 30_000, 'the HEC refused a batch');
+      }
     }
-    await eventually(async () => hec!.received.length > 0, 30_000, 'the HEC refused a batch');
-    first.kill(); // SIGKILL the whole process group, with rows undelivered and batches in flight
-    await first.waitForExit(10_000);
+    // SIGKILL the whole process group right after the last change: rows undelivered, batches in flight.
+    await servers.crash(first);
     hec.down(false);
 
-    const second = await start(port);
+    const second = await servers.start();
     const listing = await sendRequest(port, 'GET', '/admin/v1/workspaces/streamy/audit-events?page_size=100', { headers: admin });
     assert.equal(listing.status, 200, listing.body);
     const ids = (listing.json().audit_events as Array<{ id: number }>).map((e) => e.id).sort((a, b) => a - b);
-    assert.ok(ids.length >= USERS + 2);
-    for (const [receiver, stream] of [[jsonl, streams[0]!], [hec, streams[1]!]] as const) {
+    assert.ok(ids.length >= USERS + 4);
+    for (const stream of streams) {
       const expected = ids.filter((id) => id > stream.cursor);
-      await eventually(async () => firstArrivals(receiver.rows()).length >= expected.length, 120_000, `every row at ${receiver.url}`);
-      assert.deepEqual(firstArrivals(receiver.rows()), expected, 'every audit id, in audit order (duplicates allowed)');
+      let got: number[] = [];
+      await eventually(
+        async () => {
+          got = firstArrivals(await arrivals[stream.type]!());
+          if (got.length < expected.length) await sleep(250);
+          return got.length >= expected.length;
+        },
+        120_000,
+        `every row at the ${stream.type} destination`,
+      );
+      assert.deepEqual(got, expected, `${stream.type}: every audit id, in audit order (duplicates allowed)`);
     }
-    const health = async () => (await sendRequest(port, 'GET', `${API}/audit-streams/${streams[1]!.id}`, { host, headers: { 'x-api-key': key } })).json();
+    assert.ok((await syslogIds()).cut <= 1, 'at most the one frame the kill cut short is not a whole row');
+    const health = async () => (await servers!.api(ws, 'GET', `/audit-streams/${streams[1]!.id}`)).json();
     await eventually(async () => (await health()).status === 'active', 30_000, 'the HEC stream active again');
     assert.equal((await health()).last_error, null);
     assert.match((await sendRequest(port, 'GET', '/metrics')).body, /^wum_audit_stream_rows_delivered_total\{stream="[^"]+"\} [1-9]/m);

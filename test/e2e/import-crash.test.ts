@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { freePort } from '../../harness/postgres-cluster.ts';
 import { sendRequest, type ServerProcess } from '../../harness/server-process.ts';
+import { spawnedServers, type SpawnedServers } from '../helpers/spawned-server.ts';
 import { BACKEND } from '../helpers/test-context.ts';
-import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, sleep, startServer, type ServerStorage } from '../reliability/support.ts';
+import { eventually, sleep } from '../reliability/support.ts';
 
 /*
  * A bulk import survives a crash (docs/contract.md Part B, "Importing users in bulk"): a real
@@ -12,35 +12,21 @@ import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, sleep, startSer
  * exactly one audit entry and one event each.
  */
 
-const ADMIN_TOKEN = 'import-crash-admin-token-0123';
 const API = '/api/external/v2';
 const ROWS = 10_000;
 const TEST_TIMEOUT = { timeout: 300_000 };
 
 describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]`, () => {
-  const spawned: ServerProcess[] = [];
-  let storage: ServerStorage | undefined;
+  let servers: SpawnedServers | undefined;
   after(async () => {
-    for (const server of spawned) server.kill();
-    await storage?.remove();
+    await servers?.close();
   });
 
-  async function start(port: number) {
-    const server = startServer({ ...storage!.env, PORT: String(port), ADMIN_TOKEN, LOG_LEVEL: 'info', RATE_LIMIT_PER_KEY: '0', REQUEST_TIMEOUT_MS: '120000' });
-    spawned.push(server);
-    await server.waitForOutput(LISTENING, 2 * START_TIMEOUT_MS);
-    return server;
-  }
-
   test('the job resumes from its last committed batch and completes', TEST_TIMEOUT, async () => {
-    storage = await serverStorage('wum_import_crash');
-    const port = await freePort();
-    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-    const first = await start(port);
-    assert.equal((await sendRequest(port, 'PUT', '/admin/v1/products/crm', { headers: admin, body: { roles: ['member'] } })).status, 201);
-    const ws = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: admin, body: { subdomain: 'importer' } });
-    assert.equal(ws.status, 201, ws.body);
-    const request = { host: `importer.localhost:${port}`, headers: { 'x-api-key': ws.json().api_key.key as string } };
+    servers = await spawnedServers('wum_import_crash', { REQUEST_TIMEOUT_MS: '120000' });
+    const { port, storage } = servers;
+    const first = await servers.start();
+    const { request } = await servers.seed('importer');
 
     const csv = ['email,role,first_name,last_name,apps', ...Array.from({ length: ROWS }, (_, i) => `crash${i}@example.com,non_owner,Crash,${i},crm:member`)].join('\n');
     const uploaded = await sendRequest(port, 'POST', `${API}/users/imports`, { ...request, raw: { body: csv, type: 'text/csv' }, timeoutMs: 120_000 });
@@ -57,11 +43,10 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
       60_000,
       `the job has made progress ${errors(first)}`,
     );
-    first.kill();
-    await first.waitForExit(10_000);
+    await servers.crash(first);
     assert.ok(seen < ROWS, `killed part way (${seen} of ${ROWS} rows done)`);
 
-    const second = await start(port);
+    const second = await servers.start();
     let job: Record<string, unknown> = {};
     await eventually(
       async () => {

@@ -7,15 +7,19 @@ import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
 import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
+import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
+import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /*
  * Audit streams (docs/api.md, "Audit streams"): the routes on both hosts, write-only and
  * encrypted credentials, the outbound guard, every change audited; and the worker of this
  * process sending to a JSON Lines receiver and a strict Splunk HEC on 127.0.0.1 (plain http to
  * loopback, WEBHOOK_ALLOW_HTTP): rows in audit order, a destination down then back, the pause
- * after AUDIT_STREAM_PAUSE_AFTER and the resume, a replay, a test send.
+ * after AUDIT_STREAM_PAUSE_AFTER (its audit row, metric, and `audit_stream.paused` event in the
+ * feed and at a webhook receiver on 127.0.0.1) and the resume, a replay, a test send.
  */
 
 const ENV = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_TIMEOUT_MS: '2000', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' };
@@ -30,6 +34,7 @@ interface WireStream {
   cursor: number;
   lag_rows: number;
   last_error: string | null;
+  failing_since: string | null;
   last_delivered_at: string | null;
   destination: Record<string, unknown>;
   secret?: string;
@@ -41,6 +46,8 @@ describe(`audit streams [${BACKEND}]`, () => {
   let jsonl: StreamReceiver;
   let hec: StreamReceiver;
   let worker: StreamWorker | undefined;
+  let webhooks: WebhookReceiver;
+  let deliveries: DeliveryWorker;
   const registry = new Registry();
 
   before(async () => {
@@ -49,8 +56,12 @@ describe(`audit streams [${BACKEND}]`, () => {
     ws = await ctx.createWorkspace('streams');
     jsonl = await startJsonLinesReceiver();
     hec = await startSplunkHecReceiver(HEC_TOKEN);
+    webhooks = await startWebhookReceiver();
+    deliveries = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
   });
   after(async () => {
+    await deliveries?.stop();
+    await webhooks?.close();
     await worker?.stop();
     await jsonl?.close();
     await hec?.close();
@@ -102,6 +113,13 @@ describe(`audit streams [${BACKEND}]`, () => {
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
     assert.equal(res.statusCode, 200, res.body);
     return (res.json().audit_events as Array<{ action: string }>).map((e) => e.action);
+  }
+
+  /** The workspace's events after `after` (GET /events), and the sequence to continue from. */
+  async function feed(after: number): Promise<{ events: Array<{ id: string; type: string; actor: unknown; data: unknown }>; after: number }> {
+    const res = await ctx.api(ws, 'GET', `/events?after=${after}&limit=1000`);
+    assert.equal(res.statusCode, 200, res.body);
+    return { events: res.json().events, after: res.json().next_after };
   }
 
   async function addUsers(prefix: string, n: number): Promise<void> {
@@ -239,10 +257,17 @@ describe(`audit streams [${BACKEND}]`, () => {
     assert.equal((await own('DELETE', `/${splunk.id}`)).statusCode, 204);
   });
 
-  test('failing for AUDIT_STREAM_PAUSE_AFTER pauses it (audited by the system, counted); resuming continues from the cursor', { timeout: 60_000 }, async () => {
+  test('failing for AUDIT_STREAM_PAUSE_AFTER pauses it: audited by the system, counted, an audit_stream.paused event in the feed and to a webhook; resuming continues from the cursor', { timeout: 60_000 }, async () => {
+    const hook = await ctx.admin('POST', `/workspaces/${ws.subdomain}/webhook-endpoints`, { url: webhooks.url, event_types: ['audit_stream.paused'] });
+    assert.equal(hook.statusCode, 201, hook.body);
+    const { after: feedBefore } = await feed(0);
     const s = await create({ name: 'Paused', destination: { type: 'splunk_hec', url: hec.url, token: HEC_TOKEN } });
     hec.received.length = 0;
     hec.down(true);
+    // An operator's stream of every workspace fails and is paused too: it has no workspace feed.
+    const everyone = await ctx.admin('POST', '/audit-streams', { name: 'All', format: 'json', workspace: null, destination: { type: 'splunk_hec', url: hec.url, token: HEC_TOKEN } });
+    assert.equal(everyone.statusCode, 201, everyone.body);
+    const all = everyone.json() as WireStream;
     await addUsers('pause', 2);
     const failingAt = Date.now();
     await until('the stream failing', () => stream(s.id), (x) => x.status === 'failing');
@@ -252,6 +277,27 @@ describe(`audit streams [${BACKEND}]`, () => {
     const events = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events as Array<{ action: string; actor_type: string; target_id: string }>;
     assert.ok(events.some((e) => e.action === 'audit_stream.paused' && e.actor_type === 'system' && e.target_id === s.id));
     assert.match(await registry.metrics(), /^wum_audit_streams_paused_total [1-9]/m);
+
+    const { events: announced } = await until('the event in the feed', () => feed(feedBefore), (f) => f.events.some((e) => e.type === 'audit_stream.paused'));
+    const event = announced.find((e) => e.type === 'audit_stream.paused')!;
+    assert.deepEqual(event.actor, { type: 'system', id: null, label: 'system' });
+    assert.deepEqual(event.data, {
+      audit_stream: { id: s.id, name: 'Paused', status: 'paused', last_error: paused.last_error, failing_since: paused.failing_since, cursor: paused.cursor },
+    });
+    const [delivery] = await webhooks.waitFor(1);
+    assert.equal(delivery!.headers['webhook-id'], event.id);
+    assert.deepEqual(new Webhook(hook.json().secret).verify(delivery!.body, delivery!.headers as Record<string, string>), event, 'the webhook sends the event as the feed lists it, signed');
+
+    const allPaused = await until('the operator\'s stream paused', async () => (await ctx.admin('GET', `/audit-streams/${all.id}`)).json() as WireStream, (x) => x.status === 'paused');
+    const operatorRows = (await ctx.admin('GET', `/audit-events?action=audit_stream.paused&target_id=${all.id}`)).json().audit_events as Array<{ actor_type: string; workspace: string | null }>;
+    assert.deepEqual(operatorRows.map((r) => [r.actor_type, r.workspace]), [['system', null]], 'the operator\'s stream\'s pause is audited, in no workspace');
+    assert.match(await registry.metrics(), /^wum_audit_streams_paused_total ([2-9]|\d{2,})/m, 'and counted');
+    assert.ok(!JSON.stringify((await feed(feedBefore)).events).includes(all.id), 'but it is in no workspace\'s feed');
+    assert.equal(allPaused.last_error !== null, true);
+    assert.equal((await ctx.admin('DELETE', `/audit-streams/${all.id}`)).statusCode, 204);
+    await sleep(500);
+    assert.equal(webhooks.received.length, 1, 'one event, one delivery: the operator\'s stream sent none');
+
     hec.down(false);
     await sleep(1000);
     assert.equal(hec.rows().length, 0, 'nothing is sent while paused');
@@ -263,6 +309,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     assert.deepEqual([...new Set(hec.rows().map((r) => r.id as number))], expected, 'from the cursor on, in order, nothing lost');
     assert.ok((await auditActions()).includes('audit_stream.resumed'));
     assert.equal((await own('DELETE', `/${s.id}`)).statusCode, 204);
+    assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/webhook-endpoints/${hook.json().id}`)).statusCode, 204);
   });
 
   test('replay sends the rows from an instant again; test sends one synthetic row and says what the destination answered', { timeout: 60_000 }, async () => {

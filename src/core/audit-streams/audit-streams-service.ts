@@ -13,6 +13,7 @@ import {
   type StreamFormat,
 } from './audit-stream.ts';
 import type { StreamDestination } from './destination.ts';
+import { streamPausedEvent } from './stream-events.ts';
 
 /*
  * Audit streams (docs/api.md, "Audit streams"): a workspace's owners stream its audit trail, an
@@ -268,7 +269,9 @@ export async function testAuditStream(store: Store, owner: StreamOwner, id: stri
 
 /**
  * Pauses every stream failing for longer than `pauseAfterMs` (`AUDIT_STREAM_PAUSE_AFTER`), each
- * audited as `audit_stream.paused` by the system, in one transaction. Returns the streams paused.
+ * audited as `audit_stream.paused` by the system and, for a workspace's stream, announced by an
+ * `audit_stream.paused` event in that workspace's feed and to its webhook endpoints, all in one
+ * transaction (docs/api.md, "Audit streams"). Returns the streams paused.
  */
 export async function pauseFailingStreams(store: Store, pauseAfterMs: number, now: Date = new Date()): Promise<AuditStream[]> {
   return store.transaction(async (tx) => {
@@ -279,6 +282,8 @@ export async function pauseFailingStreams(store: Store, pauseAfterMs: number, no
         failing_since: stream.failingSince?.toISOString() ?? null,
         last_error: stream.lastError,
       });
+      const event = streamPausedEvent(stream, SYSTEM_ACTOR);
+      if (event) await tx.events.append(event);
     }
     return paused;
   });

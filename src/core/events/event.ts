@@ -2,14 +2,24 @@ import type { ActorJson } from '../actor.ts';
 import type { UserChangeType, UserNoticeType } from '../users/user.ts';
 
 /**
+ * An event about one of the workspace's audit streams rather than a user (docs/api.md, "Audit
+ * streams"): `audit_stream.paused` when the server paused a stream that kept failing.
+ */
+export type StreamEventType = 'audit_stream.paused';
+
+/** Every type of event a workspace's feed holds. */
+export type EventType = UserChangeType | UserNoticeType | StreamEventType;
+
+/**
  * One event of a workspace's feed, as stored in the outbox (docs/contract.md Part B, Events and
- * webhooks). `data` is `{"user": <the user after the change>, "previous"?: <changed fields
- * before>}` in the API's names, written by the change's own statement.
+ * webhooks). `data` is in the API's names: for a user's event `{"user": <the user after the
+ * change>, "previous"?: <changed fields before>}`, written by the change's own statement; for a
+ * stream's event `{"audit_stream": {…}}` (docs/api.md, "Events and webhooks").
  */
 export interface WorkspaceEvent {
   /** `evt_` and 32 hex digits; the `webhook-id` of every delivery of it. */
   readonly id: string;
-  readonly type: UserChangeType | UserNoticeType;
+  readonly type: EventType;
   /** Increases strictly within the workspace, in commit order. */
   readonly sequence: number;
   readonly createdAt: Date;
@@ -27,7 +37,28 @@ export const EVENT_TYPES = [
   'user.reactivated',
   'user.expiry_deferred',
   'user.access_expiring',
-] as const satisfies ReadonlyArray<UserChangeType | UserNoticeType>;
+  'audit_stream.paused',
+] as const satisfies ReadonlyArray<EventType>;
+
+/** An event written by the domain (not by a user's write statement), with its data in the API's names. */
+export interface NewWorkspaceEvent {
+  readonly workspaceId: number;
+  readonly type: StreamEventType;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly actor: ActorJson;
+}
+
+/**
+ * Appends events to a workspace's outbox (storage/events.queries.ts implements it), inside the
+ * caller's transaction, with one webhook delivery per enabled endpoint that wants the type.
+ */
+export interface EventAppend {
+  /**
+   * Appends `event` with the workspace's next sequence (so the feed orders it by commit, as a
+   * user's) and its deliveries; returns it as stored.
+   */
+  append(event: NewWorkspaceEvent): Promise<WorkspaceEvent>;
+}
 
 /** How long events are kept for the feed, in days (docs/contract.md Part B: "kept 30 days"). */
 export const EVENT_RETENTION_DAYS = 30;

@@ -23,35 +23,62 @@ export const ListEventsQuery = Type.Object({
   }),
 });
 
+/** `data` of a user's event: the user after the change, and what it was before. */
+const UserEventData = Type.Object(
+  {
+    user: Type.Ref(UserSchema),
+    previous: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'The fields the change altered, with their values before it (absent for `user.created`).' }),
+    ),
+    reason: Type.Optional(
+      StringEnum(['expired', 'inactive', 'grant_expired'], {
+        description: 'Why a policy made the change or sends the notice (only on changes and notices of policies).',
+      }),
+    ),
+    ends_at: Type.Optional(
+      Type.String({ format: 'date-time', description: 'When access ends (`user.access_expiring`) or was due to end (`user.expiry_deferred`).' }),
+    ),
+  },
+  { title: 'UserEventData', description: 'The `data` of a `user.*` event.' },
+);
+
+/** `data` of an audit stream's event (core/audit-streams/stream-events.ts builds it). */
+const StreamEventData = Type.Object(
+  {
+    audit_stream: Type.Object(
+      {
+        id: Type.String({ format: 'uuid', description: 'The stream\'s id.' }),
+        name: Type.String({ description: 'Its name.' }),
+        status: StringEnum(['active', 'failing', 'paused'] as const, { description: 'Its status after the event (`paused` for `audit_stream.paused`).' }),
+        last_error: Type.Union([Type.String(), Type.Null()], { description: 'What the destination answered to the last failed batch.' }),
+        failing_since: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Since when it failed without a success.' }),
+        cursor: Type.Integer({ description: 'The last audit id delivered: resuming continues after it.' }),
+      },
+      { description: 'The stream, without its destination.' },
+    ),
+  },
+  { title: 'AuditStreamEventData', description: 'The `data` of an `audit_stream.*` event.' },
+);
+
 /** An event as the feed lists it and a webhook delivery sends it. */
 export const EventSchema = Type.Object(
   {
     id: Type.String({ description: '`evt_` and 32 hex digits; the `webhook-id` of its deliveries, for de-duplication.', examples: ['evt_5f0c6a1e2b3d4c8e9a7f1b2c3d4e5f60'] }),
-    type: StringEnum(EVENT_TYPES, { description: 'What happened to the user.' }),
+    type: StringEnum(EVENT_TYPES, { description: 'What happened: to a user (`user.*`), or to one of the workspace\'s audit streams (`audit_stream.*`).' }),
     sequence: Type.Integer({ description: 'Increases strictly within the workspace, in commit order.' }),
     created_at: Type.String({ format: 'date-time', description: 'When the change committed (RFC 3339, UTC).' }),
     workspace: Type.Object({ subdomain: Type.String({ description: 'The workspace\'s subdomain.' }) }),
     actor: Type.Ref(ActorSchema),
-    data: Type.Object({
-      user: Type.Ref(UserSchema),
-      previous: Type.Optional(
-        Type.Record(Type.String(), Type.Unknown(), { description: 'The fields the change altered, with their values before it (absent for `user.created`).' }),
-      ),
-      reason: Type.Optional(
-        StringEnum(['expired', 'inactive', 'grant_expired'], {
-          description: 'Why a policy made the change or sends the notice (only on changes and notices of policies).',
-        }),
-      ),
-      ends_at: Type.Optional(
-        Type.String({ format: 'date-time', description: 'When access ends (`user.access_expiring`) or was due to end (`user.expiry_deferred`).' }),
-      ),
-    }),
+    // The stream's shape first: serialising a user's event then fails its test at the missing
+    // `audit_stream` at once, before the user's own is checked.
+    data: Type.Union([StreamEventData, UserEventData], { description: '`{"user", …}` for `user.*` events, `{"audit_stream"}` for `audit_stream.*` events.' }),
   },
   {
     $id: 'Event',
     description:
-      'A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`) or a policy\'s ' +
-      'notice about a user (`user.expiry_deferred`, `user.access_expiring`).',
+      'A user change (docs/contract.md: `user.created`, `user.updated`, `user.deactivated`, `user.reactivated`), a policy\'s ' +
+      'notice about a user (`user.expiry_deferred`, `user.access_expiring`), or an audit stream the server paused ' +
+      '(`audit_stream.paused`, docs/api.md "Audit streams").',
   },
 );
 

@@ -10,7 +10,8 @@ import { EXTERNAL_API_ERRORS, jsonResponse, problemResponses } from '../../schem
 import { EVENT_EXAMPLE, EventSchema, ListEventsQuery } from '../../schemas/events.ts';
 
 /**
- * `GET /events`, the workspace's pull feed of user changes. Source: docs/contract.md Part B, Events and webhooks.
+ * `GET /events`, the workspace's pull feed of user changes (and of audit streams paused, docs/api.md "Audit streams").
+ * Source: docs/contract.md Part B, Events and webhooks.
  */
 export async function eventsRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   app.withTypeProvider<TypeBoxTypeProvider>().get('/events', {
@@ -18,7 +19,7 @@ export async function eventsRoutes(app: FastifyInstance, options: { store: Store
       operationId: 'listEvents',
       summary: 'List the workspace\'s events in sequence order',
       description:
-        'The user changes of the workspace with a `sequence` above `after`, oldest first, at most `limit`; events are ' +
+        'The user changes of the workspace (and its audit streams the server paused) with a `sequence` above `after`, oldest first, at most `limit`; events are ' +
         'kept 30 days. Follow the feed by passing the last `sequence` you processed as `after` (`next_after` of the ' +
         'previous answer); an empty `events` array means you are up to date. The same events are sent to webhook endpoints.',
       tags: ['events'],
@@ -39,7 +40,7 @@ export async function eventsRoutes(app: FastifyInstance, options: { store: Store
     handler: async (request) => {
       const { after, limit } = request.query;
       const events = await listEvents(options.store, tenantOf(request).workspace.id, after, limit);
-      // `data` was written by the change's own statement in the shape EventSchema describes.
+      // `data` was written in the shape EventSchema describes: by the user change's own statement, or by the domain (a stream's event).
       const listed = events.map(toEventJson) as unknown as Array<Static<typeof EventSchema>>;
       return { events: listed, next_after: events.at(-1)?.sequence ?? after };
     },
