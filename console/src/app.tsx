@@ -16,6 +16,7 @@ import { WorkspacePage } from './pages/workspace.tsx';
 import { WebhookDeliveriesPage } from './pages/webhook-deliveries.tsx';
 import { ProductsPage } from './pages/products.tsx';
 import { AuditPage } from './pages/audit.tsx';
+import { AuditStreamsPage } from './pages/audit-streams.tsx';
 import { PoliciesPage } from './pages/policies.tsx';
 import { Page } from './components/page.tsx';
 
@@ -99,6 +100,11 @@ function Header() {
                 {scopes.allows('audit:read') && (
                   <li>
                     <NavLink href="/trail">Audit trail</NavLink>
+                  </li>
+                )}
+                {scopes.allows('audit:write') && (
+                  <li>
+                    <NavLink href="/streams">Audit streams</NavLink>
                   </li>
                 )}
               </>
@@ -219,6 +225,11 @@ export function App() {
             </Route>
             <Route path="/trail">
               <AsOwner page={(where) => <AuditPage where={where} />} />
+            </Route>
+            <Route path="/streams">
+              <Needs what="workspace">
+                <AuditStreamsPage />
+              </Needs>
             </Route>
             <Route path="/workspaces">
               <Needs what="operator">
