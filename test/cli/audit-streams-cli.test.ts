@@ -46,9 +46,8 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
 
     await wum.users.add({ email: 'ada@example.com', role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] });
     const deadline = Date.now() + 30_000;
-    let listed: AuditStream[] = [];
     for (;;) {
-      listed = (await streams('list', '--json')).json();
+      const listed: AuditStream[] = (await streams('list', '--json')).json();
       if (listed[0]?.lag_rows === 0 && listed[0].last_delivered_at !== null) break;
       assert.ok(Date.now() < deadline, `still lagging: ${JSON.stringify(listed)}`);
       await sleep(200);
