@@ -120,6 +120,9 @@ function Header() {
                 <li>
                   <NavLink href="/audit">Audit log</NavLink>
                 </li>
+                <li>
+                  <NavLink href="/audit-streams">Audit streams</NavLink>
+                </li>
               </>
             )}
           </ul>
@@ -228,7 +231,7 @@ export function App() {
             </Route>
             <Route path="/streams">
               <Needs what="workspace">
-                <AuditStreamsPage />
+                <AuditStreamsPage side="owner" />
               </Needs>
             </Route>
             <Route path="/workspaces">
@@ -255,6 +258,11 @@ export function App() {
             <Route path="/audit">
               <Needs what="operator">
                 <AuditPage />
+              </Needs>
+            </Route>
+            <Route path="/audit-streams">
+              <Needs what="operator">
+                <AuditStreamsPage side="operator" />
               </Needs>
             </Route>
             <Route component={NotFound} />

@@ -23,7 +23,8 @@ const SCREENSHOTS = BACKEND === 'pglite' && process.env.WUM_SCREENSHOTS === '1';
  * in through the workspace's identity provider (panva's oidc-provider on 127.0.0.1), runs the
  * workspace alone (a SCIM key, a webhook endpoint, the audit trail), and sees only what the
  * session's scopes allow; streams the audit trail to a JSON Lines receiver on 127.0.0.1 (its
- * health, pause and resume); a read-only key's session sees no write control; a new tab opens
+ * health, pause and resume; the operator's streams of one workspace or of every one); a
+ * read-only key's session sees no write control; a new tab opens
  * signed in; the operator's sign-in card is on the operator host only, once. Workspace hosts
  * are `<subdomain>.localhost`, which Chromium resolves to loopback itself. See docs/console.md,
  * "Owners' self-service".
@@ -68,6 +69,16 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
       'olivia',
     );
     await page.getByRole('heading', { name: 'Users' }).waitFor();
+    return page;
+  }
+
+  /** A fresh watched page on the operator host, signed in with the operator token. */
+  async function signInAsOperator(): Promise<Page> {
+    const page = await open();
+    await page.goto(`http://localhost:${port}/console/`);
+    await page.getByLabel('Operator token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Sign in as operator' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
     return page;
   }
 
@@ -310,11 +321,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
   });
 
   test("the operator reaches a workspace's policies from its page and sets them through the operator API", TEST_TIMEOUT, async () => {
-    const page = await open();
-    await page.goto(`http://localhost:${port}/console/`);
-    await page.getByLabel('Operator token').fill(ADMIN_TOKEN);
-    await page.getByRole('button', { name: 'Sign in as operator' }).click();
-    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    const page = await signInAsOperator();
     await page.getByRole('banner').getByText('Signed in as Operator (token)').waitFor();
     await page.goto(`http://localhost:${port}/console/workspaces/${ws.subdomain}`);
     await page.getByRole('link', { name: `Policies of ${ws.subdomain}` }).click();
@@ -326,6 +333,37 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     const stored = await app.inject({ method: 'GET', url: `${API}/policies/inactivity`, headers: { host: ws.host, 'x-api-key': ws.apiKey } });
     assert.equal(stored.json().deactivate_after, 'P90D', stored.body);
     await assertAccessible(page, "the operator's policies of a workspace");
+  });
+
+  test("the operator's Audit streams: a stream of one workspace or of every one, its health, pause, delete", TEST_TIMEOUT, async () => {
+    const page = await signInAsOperator();
+    await nav(page, 'Audit streams').click();
+    await page.getByRole('heading', { name: 'Audit streams', level: 1 }).waitFor();
+    for (const [name, workspace] of [['Everything', ''], ['Owner only', ws.subdomain]] as const) {
+      await page.getByRole('button', { name: 'Add an audit stream' }).click();
+      const form = page.getByRole('form', { name: 'Add an audit stream' });
+      await form.getByLabel('Workspace (empty: every workspace)').fill(workspace);
+      await form.getByLabel('Name', { exact: true }).fill(name);
+      await form.getByLabel('Destination URL').fill(streamReceiver.url);
+      await form.getByRole('button', { name: 'Add stream' }).click();
+      assert.match(await page.getByLabel(`Signing secret of ${name}`, { exact: true }).inputValue(), /^whsec_/);
+      await page.getByRole('button', { name: 'I have copied it' }).click();
+    }
+    const everything = page.getByRole('row', { name: /Everything/ });
+    await everything.getByRole('cell', { name: 'Every workspace', exact: true }).waitFor();
+    await page.getByRole('row', { name: /Owner only/ }).getByRole('cell', { name: ws.subdomain, exact: true }).waitFor();
+    await everything.getByText('Active', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Pause Everything' }).click();
+    await everything.getByText('Paused', { exact: true }).waitFor();
+    await assertAccessible(page, "the operator's audit streams");
+    // The owner sees their workspace's stream only.
+    assert.deepEqual((await external('GET', '/audit-streams')).json().audit_streams.map((s: { name: string }) => s.name), ['Owner only']);
+    for (const name of ['Everything', 'Owner only']) {
+      await page.getByRole('button', { name: `Delete ${name}` }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete the stream' }).click();
+      await page.getByText(`Deleted the stream ${name}.`).waitFor();
+    }
+    await page.getByText(/No audit streams yet/).waitFor();
   });
 
   test('the operator card is on the operator host only, once, with both ways to sign in', TEST_TIMEOUT, async () => {

@@ -8,6 +8,8 @@ import { WumApiError } from '../../../sdk/errors.ts';
 
 /** The form's fields: every destination type's, of which only the chosen type's are sent. */
 interface StreamFormValues {
+  /** The operator's only: a subdomain, or empty for every workspace. */
+  workspace: string;
   name: string;
   format: NewAuditStream['format'];
   /** Comma- or space-separated actions; empty: every action. */
@@ -85,6 +87,7 @@ function destinationOf(v: StreamFormValues): StreamDestination {
 }
 
 const DEFAULTS: StreamFormValues = {
+  workspace: '',
   name: '',
   format: 'json',
   actions: '',
@@ -115,16 +118,19 @@ export interface AuditStreamFormProps {
   readonly create: (body: NewAuditStream) => Promise<AuditStreamWithSecret>;
   readonly onCreated: (stream: AuditStreamWithSecret) => void;
   readonly onCancel: () => void;
+  /** True for the operator: the form asks which workspace's rows the stream sends (empty: every workspace's). */
+  readonly operator?: boolean;
 }
 
 /**
- * Creates an audit stream: a name, the format (wum's JSON or OCSF), the actions it sends
+ * Creates an audit stream: for the operator, the workspace whose rows it sends (empty: every
+ * workspace's); a name, the format (wum's JSON or OCSF), the actions it sends
  * (empty: every one), and the destination: its type, then that type's fields (credentials are
  * write-only: never shown again). The API checks the address (the outbound guard) and its
  * field errors (`destination.url`, `destination.host`, …) show beside the fields. Source:
  * docs/api.md, "Audit streams"; docs/console.md, "Audit streams".
  */
-export function AuditStreamForm({ create, onCreated, onCancel }: AuditStreamFormProps) {
+export function AuditStreamForm({ create, onCreated, onCancel, operator = false }: AuditStreamFormProps) {
   const id = useId();
   const { register, handleSubmit, watch, setError, formState } = useForm<StreamFormValues>({
     defaultValues: DEFAULTS,
@@ -135,7 +141,13 @@ export function AuditStreamForm({ create, onCreated, onCancel }: AuditStreamForm
   const mutation = useMutation({
     mutationFn: (v: StreamFormValues) => {
       const actions = v.actions.split(/[\s,]+/).filter(Boolean);
-      return create({ name: v.name.trim(), format: v.format, destination: destinationOf(v), ...(actions.length > 0 ? { actions } : {}) });
+      return create({
+        name: v.name.trim(),
+        format: v.format,
+        destination: destinationOf(v),
+        ...(actions.length > 0 ? { actions } : {}),
+        ...(operator ? { workspace: v.workspace.trim() || null } : {}),
+      });
     },
     onSuccess: onCreated,
     onError: (error) => {
@@ -153,6 +165,7 @@ export function AuditStreamForm({ create, onCreated, onCancel }: AuditStreamForm
       <h3 id={`${id}-title`}>Add an audit stream</h3>
       {mutation.isError && <ErrorNotice error={mutation.error} title="Could not add the stream" />}
       <div class="field-row">
+        {operator && <Field {...field} name="workspace" label="Workspace (empty: every workspace)" placeholder="acme" optional />}
         <Field {...field} name="name" label="Name" placeholder="SIEM" />
         <div class="field">
           <label for={`${id}-format`}>Format</label>

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { auditStreamsApi, type AuditStream, type AuditStreamWithSecret } from '../api/audit-streams.ts';
+import { auditStreamsApi, type AuditStream, type AuditStreamWithSecret, type StreamsSide } from '../api/audit-streams.ts';
 import { ConfirmDialog, useConfirmation } from '../components/confirm-dialog.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { Page } from '../components/page.tsx';
@@ -54,10 +54,10 @@ function StreamStatus({ stream }: { stream: AuditStream }) {
 }
 
 /** Picks the day a replay starts from and sends the request; says when retention removed rows. */
-function ReplayForm({ stream, onReplayed, onClose }: { stream: AuditStream; onReplayed: () => void; onClose: () => void }) {
+function ReplayForm({ side, stream, onReplayed, onClose }: { side: StreamsSide; stream: AuditStream; onReplayed: () => void; onClose: () => void }) {
   const id = useId();
   const [day, setDay] = useState('');
-  const replay = useMutation({ mutationFn: (from: string) => auditStreamsApi.replay(stream.id, from), onSuccess: onReplayed });
+  const replay = useMutation({ mutationFn: (from: string) => auditStreamsApi(side).replay(stream.id, from), onSuccess: onReplayed });
   return (
     <form
       class="card form"
@@ -96,7 +96,8 @@ function ReplayForm({ stream, onReplayed, onClose }: { stream: AuditStream; onRe
 }
 
 /**
- * The workspace's audit streams, for its owner (scope `audit:write`): each stream's name,
+ * Audit streams: the workspace's, for its owner (scope `audit:write`), or every one, for the
+ * operator (with the workspace each sends, or "every workspace"): each stream's name,
  * destination and format, its health (status badge active / failing / paused, lag, last
  * delivery, last error; read again every few seconds), and per stream: send a test row, pause
  * or resume, replay from a day, delete after a confirmation. **Add an audit stream** opens
@@ -104,17 +105,19 @@ function ReplayForm({ stream, onReplayed, onClose }: { stream: AuditStream; onRe
  * state is explained under the list. Source: docs/api.md, "Audit streams"; docs/console.md,
  * "Audit streams".
  */
-function AuditStreamsSection() {
+function AuditStreamsSection({ side }: { side: StreamsSide }) {
   const queryClient = useQueryClient();
-  const key = ['audit-streams'];
-  const streams = useQuery({ queryKey: key, queryFn: ({ signal }) => auditStreamsApi.list(signal), refetchInterval: HEALTH_REFRESH_MS });
+  const key = ['audit-streams', side];
+  const calls = auditStreamsApi(side);
+  const operator = side === 'operator';
+  const streams = useQuery({ queryKey: key, queryFn: ({ signal }) => calls.list(signal), refetchInterval: HEALTH_REFRESH_MS });
   const [adding, setAdding] = useState(false);
   const [secret, setSecret] = useState<AuditStreamWithSecret | undefined>();
   const [replaying, setReplaying] = useState<AuditStream | undefined>();
   const refresh = () => void queryClient.invalidateQueries({ queryKey: key });
-  const setStatus = useMutation({ mutationFn: ({ stream, status }: { stream: AuditStream; status: 'active' | 'paused' }) => auditStreamsApi.setStatus(stream.id, status), onSettled: refresh });
-  const test = useMutation({ mutationFn: (stream: AuditStream) => auditStreamsApi.test(stream.id) });
-  const remove = useMutation({ mutationFn: (stream: AuditStream) => auditStreamsApi.remove(stream.id), onSettled: refresh });
+  const setStatus = useMutation({ mutationFn: ({ stream, status }: { stream: AuditStream; status: 'active' | 'paused' }) => calls.setStatus(stream.id, status), onSettled: refresh });
+  const test = useMutation({ mutationFn: (stream: AuditStream) => calls.test(stream.id) });
+  const remove = useMutation({ mutationFn: (stream: AuditStream) => calls.remove(stream.id), onSettled: refresh });
   const confirmDelete = useConfirmation((stream: AuditStream) => remove.mutate(stream));
   const busy = setStatus.isPending || remove.isPending;
   const list = streams.data ?? [];
@@ -129,13 +132,14 @@ function AuditStreamsSection() {
         </div>
       </div>
       <p>
-        A stream sends every audit row of the workspace, as it is written, to your SIEM: in order, at least once (each row carries its id to
+        A stream sends every audit row {operator ? 'of one workspace, or of every workspace and the operator’s own,' : 'of the workspace'}, as it is written, to your SIEM: in order, at least once (each row carries its id to
         de-duplicate by), retried until the destination takes it.
       </p>
       {secret?.secret && <SecretOnce label={`Signing secret of ${secret.name}`} secret={secret.secret} what="secret" onDone={() => setSecret(undefined)} />}
       {adding && (
         <AuditStreamForm
-          create={(body) => auditStreamsApi.create(body)}
+          operator={operator}
+          create={(body) => calls.create(body)}
           onCreated={(created) => {
             setAdding(false);
             setSecret(created);
@@ -144,7 +148,7 @@ function AuditStreamsSection() {
           onCancel={() => setAdding(false)}
         />
       )}
-      {replaying && <ReplayForm key={replaying.id} stream={replaying} onReplayed={refresh} onClose={() => setReplaying(undefined)} />}
+      {replaying && <ReplayForm key={replaying.id} side={side} stream={replaying} onReplayed={refresh} onClose={() => setReplaying(undefined)} />}
       {test.isSuccess && test.data.ok && (
         <p class="notice notice-success" role="status">
           {test.variables.name} accepted the test row.
@@ -171,7 +175,7 @@ function AuditStreamsSection() {
         </div>
       )}
       {list.length > 0 && (
-        <Table caption="Audit streams, oldest first, with their health" columns={['Name', 'Destination', 'Status', 'Lag', 'Last delivery', 'Last error', 'Actions']}>
+        <Table caption="Audit streams, oldest first, with their health" columns={['Name', ...(operator ? ['Workspace'] : []), 'Destination', 'Status', 'Lag', 'Last delivery', 'Last error', 'Actions']}>
           {list.map((stream) => (
             <tr key={stream.id}>
               <th scope="row">
@@ -180,6 +184,7 @@ function AuditStreamsSection() {
                   {stream.format === 'ocsf' ? 'OCSF' : 'wum JSON'} · {stream.actions ? stream.actions.join(', ') : 'every action'}
                 </div>
               </th>
+              {operator && <td>{stream.workspace ?? 'Every workspace'}</td>}
               <td>
                 <code class="url">{destinationLabel(stream.destination)}</code>
               </td>
@@ -232,12 +237,15 @@ function AuditStreamsSection() {
   );
 }
 
-/** The owner's **Audit streams** page: {@link AuditStreamsSection}, for a session with `audit:write`, else the reason. */
-export function AuditStreamsPage() {
+/**
+ * The **Audit streams** page: the owner's ({@link AuditStreamsSection} for a session with
+ * `audit:write`, else the reason) or the operator's (every stream, of any workspace).
+ */
+export function AuditStreamsPage({ side }: { side: StreamsSide }) {
   return (
     <Page title="Audit streams">
-      <RequiresScope scope="audit:write" what="Audit streams">
-        <AuditStreamsSection />
+      <RequiresScope scope="audit:write" what="Audit streams" operator={side === 'operator'}>
+        <AuditStreamsSection side={side} />
       </RequiresScope>
     </Page>
   );
