@@ -1,4 +1,5 @@
 import type { operations } from './schema.ts';
+import { auditStreamsApi, type AuditStreamsApi, type NewOperatorAuditStream } from './audit-streams.ts';
 import { createTransport, everyEvent, everyItem, ITERATION_PAGE_SIZE, type TransportOptions } from './transport.ts';
 
 type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> =
@@ -215,6 +216,8 @@ export interface WumAdminClient {
   readonly identityProviders: IdentityProvidersApi;
   readonly products: CatalogueApi;
   readonly auditEvents: AuditApi;
+  /** Audit streams of one workspace or of every one (`workspace` null), with their health. */
+  readonly auditStreams: AuditStreamsApi<NewOperatorAuditStream>;
   readonly policies: WorkspacePoliciesApi;
   /**
    * Re-encrypts every stored secret with the server's `SECRETS_KEY` (after a key change; the
@@ -454,5 +457,16 @@ export function createAdminClient(options: AdminClientOptions): WumAdminClient {
     return data!;
   }
 
-  return { workspaces, apiKeys, identityProviders, products, auditEvents, policies, webhooks, rotateSecretsKey, close: () => transport.close() };
+  return {
+    workspaces,
+    apiKeys,
+    identityProviders,
+    products,
+    auditEvents,
+    auditStreams: auditStreamsApi(transport, ADMIN_API_PREFIX),
+    policies,
+    webhooks,
+    rotateSecretsKey,
+    close: () => transport.close(),
+  };
 }

@@ -3,8 +3,8 @@
  * service's OpenAPI document (sdk/schema.ts) and wrapped with openapi-fetch.
  *
  * - {@link createClient}: one workspace's users, products and events, and its self-service:
- *   API keys, identity provider, webhook endpoints, audit trail, policies (`X-Api-Key`).
- * - {@link createAdminClient}: workspaces, API keys, the product catalogue, the audit trail
+ *   API keys, identity provider, webhook endpoints, audit trail and audit streams, policies (`X-Api-Key`).
+ * - {@link createAdminClient}: workspaces, API keys, the product catalogue, the audit trail and audit streams
  *   (`Authorization: Bearer <ADMIN_TOKEN>`).
  * - Every failure is a {@link WumApiError}.
  * - Retries: 429 and 503 always (answered before anything is applied), with exponential
@@ -107,6 +107,17 @@ export type {
   PoliciesApi,
   SelfServiceApis,
 } from './self-service.ts';
+export type {
+  AuditStream,
+  AuditStreamChanges,
+  AuditStreamDestination,
+  AuditStreamReplay,
+  AuditStreamsApi,
+  AuditStreamTestOutcome,
+  AuditStreamWithSecret,
+  NewAuditStream,
+  NewOperatorAuditStream,
+} from './audit-streams.ts';
 export { API_KEY_SCOPES, EVERY_SCOPE, type NamedApiKeyScope } from './api-key-scopes.ts';
 export { EVENT_TYPES, type EventType } from './events.ts';
 export type { CreateImportOptions, ImportBody, ImportJob, ImportJobPage, ImportReportRow, ImportsApi, ListImportsQuery } from './imports.ts';

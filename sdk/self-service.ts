@@ -1,4 +1,5 @@
 import type { operations } from './schema.ts';
+import { auditStreamsApi, type AuditStreamsApi } from './audit-streams.ts';
 import { everyEvent, untilAnswered, type Transport } from './transport.ts';
 
 type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> =
@@ -137,6 +138,8 @@ export interface SelfServiceApis {
   readonly identityProvider: OwnIdentityProviderApi;
   readonly webhooks: OwnWebhooksApi;
   readonly auditEvents: OwnAuditApi;
+  /** The workspace's audit streams to a SIEM, with their health (scope `audit:write`). */
+  readonly auditStreams: AuditStreamsApi;
   readonly policies: PoliciesApi;
   /**
    * Reports when people were last active (scope `activity:write`); idempotent (times only move
@@ -284,5 +287,5 @@ export function selfServiceApis(transport: Transport, prefix: string): SelfServi
     return data!;
   }
 
-  return { apiKeys, identityProvider, webhooks, auditEvents, policies, reportActivity };
+  return { apiKeys, identityProvider, webhooks, auditEvents, auditStreams: auditStreamsApi(transport, '/api/external/v2'), policies, reportActivity };
 }

@@ -16,6 +16,7 @@ import { WorkspacePage } from './pages/workspace.tsx';
 import { WebhookDeliveriesPage } from './pages/webhook-deliveries.tsx';
 import { ProductsPage } from './pages/products.tsx';
 import { AuditPage } from './pages/audit.tsx';
+import { AuditStreamsPage } from './pages/audit-streams.tsx';
 import { PoliciesPage } from './pages/policies.tsx';
 import { Page } from './components/page.tsx';
 
@@ -101,6 +102,11 @@ function Header() {
                     <NavLink href="/trail">Audit trail</NavLink>
                   </li>
                 )}
+                {scopes.allows('audit:write') && (
+                  <li>
+                    <NavLink href="/streams">Audit streams</NavLink>
+                  </li>
+                )}
               </>
             )}
             {operator && (
@@ -113,6 +119,9 @@ function Header() {
                 </li>
                 <li>
                   <NavLink href="/audit">Audit log</NavLink>
+                </li>
+                <li>
+                  <NavLink href="/audit-streams">Audit streams</NavLink>
                 </li>
               </>
             )}
@@ -220,6 +229,11 @@ export function App() {
             <Route path="/trail">
               <AsOwner page={(where) => <AuditPage where={where} />} />
             </Route>
+            <Route path="/streams">
+              <Needs what="workspace">
+                <AuditStreamsPage side="owner" />
+              </Needs>
+            </Route>
             <Route path="/workspaces">
               <Needs what="operator">
                 <WorkspacesPage />
@@ -244,6 +258,11 @@ export function App() {
             <Route path="/audit">
               <Needs what="operator">
                 <AuditPage />
+              </Needs>
+            </Route>
+            <Route path="/audit-streams">
+              <Needs what="operator">
+                <AuditStreamsPage side="operator" />
               </Needs>
             </Route>
             <Route component={NotFound} />

@@ -5,6 +5,7 @@ import { details, printJson, say, table } from './output.ts';
 import { keysCommand } from './admin-keys.ts';
 import { webhooksCommand } from './admin-webhooks.ts';
 import { idpCommand } from './admin-idp.ts';
+import { auditStreamsCommand } from './audit-streams.ts';
 
 /** A hint for the new workspace's address, when the operator API runs on `localhost`. */
 function workspaceUrl(adminUrl: string, subdomain: string): string | undefined {
@@ -14,7 +15,7 @@ function workspaceUrl(adminUrl: string, subdomain: string): string | undefined {
   return url.origin;
 }
 
-/** `wum admin …`: workspaces, their API keys and webhook endpoints, the product catalogue, the secrets key (--admin-url, --admin-token). */
+/** `wum admin …`: workspaces, their API keys and webhook endpoints, audit streams, the product catalogue, the secrets key (--admin-url, --admin-token). */
 export function adminCommand(): Command {
   const admin = new Command('admin').description('operator commands (--admin-url, --admin-token)');
 
@@ -98,6 +99,7 @@ export function adminCommand(): Command {
   );
 
   admin.addCommand(webhooksCommand());
+  admin.addCommand(auditStreamsCommand('audit-streams', 'operator'));
 
   withJson(
     admin

@@ -2,9 +2,10 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { OwnAuditEvent, OwnAuditQuery } from 'wum/sdk';
-import { positiveInteger, withJson, workspaceClient } from './context.ts';
+import { auditStreamsCommand } from './audit-streams.ts';
+import { instant, positiveInteger, withJson, workspaceClient } from './context.ts';
 import { printJson, say, table } from './output.ts';
 
 /** An `actor_type` the audit listing filters by. */
@@ -33,14 +34,6 @@ function filterQuery(options: FilterOptions) {
     ...(options.since ? { since: options.since } : {}),
     ...(options.until ? { until: options.until } : {}),
   };
-}
-
-/** Parses an RFC 3339 instant option (a time zone is required, as the API asks); anything else is a usage error. */
-function instant(value: string): string {
-  if (!/^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$/.test(value) || Number.isNaN(Date.parse(value))) {
-    throw new InvalidArgumentError('Not an RFC 3339 instant such as 2025-01-31T09:00:00Z.');
-  }
-  return value;
 }
 
 /** Adds the filter options of the audit commands. */
@@ -134,5 +127,6 @@ export function auditCommand(): Command {
       const body = await workspaceClient(command).auditEvents.export({ format: options.format, ...filterQuery(options) });
       await pipeline(Readable.fromWeb(body as WebReadableStream<Uint8Array>), process.stdout, { end: false });
     });
+  audit.addCommand(auditStreamsCommand('streams', 'workspace'));
   return audit;
 }

@@ -97,3 +97,11 @@ export function nonNegativeInteger(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('Not a whole number.');
   return Number(value);
 }
+
+/** Parses an RFC 3339 instant option (a time zone is required, as the API asks); anything else is a usage error. */
+export function instant(value: string): string {
+  if (!/^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$/.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new InvalidArgumentError('Not an RFC 3339 instant such as 2025-01-31T09:00:00Z.');
+  }
+  return value;
+}

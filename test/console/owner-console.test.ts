@@ -9,6 +9,10 @@ import { signInAtProvider } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { startJsonLinesReceiver, type StreamReceiver } from '../helpers/stream-receivers.ts';
+import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
+import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
+import { Registry } from 'prom-client';
 
 const TEST_TIMEOUT = { timeout: 120_000 };
 /** Screenshots of the owner's pages go to docs/console/ when asked (`npm run screenshots`), on the first backend only. */
@@ -18,7 +22,9 @@ const SCREENSHOTS = BACKEND === 'pglite' && process.env.WUM_SCREENSHOTS === '1';
  * The console for a workspace's owner, driven in Chromium against the real app: an owner signs
  * in through the workspace's identity provider (panva's oidc-provider on 127.0.0.1), runs the
  * workspace alone (a SCIM key, a webhook endpoint, the audit trail), and sees only what the
- * session's scopes allow; a read-only key's session sees no write control; a new tab opens
+ * session's scopes allow; streams the audit trail to a JSON Lines receiver on 127.0.0.1 (its
+ * health, pause and resume; the operator's streams of one workspace or of every one); a
+ * read-only key's session sees no write control; a new tab opens
  * signed in; the operator's sign-in card is on the operator host only, once. Workspace hosts
  * are `<subdomain>.localhost`, which Chromium resolves to loopback itself. See docs/console.md,
  * "Owners' self-service".
@@ -30,6 +36,8 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
   let browser: Browser;
   let op: TestOpenIdProvider;
   let receiver: WebhookReceiver;
+  let streamReceiver: StreamReceiver;
+  let worker: StreamWorker | undefined;
   let ws: TestWorkspace;
   let origin: string;
   let opened: WatchedPage[] = [];
@@ -64,6 +72,16 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     return page;
   }
 
+  /** A fresh watched page on the operator host, signed in with the operator token. */
+  async function signInAsOperator(): Promise<Page> {
+    const page = await open();
+    await page.goto(`http://localhost:${port}/console/`);
+    await page.getByLabel('Operator token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Sign in as operator' }).click();
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    return page;
+  }
+
   /** The main navigation's link `name`. */
   const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
 
@@ -75,10 +93,11 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     ws = await ctx.createWorkspace('owner');
     port = await freePort();
     origin = `http://${ws.subdomain}.localhost:${port}`;
-    [op, receiver, browser] = await Promise.all([
+    [op, receiver, streamReceiver, browser] = await Promise.all([
       // oidc-provider at its defaults: the email claims come from UserInfo only (OpenID Connect Core §5.4).
       startOpenIdProvider([`${origin}/console/oidc/callback`, `http://localhost:${port}/console/operator/oidc/callback`], { conformIdTokenClaims: true }),
       startWebhookReceiver(),
+      startJsonLinesReceiver(),
       launchChromium(),
     ]);
     app = await ctx.buildApp({
@@ -101,7 +120,8 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
   });
 
   after(async () => {
-    for (const close of [() => browser?.close(), () => op?.close(), () => receiver?.close(), () => app?.close(), () => ctx?.close()]) await close();
+    const closing = [() => worker?.stop(), () => browser?.close(), () => op?.close(), () => receiver?.close(), () => streamReceiver?.close(), () => app?.close(), () => ctx?.close()];
+    for (const close of closing) await close();
   });
 
   test.afterEach(async () => {
@@ -118,7 +138,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await header.getByText(/Signed in as olivia@example\.com \(owner\)/).waitFor();
     // An owner may do everything: no control is off for want of a scope.
     assert.equal(await page.getByText('not available').count(), 0);
-    for (const name of ['Users', 'Import', 'Policies', 'Settings', 'Audit trail']) await nav(page, name).waitFor();
+    for (const name of ['Users', 'Import', 'Policies', 'Settings', 'Audit trail', 'Audit streams']) await nav(page, name).waitFor();
     await page.getByRole('link', { name: 'Add user' }).waitFor();
 
     // A SCIM key for the company's identity provider: no scope preselected, the key shown once.
@@ -186,6 +206,82 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.context().close();
   });
 
+  test('an owner streams the audit trail to a receiver on 127.0.0.1: the secret once, the health, pause and resume, test, replay, delete', TEST_TIMEOUT, async () => {
+    // The server's worker, as every process runs it, on this test's database.
+    worker = startStreamWorker({
+      queue: createStreamQueue(ctx.database.db),
+      store: ctx.store,
+      settings: { policy: ctx.config.outbound, timeoutMs: 2000, pauseAfterMs: 86_400_000 },
+      log: { info() {}, warn() {}, error() {}, debug() {}, child() { return this; } } as never,
+      registry: new Registry(),
+    });
+    const received = (email: string) => streamReceiver.rows().some((r) => r.action === 'user.created' && r.target_id === email);
+    const until = async (what: string, done: () => boolean) => {
+      const deadline = Date.now() + 30_000;
+      while (!done()) {
+        assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+
+    const page = await signInAsOwner();
+    await nav(page, 'Audit streams').click();
+    await page.getByRole('heading', { name: 'Audit streams', level: 1 }).waitFor();
+    await page.getByText(/No audit streams yet/).waitFor();
+    await page.getByRole('button', { name: 'Add an audit stream' }).click();
+    const form = page.getByRole('form', { name: 'Add an audit stream' });
+    await form.getByLabel('Name', { exact: true }).fill('SIEM');
+    await form.getByLabel('Destination', { exact: true }).selectOption('https');
+    await form.getByLabel('Destination URL').fill(streamReceiver.url);
+    await form.getByRole('button', { name: 'Add stream' }).click();
+    assert.match(await page.getByLabel('Signing secret of SIEM', { exact: true }).inputValue(), /^whsec_/);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    const row = page.getByRole('row', { name: /SIEM/ });
+    await row.getByText('Active', { exact: true }).waitFor();
+
+    // A change arrives at the receiver; the health says so: no lag, a last delivery.
+    assert.equal((await external('POST', '/users', userBody('streamed@example.com'))).statusCode, 201);
+    await until('the streamed row', () => received('streamed@example.com'));
+    await row.getByRole('cell', { name: 'None', exact: true }).waitFor();
+    await row.getByRole('cell', { name: /\d{4}, \d\d:\d\d/ }).waitFor();
+    await page.getByRole('button', { name: 'Send a test row to SIEM' }).click();
+    await page.getByText('SIEM accepted the test row.').waitFor();
+    assert.ok(streamReceiver.rows().some((r) => r.action === 'audit_stream.test'));
+
+    // Paused: the badge, the explanation, and a change waiting as lag instead of being sent.
+    await page.getByRole('button', { name: 'Pause SIEM' }).click();
+    await row.getByText('Paused', { exact: true }).waitFor();
+    await page.getByRole('note').getByText(/sends nothing, but it keeps its place/).waitFor();
+    const listed = await external('GET', '/audit-streams');
+    assert.equal(listed.json().audit_streams[0].status, 'paused', listed.body);
+    assert.equal((await external('POST', '/users', userBody('while-paused@example.com'))).statusCode, 201);
+    await row.getByRole('cell', { name: /rows?, oldest/ }).waitFor();
+    assert.equal(received('while-paused@example.com'), false, 'nothing sent while paused');
+    await assertAccessible(page, 'audit streams, one paused');
+    if (SCREENSHOTS) await saveScreenshot(page, 'owner-audit-streams');
+
+    // Resumed: what was written meanwhile arrives, and the lag is gone.
+    await page.getByRole('button', { name: 'Resume SIEM' }).click();
+    await row.getByText('Active', { exact: true }).waitFor();
+    await until('the row written while paused', () => received('while-paused@example.com'));
+    await row.getByRole('cell', { name: 'None', exact: true }).waitFor();
+    assert.equal(await page.getByRole('note').count(), 0, 'no paused stream to explain');
+
+    // Replay from today: the rows are sent again.
+    const before = streamReceiver.rows().filter((r) => r.target_id === 'streamed@example.com').length;
+    await page.getByRole('button', { name: 'Replay SIEM' }).click();
+    await page.getByLabel('Replay from').fill(new Date().toISOString().slice(0, 10));
+    await page.getByRole('button', { name: 'Send again from this day' }).click();
+    await page.getByText(/SIEM sends again from \d{4}-\d\d-\d\d/).waitFor();
+    await until('the replayed row', () => streamReceiver.rows().filter((r) => r.target_id === 'streamed@example.com').length > before);
+
+    await page.getByRole('button', { name: 'Delete SIEM' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete the stream' }).click();
+    await page.getByText('Deleted the stream SIEM.').waitFor();
+    assert.deepEqual((await external('GET', '/audit-streams')).json().audit_streams, []);
+    await page.context().close();
+  });
+
   test('a users:read key sees the users and no control it may not use', TEST_TIMEOUT, async () => {
     const made = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'reader', scopes: ['users:read'] });
     assert.equal(made.statusCode, 201, made.body);
@@ -199,7 +295,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('link', { name: 'nina@example.com' }).waitFor();
     for (const name of ['Add user', 'Import CSV']) assert.equal(await page.getByRole('link', { name }).count(), 0, `no ${name}`);
     assert.equal(await page.getByRole('checkbox').count(), 0, 'no row selection (no bulk deactivation)');
-    for (const name of ['Import', 'Settings', 'Audit trail']) assert.equal(await nav(page, name).count(), 0, `no ${name} in the navigation`);
+    for (const name of ['Import', 'Settings', 'Audit trail', 'Audit streams']) assert.equal(await nav(page, name).count(), 0, `no ${name} in the navigation`);
     await nav(page, 'Policies').waitFor();
     if (SCREENSHOTS) await saveScreenshot(page, 'users-read-only');
 
@@ -215,6 +311,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
       ['/console/import', 'Importing users'],
       ['/console/settings', 'Webhook endpoints'],
       ['/console/trail', 'The audit trail'],
+      ['/console/streams', 'Audit streams'],
     ] as const;
     for (const [path, what] of typed) {
       await page.goto(`${origin}${path}`);
@@ -224,11 +321,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
   });
 
   test("the operator reaches a workspace's policies from its page and sets them through the operator API", TEST_TIMEOUT, async () => {
-    const page = await open();
-    await page.goto(`http://localhost:${port}/console/`);
-    await page.getByLabel('Operator token').fill(ADMIN_TOKEN);
-    await page.getByRole('button', { name: 'Sign in as operator' }).click();
-    await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+    const page = await signInAsOperator();
     await page.getByRole('banner').getByText('Signed in as Operator (token)').waitFor();
     await page.goto(`http://localhost:${port}/console/workspaces/${ws.subdomain}`);
     await page.getByRole('link', { name: `Policies of ${ws.subdomain}` }).click();
@@ -240,6 +333,37 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     const stored = await app.inject({ method: 'GET', url: `${API}/policies/inactivity`, headers: { host: ws.host, 'x-api-key': ws.apiKey } });
     assert.equal(stored.json().deactivate_after, 'P90D', stored.body);
     await assertAccessible(page, "the operator's policies of a workspace");
+  });
+
+  test("the operator's Audit streams: a stream of one workspace or of every one, its health, pause, delete", TEST_TIMEOUT, async () => {
+    const page = await signInAsOperator();
+    await nav(page, 'Audit streams').click();
+    await page.getByRole('heading', { name: 'Audit streams', level: 1 }).waitFor();
+    for (const [name, workspace] of [['Everything', ''], ['Owner only', ws.subdomain]] as const) {
+      await page.getByRole('button', { name: 'Add an audit stream' }).click();
+      const form = page.getByRole('form', { name: 'Add an audit stream' });
+      await form.getByLabel('Workspace (empty: every workspace)').fill(workspace);
+      await form.getByLabel('Name', { exact: true }).fill(name);
+      await form.getByLabel('Destination URL').fill(streamReceiver.url);
+      await form.getByRole('button', { name: 'Add stream' }).click();
+      assert.match(await page.getByLabel(`Signing secret of ${name}`, { exact: true }).inputValue(), /^whsec_/);
+      await page.getByRole('button', { name: 'I have copied it' }).click();
+    }
+    const everything = page.getByRole('row', { name: /Everything/ });
+    await everything.getByRole('cell', { name: 'Every workspace', exact: true }).waitFor();
+    await page.getByRole('row', { name: /Owner only/ }).getByRole('cell', { name: ws.subdomain, exact: true }).waitFor();
+    await everything.getByText('Active', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Pause Everything' }).click();
+    await everything.getByText('Paused', { exact: true }).waitFor();
+    await assertAccessible(page, "the operator's audit streams");
+    // The owner sees their workspace's stream only.
+    assert.deepEqual((await external('GET', '/audit-streams')).json().audit_streams.map((s: { name: string }) => s.name), ['Owner only']);
+    for (const name of ['Everything', 'Owner only']) {
+      await page.getByRole('button', { name: `Delete ${name}` }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete the stream' }).click();
+      await page.getByText(`Deleted the stream ${name}.`).waitFor();
+    }
+    await page.getByText(/No audit streams yet/).waitFor();
   });
 
   test('the operator card is on the operator host only, once, with both ways to sign in', TEST_TIMEOUT, async () => {
