@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuditStream, WumAdminClient, WumClient } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
-import type { StreamReceiver } from '../helpers/stream-receivers.ts';
+import type { StreamReceiver } from '../../harness/stream-receivers.ts';
 import { startStreamsServer, type StreamsServer } from '../helpers/streams-server.ts';
 import { runWum } from '../../harness/run-wum.ts';
 

@@ -9,7 +9,7 @@ import { signInAtProvider } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
-import { startJsonLinesReceiver, type StreamReceiver } from '../helpers/stream-receivers.ts';
+import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
 import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
 import { Registry } from 'prom-client';

@@ -1,6 +1,6 @@
 import { createAdminClient, createClient, type WumAdminClient, type WumClient } from 'wum/sdk';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
-import { startJsonLinesReceiver, type StreamReceiver } from './stream-receivers.ts';
+import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 
 /** The receiver is plain http on 127.0.0.1: allowed only with these (docs/security.md, "Outbound connections"). */
 const STREAMS_ENV = { RATE_LIMIT_PER_KEY: '0', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_TIMEOUT_MS: '2000', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' };

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { WumApiError, type AuditStream, type WumAdminClient, type WumClient } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
-import type { StreamReceiver } from '../helpers/stream-receivers.ts';
+import type { StreamReceiver } from '../../harness/stream-receivers.ts';
 import { startStreamsServer, type StreamsServer } from '../helpers/streams-server.ts';
 
 const TIMEOUT = { timeout: 120_000 };
