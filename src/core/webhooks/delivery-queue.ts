@@ -2,7 +2,7 @@ import type { WorkspaceEvent } from '../events/event.ts';
 import type { DeliveryAttempt } from './webhook-endpoint.ts';
 
 /*
- * The ports the webhook delivery worker and the event pruner run on (implemented in storage/:
+ * The ports the webhook delivery worker and the retention pass (server/retention.ts) run on (implemented in storage/:
  * deliveries.queries.ts and events.queries.ts; wired by the composition root). A claim leases
  * due deliveries so that the workers of several processes never send the same one; an outcome
  * is recorded only while the delivery is still as claimed.
