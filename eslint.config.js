@@ -13,6 +13,9 @@ const unsafeAny = [
   'no-unsafe-return',
 ].map((rule) => `@typescript-eslint/${rule}`);
 
+/** The tests read answers as `any` (not yet through a typed reader): the rules above are off there, on everywhere else. */
+const untypedTests = ['test'].map((dir) => `${dir}/**/*.ts`);
+
 export default tseslint.config(
   { ignores: ['**/node_modules/', 'dist/', 'bundle/', 'console/dist/', 'data/', 'sdk/schema.ts', '**/*.js', '**/*.mjs'] },
   {
@@ -39,10 +42,11 @@ export default tseslint.config(
       '@typescript-eslint/no-unnecessary-type-assertion': 'off',
       // Fastify hooks, handlers and port implementations are async by signature even when one does no await.
       '@typescript-eslint/require-await': 'off',
-      // Parsed JSON is `any` at its boundary; in src/ the TypeBox schemas check it, and a typed reader for
-      // every other place (about 130 findings) is follow-up work: until then these rules are off.
-      ...Object.fromEntries(unsafeAny.map((rule) => [rule, 'off'])),
     },
+  },
+  {
+    files: untypedTests,
+    rules: Object.fromEntries(unsafeAny.map((rule) => [rule, 'off'])),
   },
   {
     files: ['test/**/*.ts', 'scripts/scim-conformance/**/*.ts'],

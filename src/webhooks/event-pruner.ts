@@ -68,7 +68,7 @@ export function startEventPruner(options: EventPrunerOptions): EventPruner {
       .finally(() => (current = undefined));
     return current;
   };
-  const tick = () => void pruneNow().catch((err) => log.warn({ err }, 'could not prune old events'));
+  const tick = () => void pruneNow().catch((err: unknown) => log.warn({ err }, 'could not prune old events'));
   const first = setTimeout(tick, Math.min(FIRST_RUN_DELAY_MS, options.intervalMs));
   const every = setInterval(tick, options.intervalMs);
   first.unref();
