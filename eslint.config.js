@@ -13,8 +13,11 @@ const unsafeAny = [
   'no-unsafe-return',
 ].map((rule) => `@typescript-eslint/${rule}`);
 
-/** The tests read answers as `any` (not yet through a typed reader): the rules above are off there, on everywhere else. */
-const untypedTests = ['test'].map((dir) => `${dir}/**/*.ts`);
+/**
+ * Test directories whose answers are not all read through the typed reader (test/helpers/json.ts)
+ * yet: the rules above are off there, and on everywhere else.
+ */
+const untypedTests = ['test/http', 'test/cli', 'test/console', 'test/e2e', 'test/reliability'].map((dir) => `${dir}/**/*.ts`);
 
 export default tseslint.config(
   { ignores: ['**/node_modules/', 'dist/', 'bundle/', 'console/dist/', 'data/', 'sdk/schema.ts', '**/*.js', '**/*.mjs'] },
