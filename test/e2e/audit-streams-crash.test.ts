@@ -5,6 +5,7 @@ import { sendRequest, type ServerProcess } from '../../harness/server-process.ts
 import { BACKEND } from '../helpers/test-context.ts';
 import { selfSignedCertificate, startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver, type TestCertificate } from '../helpers/stream-receivers.ts';
 import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * No audit row lost across a crash (docs/api.md, "Audit streams": at least once, in audit order,
@@ -66,7 +67,7 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
     assert.equal((await sendRequest(port, 'PUT', '/admin/v1/products/crm', { headers: admin, body: { roles: ['member'] } })).status, 201);
     const ws = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: admin, body: { subdomain: 'streamy' } });
     assert.equal(ws.status, 201, ws.body);
-    const key = ws.json().api_key.key as string;
+    const key = json<'createWorkspace'>(ws).api_key.key as string;
     const host = `streamy.localhost:${port}`;
     const streams: Array<{ id: string; cursor: number }> = [];
     for (const destination of [
@@ -98,14 +99,14 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
     const second = await start(port);
     const listing = await sendRequest(port, 'GET', '/admin/v1/workspaces/streamy/audit-events?page_size=100', { headers: admin });
     assert.equal(listing.status, 200, listing.body);
-    const ids = (listing.json().audit_events as Array<{ id: number }>).map((e) => e.id).sort((a, b) => a - b);
+    const ids = (json<'listWorkspaceAuditEvents'>(listing).audit_events as Array<{ id: number }>).map((e) => e.id).sort((a, b) => a - b);
     assert.ok(ids.length >= USERS + 2);
     for (const [receiver, stream] of [[jsonl, streams[0]!], [hec, streams[1]!]] as const) {
       const expected = ids.filter((id) => id > stream.cursor);
       await eventually(async () => firstArrivals(receiver.rows()).length >= expected.length, 120_000, `every row at ${receiver.url}`);
       assert.deepEqual(firstArrivals(receiver.rows()), expected, 'every audit id, in audit order (duplicates allowed)');
     }
-    const health = async () => (await sendRequest(port, 'GET', `${API}/audit-streams/${streams[1]!.id}`, { host, headers: { 'x-api-key': key } })).json();
+    const health = async () => json<'getOwnAuditStream'>(await sendRequest(port, 'GET', `${API}/audit-streams/${streams[1]!.id}`, { host, headers: { 'x-api-key': key } }));
     await eventually(async () => (await health()).status === 'active', 30_000, 'the HEC stream active again');
     assert.equal((await health()).last_error, null);
     assert.match((await sendRequest(port, 'GET', '/metrics')).body, /^wum_audit_stream_rows_delivered_total\{stream="[^"]+"\} [1-9]/m);

@@ -4,6 +4,7 @@ import { freePort } from '../../harness/postgres-cluster.ts';
 import { sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, sleep, startServer, type ServerStorage } from '../reliability/support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * A bulk import survives a crash (docs/contract.md Part B, "Importing users in bulk"): a real
@@ -40,18 +41,18 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
     assert.equal((await sendRequest(port, 'PUT', '/admin/v1/products/crm', { headers: admin, body: { roles: ['member'] } })).status, 201);
     const ws = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: admin, body: { subdomain: 'importer' } });
     assert.equal(ws.status, 201, ws.body);
-    const request = { host: `importer.localhost:${port}`, headers: { 'x-api-key': ws.json().api_key.key as string } };
+    const request = { host: `importer.localhost:${port}`, headers: { 'x-api-key': json<'createWorkspace'>(ws).api_key.key as string } };
 
     const csv = ['email,role,first_name,last_name,apps', ...Array.from({ length: ROWS }, (_, i) => `crash${i}@example.com,non_owner,Crash,${i},crm:member`)].join('\n');
     const uploaded = await sendRequest(port, 'POST', `${API}/users/imports`, { ...request, raw: { body: csv, type: 'text/csv' }, timeoutMs: 120_000 });
     assert.equal(uploaded.status, 202, uploaded.body);
-    const id = uploaded.json().id as string;
+    const id = json<'startUserImport'>(uploaded).id as string;
 
     let seen = 0;
     const errors = (server: ServerProcess) => server.stdout().split('\n').filter((l) => /"level":50/.test(l)).slice(0, 2).join('\n');
     await eventually(
       async () => {
-        seen = (await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request)).json().rows_done;
+        seen = json<'getUserImport'>(await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request)).rows_done;
         return seen > 0;
       },
       60_000,
@@ -65,7 +66,7 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
     let job: Record<string, unknown> = {};
     await eventually(
       async () => {
-        job = (await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request)).json();
+        job = json<'getUserImport'>(await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request));
         return job.status !== 'running' && job.status !== 'queued';
       },
       180_000,
@@ -74,7 +75,7 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
     assert.equal(job.status, 'completed');
     assert.deepEqual([job.rows_total, job.rows_done, job.added, job.skipped, job.rejected], [ROWS, ROWS, ROWS, 0, 0]);
     const listing = await sendRequest(port, 'GET', `${API}/users?page_size=1`, request);
-    assert.equal(listing.json().pagination.total_records, ROWS, 'the counts agree with the users');
+    assert.equal(json<'listUsers'>(listing).pagination.total_records, ROWS, 'the counts agree with the users');
     second.child.kill('SIGTERM');
     await second.waitForExit(30_000);
     await sleep(100);

@@ -6,6 +6,7 @@ import { sendRequest, type ServerProcess } from '../../harness/server-process.ts
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { LISTENING, START_TIMEOUT_MS, eventually, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * No event lost across a crash (docs/contract.md Part B, Events and webhooks: "Deliveries survive
@@ -59,10 +60,10 @@ describe(`webhooks: SIGKILL with undelivered events, restart, all delivered [${B
     assert.equal((await sendRequest(port, 'PUT', '/admin/v1/products/crm', { headers: admin, body: { roles: ['member'] } })).status, 201);
     const ws = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: admin, body: { subdomain: 'crashy' } });
     assert.equal(ws.status, 201, ws.body);
-    const key = ws.json().api_key.key as string;
+    const key = json<'createWorkspace'>(ws).api_key.key as string;
     const created = await sendRequest(port, 'POST', '/admin/v1/workspaces/crashy/webhook-endpoints', { headers: admin, body: { url: receiver.url } });
     assert.equal(created.status, 201, created.body);
-    const secret = created.json().secret as string;
+    const secret = json<'createWebhookEndpoint'>(created).secret as string;
     const host = `crashy.localhost:${port}`;
 
     for (let i = 0; i < USERS; i += 1) {
@@ -74,7 +75,7 @@ describe(`webhooks: SIGKILL with undelivered events, restart, all delivered [${B
       assert.equal(res.status, 201, res.body);
     }
     await receiver.waitFor(1);
-    const endpointId = created.json().id as string;
+    const endpointId = json<'createWebhookEndpoint'>(created).id as string;
     await eventually(
       async () => new RegExp(`^wum_webhook_delivery_failures_total\\{endpoint="${endpointId}"\\} [1-9]`, 'm').test((await sendRequest(port, 'GET', '/metrics')).body),
       30_000,
@@ -87,7 +88,7 @@ describe(`webhooks: SIGKILL with undelivered events, restart, all delivered [${B
 
     const second = await start(port);
     const feed = await sendRequest(port, 'GET', `${API}/events?limit=1000`, { host, headers: { 'x-api-key': key } });
-    const ids = (feed.json().events as Array<{ id: string }>).map((e) => e.id);
+    const ids = (json<'listEvents'>(feed).events as Array<{ id: string }>).map((e) => e.id);
     assert.equal(ids.length, USERS, 'every acknowledged change has its event');
 
     const delivered = () => new Set(receiver!.received.filter((r) => r.status === 204).map((r) => r.headers['webhook-id'] as string));
