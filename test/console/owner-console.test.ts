@@ -9,6 +9,7 @@ import { signInAtProvider } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { json } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 120_000 };
 /** Screenshots of the owner's pages go to docs/console/ when asked (`npm run screenshots`), on the first backend only. */
@@ -137,7 +138,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'I have copied it' }).click();
     const keys = page.getByRole('region', { name: 'API keys' });
     await keys.getByRole('row', { name: /okta-scim/ }).getByText('scim', { exact: true }).waitFor();
-    const listed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys.find((k: { name: string }) => k.name === 'okta-scim');
+    const listed = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys.find((k: { name: string }) => k.name === 'okta-scim');
     assert.deepEqual(listed?.scopes, ['scim']);
     assert.equal(listed?.created_by?.label, 'olivia@example.com', 'made by the owner, in person');
 
@@ -156,7 +157,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await assertAccessible(page, "owner's settings");
     if (SCREENSHOTS) await saveScreenshot(page, 'owner-settings');
     const endpoints = await ctx.admin('GET', `/workspaces/${ws.subdomain}/webhook-endpoints`);
-    assert.deepEqual(endpoints.json().webhook_endpoints.map((e: { url: string }) => e.url), [receiver.url]);
+    assert.deepEqual(json<'listWebhookEndpoints'>(endpoints).webhook_endpoints.map((e: { url: string }) => e.url), [receiver.url]);
 
     // The audit trail, newest first, filtered to what people did.
     await nav(page, 'Audit trail').click();
@@ -191,7 +192,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     assert.equal(made.statusCode, 201, made.body);
     const page = await open();
     await page.goto(`${origin}/console/`);
-    await page.getByLabel('API key').fill(made.json().key);
+    await page.getByLabel('API key').fill(json<'createApiKey'>(made).key);
     await page.getByRole('button', { name: `Sign in to ${ws.subdomain}` }).click();
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await page.getByRole('banner').getByText(/Signed in as reader .*\(API key\).*users:read/).waitFor();
@@ -238,7 +239,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Set inactivity policy' }).click();
     await page.getByRole('button', { name: 'Save inactivity policy' }).waitFor();
     const stored = await app.inject({ method: 'GET', url: `${API}/policies/inactivity`, headers: { host: ws.host, 'x-api-key': ws.apiKey } });
-    assert.equal(stored.json().deactivate_after, 'P90D', stored.body);
+    assert.equal(json<'getInactivityPolicy'>(stored).deactivate_after, 'P90D', stored.body);
     await assertAccessible(page, "the operator's policies of a workspace");
   });
 
