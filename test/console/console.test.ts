@@ -624,7 +624,7 @@ describe(`web console [${BACKEND}]`, () => {
     assert.doesNotMatch(await page.locator('main').innerText(), /whsec_/, 'and never shown again');
     const listed = json<'listWebhookEndpoints'>(await call('GET', `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints`)).webhook_endpoints;
     assert.equal(listed.length, 1);
-    const endpointId: string = listed[0].id;
+    const endpointId: string = listed[0]!.id;
     const endpointPath = `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints/${endpointId}`;
 
     // Edit: event types and enabled.

@@ -173,7 +173,7 @@ describe(`server process [${BACKEND}]`, () => {
           listing.users.map((u: { email: string }) => u.email),
           ['owner@demo.example'],
         );
-        assert.equal(listing.users[0].role, 'owner');
+        assert.equal(listing.users[0]!.role, 'owner');
         assert.equal(listing.total_count, 1);
       });
 

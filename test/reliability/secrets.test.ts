@@ -62,7 +62,7 @@ describe(`keys and secrets [${BACKEND}]`, () => {
     const lastUsed = async () => {
       const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`);
       assert.equal(res.statusCode, 200, res.body);
-      return json<'listApiKeys'>(res).api_keys[0].last_used_at as string | null;
+      return json<'listApiKeys'>(res).api_keys[0]!.last_used_at as string | null;
     };
     const call = () => app.inject({ url: '/api/external/v2/users', headers: { host: ws.host, 'x-api-key': ws.apiKey } });
     assert.equal((await call()).statusCode, 200);

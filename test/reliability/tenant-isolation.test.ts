@@ -181,7 +181,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
 
     before(async () => {
       const find = async (ws: TestWorkspace) =>
-        json<ScimList>(await scim(ws, 'GET', `/Users?filter=${encodeURIComponent('userName eq "resident@example.com"')}`, 'own')).Resources[0].id as string;
+        json<ScimList>(await scim(ws, 'GET', `/Users?filter=${encodeURIComponent('userName eq "resident@example.com"')}`, 'own')).Resources[0]!.id as string;
       mineUserId = await find(mine);
       theirsUserId = await find(theirs);
       const group = await scim(mine, 'POST', '/Groups', 'own', { displayName: 'crm:admin' });
@@ -349,9 +349,9 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       assert.equal(added.statusCode, 201, added.body);
       const deliveries = await ctx.admin('GET', `/workspaces/${mine.subdomain}/webhook-endpoints/${endpointId}/deliveries`);
       assert.equal(deliveries.statusCode, 200, deliveries.body);
-      deliveryId = json<'listWebhookDeliveries'>(deliveries).deliveries[0].id;
+      deliveryId = json<'listWebhookDeliveries'>(deliveries).deliveries[0]!.id;
       const keys = await ctx.admin('GET', `/workspaces/${mine.subdomain}/api-keys`);
-      revokedKeyId = json<'listApiKeys'>(keys).api_keys.find((k: { revoked_at: string | null }) => k.revoked_at !== null).id;
+      revokedKeyId = json<'listApiKeys'>(keys).api_keys.find((k: { revoked_at: string | null }) => k.revoked_at !== null)!.id;
       doomed = (await ctx.createWorkspace('doomed')).subdomain;
     });
 
