@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
@@ -12,7 +11,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(json<'Problem'>(res).code, code);
+    assert.equal(res.json().code, code);
   }
 
   async function put(name: string, roles: unknown): Promise<LightMyRequestResponse> {
@@ -24,14 +23,14 @@ describe(`admin API: products [${BACKEND}]`, () => {
     const res = await ctx.admin('GET', `/products/${encodeURIComponent(name)}`);
     if (res.statusCode === 404) return undefined;
     assert.equal(res.statusCode, 200, res.body);
-    return json<'getCatalogueProduct'>(res).roles;
+    return res.json().roles;
   }
 
   /** The product as the external API of `ws` lists it. */
   async function externalRolesOf(ws: TestWorkspace, name: string): Promise<string[] | undefined> {
     const res = await ctx.api(ws, 'GET', '/products');
     assert.equal(res.statusCode, 200, res.body);
-    return json<'listProducts'>(res).products.find((p: { name: string }) => p.name === name)?.roles;
+    return res.json().products.find((p: { name: string }) => p.name === name)?.roles;
   }
 
   before(async () => {
@@ -50,7 +49,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
 
     const fetched = await ctx.admin('GET', '/products/prod-create');
     assert.equal(fetched.statusCode, 200);
-    assert.deepEqual(json<'getCatalogueProduct'>(fetched), product);
+    assert.deepEqual(fetched.json(), product);
     const ws = await ctx.createWorkspace('prod');
     assert.deepEqual(await externalRolesOf(ws, 'prod-create'), ['zeta', 'alpha', 'mid']);
   });
@@ -96,13 +95,13 @@ describe(`admin API: products [${BACKEND}]`, () => {
       for (const name of ['prod-valid', 'prod-never']) {
         const res = await ctx.admin('PUT', `/products/${name}`, body);
         assertProblem(res, 400, 'validation_failed');
-        assert.ok(json<'Problem'>(res).errors!.length > 0, JSON.stringify(body));
+        assert.ok(res.json().errors.length > 0, JSON.stringify(body));
       }
     }
     const extra = await ctx.admin('PUT', '/products/prod-valid', { roles: ['ok'], extra: 1 });
-    assert.deepEqual(json<'Problem'>(extra).errors!.map((e: { field: string }) => e.field), ['extra']);
+    assert.deepEqual(extra.json().errors.map((e: { field: string }) => e.field), ['extra']);
     const dup = await ctx.admin('PUT', '/products/prod-valid', { roles: ['a', 'a'] });
-    assert.deepEqual(json<'Problem'>(dup).errors!.map((e: { field: string }) => e.field), ['roles']);
+    assert.deepEqual(dup.json().errors.map((e: { field: string }) => e.field), ['roles']);
     assert.deepEqual(await rolesOf('prod-valid'), ['one']);
     assert.equal(await rolesOf('prod-never'), undefined);
   });
@@ -113,7 +112,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
       assert.equal(res.statusCode, 400, `${name}: ${res.body}`);
       assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
     }
-    const names = json<'listCatalogueProducts'>(await ctx.admin('GET', '/products')).products.map((p: { name: string }) => p.name);
+    const names = (await ctx.admin('GET', '/products')).json().products.map((p: { name: string }) => p.name);
     assert.ok(!names.includes('-bad') && !names.includes('a b'));
   });
 
@@ -123,7 +122,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     await put('Prod-list-c', ['only']);
     const res = await ctx.admin('GET', '/products');
     assert.equal(res.statusCode, 200);
-    const products: { name: string; roles: string[]; created_at: string; updated_at: string }[] = json<'listCatalogueProducts'>(res).products;
+    const products: { name: string; roles: string[]; created_at: string; updated_at: string }[] = res.json().products;
     const names = products.map((p) => p.name);
     assert.deepEqual(names, [...names].sort(), 'sorted by name (byte order)');
     const mine = products.filter((p) => /^prod-list-/i.test(p.name));
@@ -152,7 +151,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     assert.equal(res.body, '');
     assertProblem(await ctx.admin('GET', '/products/prod-delete'), 404, 'product_not_found');
     assertProblem(await ctx.admin('DELETE', '/products/prod-delete'), 404, 'product_not_found');
-    const names = json<'listCatalogueProducts'>(await ctx.admin('GET', '/products')).products.map((p: { name: string }) => p.name);
+    const names = (await ctx.admin('GET', '/products')).json().products.map((p: { name: string }) => p.name);
     assert.ok(!names.includes('prod-delete'));
     const ws = await ctx.createWorkspace('prod');
     assert.equal(await externalRolesOf(ws, 'prod-delete'), undefined);
@@ -169,7 +168,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     assert.deepEqual(await rolesOf('prod-held'), ['admin', 'member']);
     assert.deepEqual(await externalRolesOf(ws, 'prod-held'), ['admin', 'member']);
     const user = await ctx.api(ws, 'GET', '/users/holder@example.com');
-    assert.deepEqual(json<'getUser'>(user).apps, [{ name: 'prod-held', role: 'member' }]);
+    assert.deepEqual(user.json().apps, [{ name: 'prod-held', role: 'member' }]);
   });
 
   test('an active user in any workspace keeps a product in use (products are global)', async () => {
@@ -197,7 +196,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     assert.deepEqual(dropGuest.json().roles, ['member', 'admin', 'owner']);
     assert.deepEqual(await rolesOf('prod-drop'), ['member', 'admin', 'owner']);
     const user = await ctx.api(ws, 'GET', '/users/a@example.com');
-    assert.deepEqual(json<'getUser'>(user).apps, [{ name: 'prod-drop', role: 'admin' }]);
+    assert.deepEqual(user.json().apps, [{ name: 'prod-drop', role: 'admin' }]);
   });
 
   test('allowed when only deactivated users hold it; their list items still show the apps they held', async () => {
@@ -219,16 +218,16 @@ describe(`admin API: products [${BACKEND}]`, () => {
 
     const list = await ctx.api(ws, 'GET', '/users', { query: { status: 'deactivated' } });
     assert.equal(list.statusCode, 200);
-    const item = json<'listUsers'>(list).users.find((u: { email: string }) => u.email === 'old@example.com');
+    const item = list.json().users.find((u: { email: string }) => u.email === 'old@example.com');
     assert.ok(item, 'the deactivated user is listed');
     assert.equal(item.status, 'deactivated');
     assert.deepEqual(item.apps, apps);
-    assert.deepEqual(json<'getUser'>(await ctx.api(ws, 'GET', '/users/old@example.com')).apps, apps);
+    assert.deepEqual((await ctx.api(ws, 'GET', '/users/old@example.com')).json().apps, apps);
 
     const reactivate = await ctx.api(ws, 'POST', '/users', { body: userBody('old@example.com', { apps }) });
     assertProblem(reactivate, 422, 'unknown_product');
     const stillDeactivated = await ctx.api(ws, 'GET', '/users/old@example.com');
-    assert.equal(json<'getUser'>(stillDeactivated).status, 'deactivated');
+    assert.equal(stillDeactivated.json().status, 'deactivated');
   });
 
   test('product names are case-sensitive: CRM and crm are two products', async () => {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
 
 interface Event {
   id: number;
@@ -113,18 +112,18 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
       ]) {
         assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
         assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-        assert.equal(json<'Problem'>(res).code, 'invalid_parameter', query);
+        assert.equal(res.json().code, 'invalid_parameter', query);
       }
     }
     for (const query of ['format=xml', 'since=soon', 'until=2025-01-01']) {
       for (const res of [await own(`/audit-events/export?${query}`), await ctx.admin('GET', `/audit-events/export?${query}`)]) {
         assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
-        assert.equal(json<'Problem'>(res).code, 'invalid_parameter', query);
+        assert.equal(res.json().code, 'invalid_parameter', query);
       }
     }
     const missing = await ctx.admin('GET', '/workspaces/no-such-workspace/audit-events/export');
     assert.equal(missing.statusCode, 404);
-    assert.equal(json<'Problem'>(missing).code, 'workspace_not_found');
+    assert.equal(missing.json().code, 'workspace_not_found');
   });
 
   for (const sort of ['occurred_at', '-occurred_at'] as const) {
@@ -175,10 +174,10 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     const events = await everything('occurred_at');
     const opWs = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&starting_after=${events[1]!.id}`);
     assert.equal(opWs.statusCode, 200, opWs.body);
-    assert.deepEqual(json<'listWorkspaceAuditEvents'>(opWs).audit_events.map((e: Event) => e.id), [events[2]!.id, events[3]!.id]);
-    assert.equal('total_count' in json<'listWorkspaceAuditEvents'>(opWs) || 'pagination' in json<'listWorkspaceAuditEvents'>(opWs), false, 'read by cursor, nothing is counted');
+    assert.deepEqual(opWs.json().audit_events.map((e: Event) => e.id), [events[2]!.id, events[3]!.id]);
+    assert.equal('total_count' in opWs.json() || 'pagination' in opWs.json(), false, 'read by cursor, nothing is counted');
     const opAll = await ctx.admin('GET', `/audit-events?page_size=1&workspace=${ws.subdomain}&starting_after=${events[1]!.id}`);
-    assert.deepEqual(json<'listAuditEvents'>(opAll).audit_events.map((e: Event) => [e.id, e.workspace]), [[events[2]!.id, ws.subdomain]]);
+    assert.deepEqual(opAll.json().audit_events.map((e: Event) => [e.id, e.workspace]), [[events[2]!.id, ws.subdomain]]);
     assert.equal(nextLink(opAll.headers.link as string)?.includes(`starting_after=${events[2]!.id}`), true);
   });
 
@@ -238,7 +237,7 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     const exported: Event[] = res.body.trim().split('\n').map((line) => JSON.parse(line));
     const listed: Event[] = [];
     for (let page = 1; ; page += 1) {
-      const items: Event[] = json<'listAuditEvents'>(await ctx.admin('GET', `/audit-events?page_size=100&page_number=${page}`)).audit_events;
+      const items: Event[] = (await ctx.admin('GET', `/audit-events?page_size=100&page_number=${page}`)).json().audit_events;
       if (items.length === 0) break;
       listed.push(...items);
     }

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
 
 /*
  * SCIM Groups are product roles (docs/contract.md Part B, SCIM 2.0 provisioning): linking, members as
@@ -36,10 +35,10 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
   /** The product roles a user holds, through the native API. */
   async function appsOf(email: string): Promise<string[]> {
     const res = await ctx.api(ws, 'GET', `/users/${email}`);
-    return json<'getUser'>(res).apps.map((a: { name: string; role: string }) => `${a.name}:${a.role}`).sort();
+    return res.json().apps.map((a: { name: string; role: string }) => `${a.name}:${a.role}`).sort();
   }
 
-  const memberIds = (res: LightMyRequestResponse) => (json<'getUser'>(res).members ?? []).map((m: { value: string }) => m.value).sort();
+  const memberIds = (res: LightMyRequestResponse) => (res.json().members ?? []).map((m: { value: string }) => m.value).sort();
 
   before(async () => {
     ctx = await createTestContext();
@@ -65,7 +64,7 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     assert.deepEqual(await appsOf('ann@example.com'), ['crm:admin']);
     const user = (await scim('GET', `/Users/${ids.ann}`)).json();
     assert.deepEqual(user.roles, [{ value: 'crm:admin' }]);
-    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events;
+    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events;
     const linked = audit.find((e: { action: string }) => e.action === 'group.linked');
     assert.equal(linked.actor_type, 'scim');
     assert.equal(linked.target_id, 'crm:admin');
@@ -204,7 +203,7 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     expectError(await scim('GET', `/Groups/${ids.admins}`), 404);
     expectError(await scim('DELETE', `/Groups/${ids.admins}`), 404);
     expectError(await scim('PATCH', `/Groups/${ids.admins}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [] }] }), 404);
-    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events;
+    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events;
     assert.ok(audit.some((e: { action: string; actor_type: string }) => e.action === 'group.unlinked' && e.actor_type === 'scim'));
     // The role can be linked again.
     assert.equal((await scim('POST', '/Groups', { displayName: 'crm:admin' })).statusCode, 201);
@@ -224,11 +223,11 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     assert.equal(linked.statusCode, 201, linked.body);
     const dropRole = await ctx.admin('PUT', '/products/linked-only', { roles: ['guest'] });
     assert.equal(dropRole.statusCode, 409);
-    assert.equal(json<'Problem'>(dropRole).code, 'product_in_use');
-    assert.match(json<'Problem'>(dropRole).detail, /SCIM groups link "user"/);
-    assert.equal(json<'Problem'>(await ctx.admin('DELETE', '/products/linked-only')).code, 'product_in_use');
+    assert.equal(dropRole.json().code, 'product_in_use');
+    assert.match(dropRole.json().detail, /SCIM groups link "user"/);
+    assert.equal((await ctx.admin('DELETE', '/products/linked-only')).json().code, 'product_in_use');
     assert.equal((await ctx.admin('PUT', '/products/linked-only', { roles: ['user'] })).statusCode, 200, 'an unlinked role may go');
-    assert.equal((await ownScim('DELETE', `/Groups/${json<'putCatalogueProduct'>(linked).id}`)).statusCode, 204);
+    assert.equal((await ownScim('DELETE', `/Groups/${linked.json().id}`)).statusCode, 204);
     assert.equal((await ctx.admin('DELETE', '/products/linked-only')).statusCode, 204);
   });
 });

@@ -4,7 +4,6 @@ import { sql } from 'drizzle-orm';
 import { startImportWorker, type ImportWorker } from '../../src/server/import-worker.ts';
 import { rowsOf } from '../../src/storage/rows.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 
@@ -73,7 +72,7 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
 
   async function finished(ws: TestWorkspace, id: string) {
     for (let i = 0; i < 600; i += 1) {
-      const job = json<'getUserImport'>(await ctx.api(ws, 'GET', `/users/imports/${id}`));
+      const job = (await ctx.api(ws, 'GET', `/users/imports/${id}`)).json();
       if (['completed', 'failed', 'cancelled'].includes(job.status)) return job;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
@@ -110,17 +109,17 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     );
     assert.ok(done.started_at && done.completed_at);
 
-    const report = json<'getUserImportReport'>(await ctx.api(ws, 'GET', `/users/imports/${job.id}/report`));
+    const report = (await ctx.api(ws, 'GET', `/users/imports/${job.id}/report`)).json();
     assert.deepEqual(
       report.rows.map((r: Record<string, unknown>) => ({ row: r.row, email: r.email, outcome: r.outcome, code: r.code })),
       EXPECTED_REPORT,
     );
     assert.match(report.rows[4].detail, /unknown product "nosuch"/);
 
-    const added = json<'getUser'>(await ctx.api(ws, 'GET', '/users/new1%40example.com'));
+    const added = (await ctx.api(ws, 'GET', '/users/new1%40example.com')).json();
     assert.equal(added.first_name, 'New');
     assert.deepEqual(added.apps, [{ name: 'crm', role: 'member' }, { name: 'analytics', role: 'viewer' }]);
-    const back = json<'getUser'>(await ctx.api(ws, 'GET', '/users/gone%40example.com'));
+    const back = (await ctx.api(ws, 'GET', '/users/gone%40example.com')).json();
     assert.equal(back.status, 'active');
     assert.equal(back.first_name, 'Gone');
     assert.deepEqual(back.apps, [{ name: 'helpdesk', role: 'agent' }]);
@@ -135,7 +134,7 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     assert.deepEqual(await changesOf(ws, 'active@example.com'), ['audit:user.created', 'event:user.created']);
 
     // The events are as POST /users writes them: the user as the API shows it, in sequence.
-    const feed = json<'listEvents'>(await ctx.api(ws, 'GET', '/events', { query: { limit: '100' } }));
+    const feed = (await ctx.api(ws, 'GET', '/events', { query: { limit: '100' } })).json();
     const { events } = feed;
     const created = events.find((e: { type: string; data: { user: { email: string } } }) => e.type === 'user.created' && e.data.user.email === 'new1@example.com');
     assert.deepEqual(created.data.user, added);
@@ -176,7 +175,7 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     startWorker();
     const done = await finished(ws, res.json().id);
     assert.equal(done.status, 'completed');
-    const report = json<'getUserImportReport'>(await ctx.api(ws, 'GET', `/users/imports/${done.id}/report`));
+    const report = (await ctx.api(ws, 'GET', `/users/imports/${done.id}/report`)).json();
     assert.deepEqual(
       report.rows.map((r: Record<string, unknown>) => [r.row, r.outcome, r.code]),
       [
@@ -203,19 +202,19 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     assert.equal(first.statusCode, 202);
     const second = await upload(ws, 'email,role\nc@example.com,non_owner\n', 'text/csv');
     assert.equal(second.statusCode, 409);
-    assert.equal(json<'Problem'>(second).code, 'import_in_progress');
+    assert.equal(second.json().code, 'import_in_progress');
     // Another workspace is not held up.
     assert.equal((await upload(await ctx.createWorkspace(), 'email,role\nc@example.com,non_owner\n', 'text/csv')).statusCode, 202);
 
     const cancelled = await ctx.api(ws, 'POST', `/users/imports/${first.json().id}/cancel`);
     assert.equal(cancelled.statusCode, 200);
-    assert.equal(json<'cancelUserImport'>(cancelled).status, 'cancelled');
-    assert.ok(json<'cancelUserImport'>(cancelled).completed_at);
-    const report = json<'getUserImportReport'>(await ctx.api(ws, 'GET', `/users/imports/${first.json().id}/report`));
+    assert.equal(cancelled.json().status, 'cancelled');
+    assert.ok(cancelled.json().completed_at);
+    const report = (await ctx.api(ws, 'GET', `/users/imports/${first.json().id}/report`)).json();
     assert.deepEqual(report.rows.map((r: { outcome: string }) => r.outcome), ['not_attempted', 'not_attempted']);
     const again = await ctx.api(ws, 'POST', `/users/imports/${first.json().id}/cancel`);
     assert.equal(again.statusCode, 409);
-    assert.equal(json<'Problem'>(again).code, 'import_finished');
+    assert.equal(again.json().code, 'import_finished');
     assert.equal((await ctx.api(ws, 'GET', '/users/a%40example.com')).statusCode, 404, 'a cancelled job adds nobody');
 
     const third = await upload(ws, 'email,role\nc@example.com,non_owner\n', 'text/csv');
@@ -225,24 +224,24 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
 
     const list = await ctx.api(ws, 'GET', '/users/imports');
     assert.equal(list.statusCode, 200);
-    assert.deepEqual(json<'getUser'>(list).imports.map((j: { id: string }) => j.id), [third.json().id, first.json().id]);
-    assert.equal(json<'getUser'>(list).pagination.total_records, 2);
+    assert.deepEqual(list.json().imports.map((j: { id: string }) => j.id), [third.json().id, first.json().id]);
+    assert.equal(list.json().pagination.total_records, 2);
   });
 
   test('bad uploads are 4xx problems: no header, another media type, an unknown job', async () => {
     const ws = await ctx.createWorkspace();
     const noHeader = await upload(ws, 'a@example.com,non_owner\n', 'text/csv');
     assert.equal(noHeader.statusCode, 422);
-    assert.equal(json<'Problem'>(noHeader).code, 'invalid_import_file');
+    assert.equal(noHeader.json().code, 'invalid_import_file');
     const empty = await upload(ws, '', 'text/csv');
     assert.equal(empty.statusCode, 422);
-    const asJson = await ctx.api(ws, 'POST', '/users/imports', { body: { user: {} } });
-    assert.equal(asJson.statusCode, 415);
-    assert.equal(json<'Problem'>(asJson).code, 'unsupported_media_type');
+    const json = await ctx.api(ws, 'POST', '/users/imports', { body: { user: {} } });
+    assert.equal(json.statusCode, 415);
+    assert.equal(json.json().code, 'unsupported_media_type');
     const unknown = await ctx.api(ws, 'GET', '/users/imports/00000000-0000-4000-8000-000000000000');
     assert.equal(unknown.statusCode, 404);
-    assert.equal(json<'Problem'>(unknown).code, 'import_not_found');
-    assert.equal(json<'Problem'>(await ctx.api(ws, 'GET', '/users/imports/not-a-uuid')).code, 'import_not_found');
+    assert.equal(unknown.json().code, 'import_not_found');
+    assert.equal((await ctx.api(ws, 'GET', '/users/imports/not-a-uuid')).json().code, 'import_not_found');
     // A failed upload holds nothing up.
     assert.equal((await upload(ws, 'email,role\nz@example.com,non_owner\n', 'text/csv')).statusCode, 202);
   });

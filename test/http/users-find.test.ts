@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
 
 interface Person {
   email: string;
@@ -45,7 +44,7 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
   const list = (query: Record<string, string>) => ctx.api(ws, 'GET', '/users', { query });
   const emails = (res: LightMyRequestResponse): string[] => {
     assert.equal(res.statusCode, 200, res.body);
-    return json<'addUser'>(res).users.map((u: { email: string }) => u.email);
+    return res.json().users.map((u: { email: string }) => u.email);
   };
   /** The people matching `keep`, in creation order, active unless `status` says otherwise. */
   const expected = (keep: (p: Person) => boolean, status: 'active' | 'all' | 'deactivated' = 'active') =>
@@ -156,8 +155,8 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
     for (const [query, field] of cases) {
       const res = await ctx.api(ws, 'GET', `/users?${query}`);
       assert.equal(res.statusCode, 400, query);
-      assert.equal(json<'Problem'>(res).code, 'invalid_parameter', query);
-      assert.ok(json<'Problem'>(res).errors!.some((e: { field: string }) => e.field === field), `${field}: ${res.body}`);
+      assert.equal(res.json().code, 'invalid_parameter', query);
+      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${field}: ${res.body}`);
     }
   });
 

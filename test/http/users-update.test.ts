@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -31,7 +30,7 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
   async function userEvents(ws: TestWorkspace) {
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
     assert.equal(res.statusCode, 200);
-    return json<'listWorkspaceAuditEvents'>(res).audit_events.filter((e: { target_type: string }) => e.target_type === 'user');
+    return res.json().audit_events.filter((e: { target_type: string }) => e.target_type === 'user');
   }
 
   test('changes the fields given and keeps the others; 200 with the user and a new ETag', async () => {
@@ -105,12 +104,12 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     await add(ws, 'strict@example.com');
     const product = await patch(ws, 'strict@example.com', { role: 'owner', apps: [{ name: 'crm', role: 'admin' }, { name: 'billing', role: 'x' }] });
     assert.equal(product.statusCode, 422);
-    assert.equal(json<'Problem'>(product).code, 'unknown_product');
-    assert.deepEqual(json<'Problem'>(product).errors, [{ field: 'user.apps[1].name', message: 'unknown product "billing"' }]);
+    assert.equal(product.json().code, 'unknown_product');
+    assert.deepEqual(product.json().errors, [{ field: 'user.apps[1].name', message: 'unknown product "billing"' }]);
     const role = await patch(ws, 'strict@example.com', { apps: [{ name: 'crm', role: 'wizard' }] });
     assert.equal(role.statusCode, 422);
-    assert.equal(json<'Problem'>(role).code, 'unknown_product_role');
-    assert.equal(json<'Problem'>(role).errors![0]!.field, 'user.apps[0].role');
+    assert.equal(role.json().code, 'unknown_product_role');
+    assert.equal(role.json().errors[0].field, 'user.apps[0].role');
     const stored = (await get(ws, 'strict@example.com')).json();
     assert.equal(stored.role, 'non_owner');
     assert.deepEqual(stored.apps, [{ name: 'crm', role: 'member' }]);
@@ -128,8 +127,8 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     assert.deepEqual(trimmed.json().apps, [{ name: product, role: 'x' }]);
     const back = await patch(ws, 'legacy@example.com', { status: 'active' });
     assert.equal(back.statusCode, 422);
-    assert.equal(json<'Problem'>(back).code, 'unknown_product');
-    assert.deepEqual(json<'Problem'>(back).errors, [{ field: 'user.apps[0].name', message: `unknown product "${product}"` }]);
+    assert.equal(back.json().code, 'unknown_product');
+    assert.deepEqual(back.json().errors, [{ field: 'user.apps[0].name', message: `unknown product "${product}"` }]);
     assert.equal((await get(ws, 'legacy@example.com')).json().status, 'deactivated');
     const cleaned = await patch(ws, 'legacy@example.com', { status: 'active', apps: [] });
     assert.equal(cleaned.statusCode, 200, 'reactivated without it');
@@ -150,11 +149,11 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     const history = await ctx.api(ws, 'GET', '/users/new.name@example.com/audit-events');
     assert.equal(history.statusCode, 200);
     assert.deepEqual(
-      json<'listUserAuditEvents'>(history).audit_events.map((e: { action: string; target_id: string }) => [e.action, e.target_id]),
+      history.json().audit_events.map((e: { action: string; target_id: string }) => [e.action, e.target_id]),
       [['user.created', 'old@example.com'], ['user.updated', 'New.Name@Example.com'], ['user.updated', 'new.name@example.com']],
     );
-    assert.deepEqual(json<'listUserAuditEvents'>(history).audit_events[1]!.before.email, 'old@example.com');
-    assert.ok(json<'listUserAuditEvents'>(history).audit_events.every((e: { user_id: string }) => e.user_id === created.id));
+    assert.deepEqual(history.json().audit_events[1].before.email, 'old@example.com');
+    assert.ok(history.json().audit_events.every((e: { user_id: string }) => e.user_id === created.id));
   });
 
   test('an email another user holds (any status, any case) → 409 user_already_exists, nothing changes', async () => {
@@ -166,7 +165,7 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     for (const email of ['SECOND@example.com', 'gone@example.com']) {
       const res = await patch(ws, 'first@example.com', { email, first_name: 'X' });
       assert.equal(res.statusCode, 409, email);
-      assert.equal(json<'Problem'>(res).code, 'user_already_exists');
+      assert.equal(res.json().code, 'user_already_exists');
     }
     const stored = (await get(ws, 'first@example.com')).json();
     assert.equal(stored.first_name, '-');
@@ -202,12 +201,12 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     for (const change of [{ role: 'non_owner' }, { status: 'deactivated' }, { role: 'non_owner', status: 'deactivated' }]) {
       const res = await patch(ws, 'solo@example.com', change);
       assert.equal(res.statusCode, 409, JSON.stringify(change));
-      assert.equal(json<'Problem'>(res).code, 'last_owner');
+      assert.equal(res.json().code, 'last_owner');
     }
     assert.equal((await get(ws, 'solo@example.com')).json().role, 'owner');
     await add(ws, 'duo@example.com', { role: 'owner' });
     assert.equal((await patch(ws, 'solo@example.com', { role: 'non_owner' })).statusCode, 200);
-    assert.equal(json<'Problem'>(await patch(ws, 'duo@example.com', { role: 'non_owner' })).code, 'last_owner');
+    assert.equal((await patch(ws, 'duo@example.com', { role: 'non_owner' })).json().code, 'last_owner');
   });
 
   test('two owners demoting each other at once: exactly one succeeds, one active owner remains', async () => {
@@ -220,7 +219,7 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
         patch(ws, 'b@example.com', { status: 'deactivated' }),
       ]);
       assert.deepEqual(results.map((r) => r.statusCode).sort(), [200, 409], `round ${round}`);
-      const owners = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { role: 'owner' } })).users;
+      const owners = (await ctx.api(ws, 'GET', '/users', { query: { role: 'owner' } })).json().users;
       assert.equal(owners.length, 1, `round ${round}: one active owner left`);
     }
   });
@@ -232,7 +231,7 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     assert.equal(ok.statusCode, 200);
     const stale = await patch(ws, 'cas@example.com', { first_name: 'Two' }, { 'if-match': etag });
     assert.equal(stale.statusCode, 412);
-    assert.equal(json<'Problem'>(stale).code, 'precondition_failed');
+    assert.equal(stale.json().code, 'precondition_failed');
     assert.match(stale.headers['content-type'] as string, /^application\/problem\+json/);
     for (const header of [`W/${ok.headers.etag}`, '"999"', '"abc"']) {
       assert.equal((await patch(ws, 'cas@example.com', { first_name: 'Two' }, { 'if-match': header })).statusCode, 412, header);
@@ -243,7 +242,7 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     assert.equal((await patch(ws, 'cas@example.com', { first_name: 'Four' }, { 'if-match': '*' })).statusCode, 200);
     const malformed = await patch(ws, 'cas@example.com', { first_name: 'Five' }, { 'if-match': 'not-a-tag' });
     assert.equal(malformed.statusCode, 400);
-    assert.equal(json<'Problem'>(malformed).code, 'invalid_parameter');
+    assert.equal(malformed.json().code, 'invalid_parameter');
     assert.equal((await get(ws, 'cas@example.com')).json().first_name, 'Four');
     const missing = await patch(ws, 'nobody@example.com', { first_name: 'X' }, { 'if-match': '*' });
     assert.equal(missing.statusCode, 404, '* matches only an existing user');
@@ -277,7 +276,7 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     assert.equal((await get(ws, 'idem@example.com')).json().first_name, 'Between', 'the replay changed nothing');
     const reused = await patch(ws, 'idem@example.com', { first_name: 'Other' }, headers);
     assert.equal(reused.statusCode, 422);
-    assert.equal(json<'Problem'>(reused).code, 'idempotency_key_reused');
+    assert.equal(reused.json().code, 'idempotency_key_reused');
   });
 
   test('media types: application/json and application/merge-patch+json; anything else → 415', async () => {
@@ -292,10 +291,10 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     assert.equal(merge.json().first_name, 'Merge');
     const text = await ctx.api(ws, 'PATCH', url, { body: 'user', headers: { 'content-type': 'text/plain' } });
     assert.equal(text.statusCode, 415);
-    assert.equal(json<'Problem'>(text).code, 'unsupported_media_type');
+    assert.equal(text.json().code, 'unsupported_media_type');
     const broken = await ctx.api(ws, 'PATCH', url, { body: '{"user": {', headers: { 'content-type': 'application/json' } });
     assert.equal(broken.statusCode, 400);
-    assert.equal(json<'Problem'>(broken).code, 'malformed_json');
+    assert.equal(broken.json().code, 'malformed_json');
     const postMerge = await ctx.api(ws, 'POST', '/users', {
       body: JSON.stringify(userBody('m2@example.com')),
       headers: { 'content-type': 'application/merge-patch+json' },
@@ -317,15 +316,15 @@ describe(`PATCH /users/{email} [${BACKEND}]`, () => {
     for (const [user, field] of cases) {
       const res = await patch(ws, 'val@example.com', user);
       assert.equal(res.statusCode, 400, JSON.stringify(user));
-      assert.equal(json<'Problem'>(res).code, 'validation_failed');
-      assert.ok(json<'Problem'>(res).errors!.some((e: { field: string }) => e.field === field), `${field} in ${res.body}`);
+      assert.equal(res.json().code, 'validation_failed');
+      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${field} in ${res.body}`);
     }
     const noUser = await ctx.api(ws, 'PATCH', '/users/val@example.com', { body: { first_name: 'x' } });
     assert.equal(noUser.statusCode, 400);
-    assert.equal(json<'Problem'>(noUser).errors![0]!.field, 'user');
+    assert.equal(noUser.json().errors[0].field, 'user');
     const missing = await patch(ws, 'ghost@example.com', { first_name: 'x' });
     assert.equal(missing.statusCode, 404);
-    assert.equal(json<'Problem'>(missing).code, 'user_not_found');
+    assert.equal(missing.json().code, 'user_not_found');
     assert.equal((await get(ws, 'val@example.com')).headers.etag, '"1"');
   });
 

@@ -9,7 +9,6 @@ import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
 import { addressRefusal } from '../../src/outbound/outbound-guard.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
-import { json } from '../helpers/json.ts';
 
 /** Short retries, so a test sees a whole schedule: three retries 100 ms apart. */
 const ENV = {
@@ -36,7 +35,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(json<'Problem'>(res).code, code);
+    assert.equal(res.json().code, code);
   }
 
   const base = (ws: TestWorkspace) => `/workspaces/${ws.subdomain}/webhook-endpoints`;
@@ -91,7 +90,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     assert.equal(got.statusCode, 200);
     for (const body of [listed.body, got.body]) assert.ok(!body.includes(created.secret) && !body.includes('"secret"'), body);
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.created`);
-    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 1);
+    assert.equal(audit.json().audit_events.length, 1);
     assert.ok(!audit.body.includes(created.secret));
   });
 
@@ -100,13 +99,13 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     const added = await ctx.api(ws, 'POST', '/users', { body: userBody('signed@example.com') });
     assert.equal(added.statusCode, 201);
-    const [event] = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events;
+    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
     const [delivery] = await until('the delivery', async () => sentFor(event.id), (r) => r.length >= 1);
     const verified = new Webhook(endpoint.secret).verify(delivery!.body, delivery!.headers as Record<string, string>);
     assert.deepEqual(verified, event, 'the body is the event exactly as GET /events lists it');
     assert.equal(delivery!.headers['content-type'], 'application/json');
     assert.match(delivery!.headers['webhook-timestamp'] as string, /^\d+$/);
-    assert.deepEqual((verified as { data: { user: unknown } }).data.user, json<'addUser'>(added));
+    assert.deepEqual((verified as { data: { user: unknown } }).data.user, added.json());
     assert.throws(() => new Webhook('whsec_' + Buffer.alloc(32, 1).toString('base64')).verify(delivery!.body, delivery!.headers as Record<string, string>));
     const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     assert.equal(row!.event_id, event.id);
@@ -119,7 +118,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     receiver.respondWith(503, 500, 204);
     await ctx.api(ws, 'POST', '/users', { body: userBody('retry@example.com') });
-    const [event] = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events;
+    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
     const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     receiver.respondWith(204);
     assert.deepEqual(row!.attempt_log.map((a) => a.response_status), [503, 500, 204]);
@@ -144,7 +143,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`), 404, 'webhook_delivery_not_found');
     assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/nope/redeliver`), 404, 'webhook_delivery_not_found');
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_delivery.redelivered`);
-    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 1);
+    assert.equal(audit.json().audit_events.length, 1);
   });
 
   test('an endpoint whose delivery uses up the retry schedule is disabled, and that is audited; enabling resumes it', async () => {
@@ -153,7 +152,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     try {
       failing.respondWith(500);
       const created = await ctx.admin('POST', base(ws), { url: failing.url });
-      const endpoint: Endpoint = json<'addUser'>(created);
+      const endpoint: Endpoint = created.json();
       await ctx.api(ws, 'POST', '/users', { body: userBody('doomed@example.com') });
       const [row] = await until('a failed delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'failed');
       assert.equal(row!.attempts, 4, 'the first attempt and the three retries');
@@ -162,7 +161,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       );
       assert.equal(disabled.disabled_reason, 'failing');
       const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.disabled`);
-      const [entry] = json<'listWorkspaceAuditEvents'>(audit).audit_events;
+      const [entry] = audit.json().audit_events;
       assert.equal(entry.actor_type, 'system');
       assert.equal(entry.target_id, endpoint.id);
       assert.equal(entry.before.enabled, true);
@@ -195,14 +194,14 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const hours = (Date.parse(expires) - Date.now()) / 3_600_000;
     assert.ok(hours > 23.9 && hours <= 24, `old secret valid for 24 h, got ${hours}`);
     await ctx.api(ws, 'POST', '/users', { body: userBody('rotated@example.com') });
-    const [event] = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events;
+    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
     const [delivery] = await until('the delivery', async () => sentFor(event.id), (r) => r.length >= 1);
     const headers = delivery!.headers as Record<string, string>;
     assert.equal(headers['webhook-signature']!.split(' ').length, 2);
     new Webhook(secret).verify(delivery!.body, headers);
     new Webhook(endpoint.secret).verify(delivery!.body, headers);
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.secret_rotated`);
-    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 1);
+    assert.equal(audit.json().audit_events.length, 1);
     assert.ok(!audit.body.includes(secret));
   });
 
@@ -215,7 +214,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const [row] = await until('the delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     const all = await deliveries(ws, endpoint);
     assert.equal(all.length, 1);
-    const [event] = json<'listEvents'>(await ctx.api(ws, 'GET', '/events', { query: { after: '2' } })).events;
+    const [event] = (await ctx.api(ws, 'GET', '/events', { query: { after: '2' } })).json().events;
     assert.equal(event.type, 'user.deactivated');
     assert.equal(row!.event_id, event.id);
   });
@@ -235,7 +234,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     assertProblem(await ctx.admin('GET', `${base(ws)}/not-a-uuid/deliveries`), 404, 'webhook_endpoint_not_found');
     assertProblem(await ctx.admin('GET', `/workspaces/nobody-here/webhook-endpoints`), 404, 'workspace_not_found');
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=${endpoint.id}`);
-    assert.deepEqual(json<'listWorkspaceAuditEvents'>(audit).audit_events.map((e: { action: string }) => e.action), [
+    assert.deepEqual(audit.json().audit_events.map((e: { action: string }) => e.action), [
       'webhook_endpoint.created',
       'webhook_endpoint.updated',
       'webhook_endpoint.deleted',
@@ -266,7 +265,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     ]) {
       const res = await post(strict, url);
       assertProblem(res, 400, 'validation_failed');
-      assert.equal(json<'Problem'>(res).errors![0]!.field, 'url', url);
+      assert.equal(res.json().errors[0].field, 'url', url);
     }
     // With WEBHOOK_ALLOW_HTTP, http goes to loopback only.
     for (const url of ['http://10.1.2.3/hook', 'http://192.0.2.1/hook']) assertProblem(await post(ctx.app, url), 400, 'validation_failed');
@@ -288,7 +287,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     for (const url of ['https://[::127.0.0.1]/hook', 'https://[::7f00:1]/hook', 'https://[::10.0.0.1]/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://[::ffff:0:127.0.0.1]/hook', 'https://[64:ff9b::127.0.0.1]/hook']) {
       const res = await open.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
       assertProblem(res, 400, 'validation_failed');
-      assert.match(json<'Problem'>(res).errors![0]!.message, /IPv6 form of an IPv4 address/, url);
+      assert.match(res.json().errors[0].message, /IPv6 form of an IPv4 address/, url);
     }
     assert.equal((await open.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url: 'https://127.0.0.1:9/hook' } })).statusCode, 201);
   });
@@ -300,7 +299,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     for (const url of ['https://10.9.8.7/hook', 'https://[fd00::7]/hook']) {
       const res = await app.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
       assertProblem(res, 400, 'validation_failed');
-      assert.match(json<'Problem'>(res).errors![0]!.message, /WEBHOOK_LOOPBACK_ONLY/, url);
+      assert.match(res.json().errors[0].message, /WEBHOOK_LOOPBACK_ONLY/, url);
     }
     assert.match(addressRefusal('192.0.2.1', 'https:', ctx.config.webhooks) ?? '', /outside loopback/);
     assert.equal(addressRefusal('127.0.0.2', 'http:', ctx.config.webhooks), undefined);
@@ -314,7 +313,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const strict = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: strictConfig, log: ctx.app.log, registry: new Registry() });
     try {
       await ctx.api(ws, 'POST', '/users', { body: userBody('guarded@example.com') });
-      const [event] = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events;
+      const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
       const [row] = await until('a refused attempt', () => deliveries(ws, endpoint), (d) => (d[0]?.attempt_log.length ?? 0) >= 1);
       assert.equal(row!.attempt_log[0]!.response_status, null);
       assert.match(row!.attempt_log[0]!.error!, /https/);
@@ -343,7 +342,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       Array.from({ length: 20 }, (_, i) => ctx.api(ws, 'POST', '/users', { body: userBody(`burst-${i}@example.com`) })),
     );
     assert.deepEqual(added.map((r) => r.statusCode), Array(20).fill(201));
-    const events = json<'listEvents'>(await ctx.api(ws, 'GET', '/events?limit=100')).events as Array<{ id: string }>;
+    const events = (await ctx.api(ws, 'GET', '/events?limit=100')).json().events as Array<{ id: string }>;
     assert.equal(events.length, 20);
     const attempts = new Map<string, number>();
     for (const endpoint of endpoints) {
