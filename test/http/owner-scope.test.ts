@@ -73,7 +73,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
       'every scope but owners:write',
     );
     const listed = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys;
-    assert.deepEqual(listed[0].scopes, ['*'], "the workspace's first key");
+    assert.deepEqual(listed[0]!.scopes, ['*'], "the workspace's first key");
     const stored = (await ctx.database.db.execute(sql`select k.scopes from api_keys k join workspaces w on w.id = k.workspace_id
       where w.subdomain = ${ws.subdomain} order by k.created_at, k.id limit 1`)) as unknown as { rows: Array<{ scopes: string[] }> };
     assert.deepEqual(stored.rows[0]!.scopes, ['*'], 'stored as {*}');

@@ -114,7 +114,7 @@ describe(`POST /users [${BACKEND}]`, () => {
     assert.equal(res.statusCode, 400);
     const problem = json<'Problem'>(res);
     assert.equal(problem.code, 'validation_failed');
-    const fields = problem.errors.map((e: { field: string }) => e.field).sort();
+    const fields = problem.errors!.map((e: { field: string }) => e.field).sort();
     assert.deepEqual(fields, ['extra', 'user.apps[0].role', 'user.email', 'user.firstName', 'user.role']);
     const missing = await ctx.api(w, 'POST', '/users', { body: { user: {} } });
     assert.deepEqual(

@@ -213,8 +213,8 @@ describe(`GET /users [${BACKEND}]`, () => {
       assert.equal(problem.code, 'invalid_parameter');
       assert.equal(problem.status, 400);
       assert.ok(Array.isArray(problem.errors) && problem.errors.length > 0);
-      assert.deepEqual(problem.errors.map((e: { field: string }) => e.field), [field]);
-      assert.equal(typeof problem.errors[0].message, 'string');
+      assert.deepEqual(problem.errors!.map((e: { field: string }) => e.field), [field]);
+      assert.equal(typeof problem.errors![0]!.message, 'string');
     });
   }
 

@@ -63,7 +63,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     assert.equal(active.total_count, 1);
     const gone = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'deactivated' } }));
     assert.deepEqual(gone.users.map((u: { email: string }) => u.email), ['leave@example.com']);
-    assert.deepEqual(gone.users[0].apps, [{ name: 'crm', role: 'member' }], 'a deactivated list item still shows its apps');
+    assert.deepEqual(gone.users[0]!.apps, [{ name: 'crm', role: 'member' }], 'a deactivated list item still shows its apps');
   });
 
   test('an already deactivated user: 204 again, nothing changes', async () => {
@@ -91,7 +91,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     assert.equal(json<'Problem'>(res).status, 404);
     const all = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } }));
     assert.deepEqual(all.users.map((u: { email: string }) => u.email), ['known@example.com']);
-    assert.equal(all.users[0].status, 'active');
+    assert.equal(all.users[0]!.status, 'active');
   });
 
   test('an email no stored user can have: over-long → 404 user_not_found, NUL → 400 invalid_parameter, never a 5xx', async () => {
