@@ -180,7 +180,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const reader = json<CreatedApiKey>(scoped);
     assert.equal(reader.name, 'reader');
     assert.deepEqual(reader.scopes, ['users:read']);
-    const days = (Date.parse(reader.expires_at) - Date.now()) / 86_400_000;
+    const days = (Date.parse(reader.expires_at!) - Date.now()) / 86_400_000;
     assert.ok(days > 89.9 && days <= 90, `expires in ${days} days`);
     const listedKeys = await runWum(['admin', 'keys', 'list', 'source'], adminEnv);
     assert.match(listedKeys.stdout, /reader .*users:read/);
@@ -193,7 +193,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const several = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'users:read,products:read', '--scope', 'scim', '--expires-in', '30d', '--json'], adminEnv);
     assert.equal(several.code, 0, several.stderr);
     assert.deepEqual([...json<CreatedApiKey>(several).scopes].sort(), ['products:read', 'scim', 'users:read']);
-    const thirty = (Date.parse(json<CreatedApiKey>(several).expires_at) - Date.now()) / 86_400_000;
+    const thirty = (Date.parse(json<CreatedApiKey>(several).expires_at!) - Date.now()) / 86_400_000;
     assert.ok(thirty > 29.9 && thirty <= 30, `expires in ${thirty} days`);
     const badDuration = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'scim', '--expires-in', '90 days'], adminEnv);
     assert.equal(badDuration.code, 2, badDuration.stderr);
@@ -227,7 +227,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.equal(made.code, 0, made.stderr);
     const hooks = json<CreatedOwnApiKey>(made);
     assert.deepEqual(hooks.scopes, ['webhooks:write']);
-    assert.equal(hooks.created_by.type, 'api_key');
+    assert.equal(hooks.created_by?.type, 'api_key');
     const noScope = await runWum(['keys', 'create', '--name', 'x'], ownerEnv);
     assert.equal(noScope.code, 2, 'a scope is required');
     assert.match(noScope.stderr, /--scope/);
@@ -392,7 +392,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     keys.expiring = json<CreatedWorkspace>(created).api_key.key;
     const added = await runWum(['users', 'add', 'temp@example.com', '--role', 'non_owner', '--expires-in', '90d', '--json'], env('expiring'));
     assert.equal(added.code, 0, added.stderr);
-    const ends = Date.parse(json<User>(added).expires_at);
+    const ends = Date.parse(json<User>(added).expires_at!);
     assert.ok(Math.abs(ends - (Date.now() + 90 * 86_400_000)) < 600_000, 'about 90 days from now');
     const moved = await runWum(['users', 'update', 'temp@example.com', '--expires-at', '2031-01-02T03:04:05Z', '--json'], env('expiring'));
     assert.equal(json<User>(moved).expires_at, '2031-01-02T03:04:05.000Z');

@@ -712,7 +712,7 @@ describe(`web console [${BACKEND}]`, () => {
     await assertAccessible(page, 'add user with an expiry');
     await page.getByRole('button', { name: 'Add user' }).click();
     await page.getByRole('status').getByText('Added.').waitFor();
-    assert.equal(Date.parse(json<'User'>(await call('GET', `${API}/users/temp@example.com`)).expires_at), Date.parse(`${day(10)}T23:59:59Z`), 'the end of that UTC day');
+    assert.equal(Date.parse(json<'User'>(await call('GET', `${API}/users/temp@example.com`)).expires_at!), Date.parse(`${day(10)}T23:59:59Z`), 'the end of that UTC day');
     await page.getByText('(expires in 10 days)').waitFor();
 
     // The list says when; the 30-day filter, kept in the URL, finds them and not a user who never expires.

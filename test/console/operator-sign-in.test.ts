@@ -110,7 +110,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
     const created = json<'listWorkspaceAuditEvents'>(audit).audit_events.find((e: { action: string }) => e.action === 'workspace.created');
     assert.deepEqual(created?.actor, { type: 'operator', id: 'oidc:ada', label: 'ada@example.com' }, audit.body);
     const keys = await ctx.admin('GET', '/workspaces/made-by-ada/api-keys');
-    assert.equal(json<'listApiKeys'>(keys).api_keys[0]?.created_by.label, 'ada@example.com', keys.body);
+    assert.equal(json<'listApiKeys'>(keys).api_keys[0]?.created_by?.label, 'ada@example.com', keys.body);
     const signedIn = await ctx.admin('GET', '/audit-events?action=console.signed_in&actor_type=operator');
     assert.ok(json<'listAuditEvents'>(signedIn).audit_events.some((e: { actor: { label: string } }) => e.actor.label === 'ada@example.com'), signedIn.body);
 

@@ -47,7 +47,7 @@ describe(`self-service on the workspace host [${BACKEND}]`, () => {
     assert.deepEqual(key.scopes, ['scim']);
     assert.equal(key.expires_at, '2099-01-01T00:00:00.000Z');
     assert.match(key.key, /^wum_/);
-    assert.equal(key.created_by.type, 'api_key');
+    assert.equal(key.created_by?.type, 'api_key');
     assert.equal(key.created_by.id, ws.apiKeyId);
 
     // The SCIM key works where it should, and the list shows it without its secret.
