@@ -112,7 +112,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
     const keys = await ctx.admin('GET', '/workspaces/made-by-ada/api-keys');
     assert.equal(json<'listApiKeys'>(keys).api_keys[0]?.created_by?.label, 'ada@example.com', keys.body);
     const signedIn = await ctx.admin('GET', '/audit-events?action=console.signed_in&actor_type=operator');
-    assert.ok(json<'listAuditEvents'>(signedIn).audit_events.some((e: { actor: { label: string } }) => e.actor.label === 'ada@example.com'), signedIn.body);
+    assert.ok(json<'listAuditEvents'>(signedIn).audit_events.some((e: { actor: { label: string | null } }) => e.actor.label === 'ada@example.com'), signedIn.body);
 
     // A write with the cookie from another origin is refused, and changes nothing.
     const forged = await admin('POST', '/workspaces', header, { origin: 'http://evil.localhost' }, { subdomain: 'forged-by-evil' });

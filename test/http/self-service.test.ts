@@ -70,7 +70,7 @@ describe(`self-service on the workspace host [${BACKEND}]`, () => {
 
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=${key.id}`);
     assert.deepEqual(
-      json<'listWorkspaceAuditEvents'>(audit).audit_events.map((e: { action: string; actor: { type: string; id: string } }) => [e.action, e.actor.type, e.actor.id]),
+      json<'listWorkspaceAuditEvents'>(audit).audit_events.map((e: { action: string; actor: { type: string; id: string | null } }) => [e.action, e.actor.type, e.actor.id]),
       [
         ['api_key.created', 'api_key', ws.apiKeyId],
         ['api_key.revoked', 'api_key', ws.apiKeyId],
@@ -212,7 +212,7 @@ describe(`self-service on the workspace host [${BACKEND}]`, () => {
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=${ws.subdomain}&sort=-occurred_at`);
     const changes = json<'listWorkspaceAuditEvents'>(audit).audit_events.filter((e: { action: string }) => e.action.startsWith('identity_provider.'));
     assert.deepEqual(
-      changes.map((e: { action: string; actor: { id: string } }) => [e.action, e.actor.id]),
+      changes.map((e: { action: string; actor: { id: string | null } }) => [e.action, e.actor.id]),
       [
         ['identity_provider.removed', sso.apiKeyId],
         ['identity_provider.set', sso.apiKeyId],
@@ -263,7 +263,7 @@ describe(`self-service on the workspace host [${BACKEND}]`, () => {
     assertProblem(await ctx.api(hooks, 'GET', `/webhook-endpoints/${json<'getOwnWebhookEndpoint'>(foreign).id}`), 404, 'webhook_endpoint_not_found');
 
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?actor_type=api_key`);
-    const actions = json<'listWorkspaceAuditEvents'>(audit).audit_events.filter((e: { actor: { id: string } }) => e.actor.id === hooks.apiKeyId).map((e: { action: string }) => e.action);
+    const actions = json<'listWorkspaceAuditEvents'>(audit).audit_events.filter((e: { actor: { id: string | null } }) => e.actor.id === hooks.apiKeyId).map((e: { action: string }) => e.action);
     assert.deepEqual(actions, [
       'webhook_endpoint.created',
       'webhook_delivery.redelivered',

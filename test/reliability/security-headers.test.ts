@@ -173,7 +173,7 @@ describe(`security headers [${BACKEND}]`, () => {
       const document = json<{ info: { title: string }; paths: Record<string, Record<string, { summary: string }>> }>(await ctx.app.inject({ url: `${API}/openapi.json` }));
       const escape = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
       assert.ok(stdout.includes(escape(document.info.title)), 'the viewer rendered the document title');
-      const summary: string = document.paths[`${API}/users`].post.summary;
+      const summary: string = document.paths[`${API}/users`]!.post!.summary;
       assert.ok(stdout.includes(escape(summary)), `and the operations ("${summary}")`);
       assert.deepEqual(stderr.split('\n').filter((line) => /Content Security Policy/.test(line)), []);
     });
