@@ -286,7 +286,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     jsonl.down(true);
     const refused = json<'testOwnAuditStream'>(await own('POST', `/${s.id}/test`));
     assert.equal(refused.ok, false);
-    assert.match(refused.error, /503/);
+    assert.match(refused.error!, /503/);
     jsonl.down(false);
     assert.equal((await own('DELETE', `/${s.id}`)).statusCode, 204);
   });

@@ -41,7 +41,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     for (let page = 1; ; page += 1) {
       const res = await ctx.admin('GET', `/workspaces/${subdomain}/audit-events?page_size=100&page_number=${page}`);
       assert.equal(res.statusCode, 200, res.body);
-      const items: Event[] = json<'listWorkspaceAuditEvents'>(res).audit_events;
+      const items = json<{ audit_events: Event[] }>(res).audit_events;
       if (items.length === 0) return all;
       all.push(...items);
     }
@@ -53,7 +53,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     for (let page = 1; ; page += 1) {
       const res = await ctx.admin('GET', `/audit-events?page_size=100&page_number=${page}`);
       assert.equal(res.statusCode, 200, res.body);
-      const items: Event[] = json<'listAuditEvents'>(res).audit_events;
+      const items = json<{ audit_events: Event[] }>(res).audit_events;
       if (items.length === 0) return all;
       all.push(...items);
     }
@@ -80,7 +80,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     const list = await ctx.admin('GET', `/workspaces/${subdomain}/audit-events`);
     assert.equal(list.statusCode, 200);
     assert.ok(!list.body.includes(created.api_key.key), 'the plaintext key is never in the audit trail');
-    const trail: Event[] = json<'listWorkspaceAuditEvents'>(list).audit_events;
+    const trail = json<{ audit_events: Event[] }>(list).audit_events;
     assert.deepEqual(trail.map((e) => e.action), ['workspace.created', 'api_key.created']);
     const [ws, key] = trail as [Event, Event];
     for (const e of trail) {
@@ -334,7 +334,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.equal(json<'listWorkspaceAuditEvents'>(past).total_count, 5);
 
     const defaults = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`);
-    assert.equal(json<'listWorkspaceAuditEvents'>(defaults).pagination.page_size, 30);
+    assert.equal(json<'listWorkspaceAuditEvents'>(defaults).pagination?.page_size, 30);
     assert.deepEqual(json<'listWorkspaceAuditEvents'>(defaults).audit_events, all);
     const ids = all.map((e) => e.id);
     assert.deepEqual(ids, [...ids].sort((x, y) => x - y));

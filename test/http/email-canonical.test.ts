@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json, type ScimList } from '../helpers/json.ts';
+import { json, type ScimError, type ScimList } from '../helpers/json.ts';
 
 /*
  * Emails are ASCII and compared after folding the ASCII letters only (docs/security.md, "One
@@ -78,7 +78,7 @@ describe(`one spelling of an email: ASCII folding only [${BACKEND}]`, () => {
       assert.deepEqual(json<'Problem'>(renamed).errors!.map((e: { field: string }) => e.field), ['user.email']);
       const viaScim = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: email });
       assert.equal(viaScim.statusCode, 400, viaScim.body);
-      assert.equal(json<'Problem'>(viaScim).scimType, 'invalidValue');
+      assert.equal(json<ScimError>(viaScim).scimType, 'invalidValue');
       const listed = await ctx.api(ws, 'GET', '/users', { query: { page_size: '100' } });
       assert.deepEqual(json<'listUsers'>(listed).users.map((u: { email: string }) => u.email).sort(), ['iris@example.com', 'kate@example.com', 'kate@kxample.com']);
     });
@@ -94,7 +94,7 @@ describe(`one spelling of an email: ASCII folding only [${BACKEND}]`, () => {
         assert.equal(json<ScimList>(res).totalResults, 0, filter);
       }
       const ascii = await scim('GET', `/Users?filter=${encodeURIComponent(`userName eq "${of.toUpperCase()}"`)}`);
-      assert.equal(json<'listUsers'>(ascii).totalResults, 1, 'the ASCII spelling in another case does');
+      assert.equal(json<ScimList>(ascii).totalResults, 1, 'the ASCII spelling in another case does');
       const q = await ctx.api(ws, 'GET', '/users', { query: { q: prefix } });
       assert.equal(q.statusCode, 200);
       assert.equal(json<'listUsers'>(q).total_count, 0);

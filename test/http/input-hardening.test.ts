@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
+import { json, type ScimError } from '../helpers/json.ts';
 
 describe(`hostile and edge-case input never reaches the database as a 5xx [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -69,7 +69,7 @@ describe(`hostile and edge-case input never reaches the database as a 5xx [${BAC
     assert.equal(json<'listAuditEvents'>(await ctx.admin('GET', '/audit-events?page_size=1')).total_count, eventsBefore);
     const reordered = await ctx.admin('PUT', `/products/${name}`, { roles: ['b', 'a'] });
     assert.deepEqual(json<'putCatalogueProduct'>(reordered).roles, ['b', 'a']);
-    assert.equal(json<'listAuditEvents'>(await ctx.admin('GET', '/audit-events?page_size=1')).total_count, eventsBefore + 1);
+    assert.equal(json<'listAuditEvents'>(await ctx.admin('GET', '/audit-events?page_size=1')).total_count, eventsBefore! + 1);
   });
 
   test('a wrong key is answered with the failed-attempt limit in RateLimit fields', async () => {
@@ -148,7 +148,7 @@ describe(`hostile and edge-case input never reaches the database as a 5xx [${BAC
     for (const filter of [`${'not ('.repeat(150)}userName eq "a"${')'.repeat(150)}`, `${'('.repeat(17)}userName eq "a"${')'.repeat(17)}`]) {
       const res = await scim(ws, 'GET', `/Users?filter=${encodeURIComponent(filter)}`);
       assert.equal(res.statusCode, 400, res.body);
-      assert.equal(json<'Problem'>(res).scimType, 'invalidFilter');
+      assert.equal(json<ScimError>(res).scimType, 'invalidFilter');
       assert.match(json<'Problem'>(res).detail, /deeper than 16 levels/);
       assert.doesNotMatch(res.body, /call stack|RangeError/i);
     }

@@ -10,7 +10,7 @@ import { parseImportRecords } from '../../sdk/users-csv.ts';
 import { importRows } from '../../sdk/users-import-rows.ts';
 import { SCIM_PATCH_OP as PATCH_OP, SCIM_USER as USER, SCIM_WUM as WUM, scimRequest } from '../helpers/scim-request.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
-import { json } from '../helpers/json.ts';
+import { json, type ScimError } from '../helpers/json.ts';
 
 
 /*
@@ -45,7 +45,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
   function assertScimRefused(res: LightMyRequestResponse, why: string): void {
     assert.equal(res.statusCode, 403, `${why}: ${res.body}`);
     assert.match(String(res.headers['content-type']), /^application\/scim\+json/, why);
-    const body = json<'Problem'>(res);
+    const body = json<ScimError>(res);
     assert.deepEqual(body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], why);
     assert.equal(body.status, '403', why);
     assert.match(body.detail, /owners:write/, why);

@@ -70,7 +70,7 @@ describe(`GET /users [${BACKEND}]`, () => {
       }),
     });
     const res = await ctx.api(ws, 'GET', '/users');
-    const [item] = json<'listUsers'>(res).users;
+    const item = json<'listUsers'>(res).users[0]!;
     assert.deepEqual(Object.keys(item).sort(), ['apps', 'created_at', 'email', 'expires_at', 'first_name', 'id', 'last_active_at', 'last_name', 'role', 'status', 'updated_at']);
     assert.match(item.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a UUID');
     assert.equal(item.email, 'Item@Example.com');
