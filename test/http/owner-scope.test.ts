@@ -48,7 +48,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
     const body = json<ScimError>(res);
     assert.deepEqual(body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], why);
     assert.equal(body.status, '403', why);
-    assert.match(body.detail, /owners:write/, why);
+    assert.match(body.detail ?? '', /owners:write/, why);
   }
 
   async function roleOf(ws: TestWorkspace, email: string): Promise<{ role: string; status: string } | undefined> {
