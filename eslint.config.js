@@ -13,6 +13,26 @@ const unsafeAny = [
   'no-unsafe-return',
 ].map((rule) => `@typescript-eslint/${rule}`);
 
+/**
+ * Test files whose answers are not all read through the typed reader (test/helpers/json.ts) yet:
+ * the rules above are off there, and on everywhere else.
+ */
+const untypedTests = [
+  'test/http/access-lifecycle.test.ts',
+  'test/http/admin-products.test.ts',
+  'test/http/api-key-scopes.test.ts',
+  'test/http/audit-cursor-export.test.ts',
+  'test/http/errors-and-operations.test.ts',
+  'test/http/scim-groups.test.ts',
+  'test/http/scim-openapi.test.ts',
+  'test/http/scim-users.test.ts',
+  'test/http/tenancy.test.ts',
+  'test/http/user-imports.test.ts',
+  'test/http/users-find.test.ts',
+  'test/http/users-update.test.ts',
+  'test/http/webhooks.test.ts',
+];
+
 export default tseslint.config(
   { ignores: ['**/node_modules/', 'dist/', 'bundle/', 'console/dist/', 'data/', 'sdk/schema.ts', '**/*.js', '**/*.mjs'] },
   {
@@ -39,10 +59,11 @@ export default tseslint.config(
       '@typescript-eslint/no-unnecessary-type-assertion': 'off',
       // Fastify hooks, handlers and port implementations are async by signature even when one does no await.
       '@typescript-eslint/require-await': 'off',
-      // Parsed JSON is `any` at its boundary; in src/ the TypeBox schemas check it, and a typed reader for
-      // every other place (about 130 findings) is follow-up work: until then these rules are off.
-      ...Object.fromEntries(unsafeAny.map((rule) => [rule, 'off'])),
     },
+  },
+  {
+    files: untypedTests,
+    rules: Object.fromEntries(unsafeAny.map((rule) => [rule, 'off'])),
   },
   {
     files: ['test/**/*.ts', 'scripts/scim-conformance/**/*.ts'],

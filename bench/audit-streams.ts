@@ -325,8 +325,8 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
         body: { name: `bench ${type}`, format: bench.format, destination },
       });
       if (created.status !== 201) throw new Error(`the ${type} stream could not be created: ${created.status} ${created.body}`);
-      const tested = await sendRequest(port, 'POST', `${API}/audit-streams/${created.json().id as string}/test`, { host: headersOf(ws).host, headers: { 'x-api-key': ws.apiKey } });
-      if (tested.json().ok !== true) throw new Error(`the ${type} stream's test send failed: ${tested.body}`);
+      const tested = await sendRequest(port, 'POST', `${API}/audit-streams/${(created.json() as { id: string }).id}/test`, { host: headersOf(ws).host, headers: { 'x-api-key': ws.apiKey } });
+      if ((tested.json() as { ok: boolean }).ok !== true) throw new Error(`the ${type} stream's test send failed: ${tested.body}`);
     }
 
     const withStreams = { scenario: `POST /users, 4 audit streams (${bench.connections} connections)`, ...(await measure(add, bench.seconds)) };

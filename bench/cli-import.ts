@@ -56,7 +56,7 @@ try {
     const started = performance.now();
     const run = await runWum(['users', 'import', file, '--json'], env, 1_800_000);
     const seconds = (performance.now() - started) / 1000;
-    const summary = run.json().summary as Record<string, number>;
+    const summary = (run.json() as { summary: Record<string, number> }).summary;
     lines.push(`| ${label} | ${seconds.toFixed(1)} | ${(ROWS / seconds).toFixed(0)} | ${JSON.stringify(summary)} |`);
   }
   process.stdout.write(

@@ -42,7 +42,7 @@ async function openDatabase(): Promise<{ transact: Transact; close: () => Promis
         const client = await pool.connect();
         try {
           await client.query('begin');
-          const result = await work(async (name, text, values) => (await client.query({ name, text, values })).rows);
+          const result = await work(async (name, text, values) => (await client.query<Record<string, unknown>>({ name, text, values })).rows);
           await client.query('commit');
           return result;
         } catch (error) {

@@ -31,7 +31,7 @@ export interface SeededWorkspace {
 export async function withSeedingClient<T>(url: string, work: (run: RunSql) => Promise<T>): Promise<T> {
   await (await openDatabase({ kind: 'postgres', url, poolSize: 1 })).close();
   return withClient(url, (client) =>
-    work(async (text, params, name) => (await client.query({ text, values: params, ...(name ? { name } : {}) })).rows),
+    work(async (text, params, name) => (await client.query<Record<string, unknown>>({ text, values: params, ...(name ? { name } : {}) })).rows),
   );
 }
 

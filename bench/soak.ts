@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import type { CreatedWorkspace } from 'wum/sdk';
 import { freePort, startPostgresCluster, withClient, type PostgresCluster } from '../harness/postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../harness/server-process.ts';
 import { buildBundles } from '../scripts/build-bundles.ts';
@@ -141,7 +142,7 @@ async function main(): Promise<number> {
     for (let i = 0; i < WORKSPACES; i++) {
       const created = await admin('POST', '/workspaces', { subdomain: `soak${i}` });
       if (created.status !== 201) throw new Error(`workspace: ${created.status} ${created.body}`);
-      workspaces.push({ host: `soak${i}.localhost:${port}`, key: created.json().api_key.key });
+      workspaces.push({ host: `soak${i}.localhost:${port}`, key: (created.json() as CreatedWorkspace).api_key.key });
     }
 
     const started = Date.now();

@@ -224,7 +224,7 @@ export function templateFromJson(json: string): SqlTemplate {
   const overrides = (undecoded: number[] | undefined): TypeOverrides | undefined => {
     if (!undecoded) return undefined;
     const raw = new Set(undecoded);
-    return { getTypeParser: (oid, format) => (raw.has(oid) ? (value: string) => value : pg.types.getTypeParser(oid, format as 'text')) };
+    return { getTypeParser: (oid, format): unknown => (raw.has(oid) ? (value: string) => value : pg.types.getTypeParser(oid, format as 'text')) };
   };
   return { statements: parsed.statements.map((s) => ({ ...s, types: overrides(s.types) })) };
 }

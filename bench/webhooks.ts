@@ -94,7 +94,7 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
       body: { url: receiver.url(`e${endpoints.length + 1}`) },
     });
     if (res.status !== 201) throw new Error(`endpoint creation failed: ${res.status} ${res.body}`);
-    endpoints.push(res.json().id as string);
+    endpoints.push((res.json() as { id: string }).id);
   };
   /** The sender's claims so far (`wum_webhook_claims_total`, found or not). */
   const claims = async () => {

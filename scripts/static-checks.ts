@@ -5,12 +5,19 @@
  * docs/architecture.md, "Dependencies"). Each runs as the package's own binary.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** `npm run lint`'s command line, so that `npm test` lints exactly as it does. */
+function lintCommand(): string[] {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { lint: string } };
+  return manifest.scripts.lint.split(' ');
+}
 
 /** One check's command line (binaries of node_modules/.bin) and what it is called in the summary. */
 const CHECKS: readonly { name: string; command: readonly string[] }[] = [
   { name: 'tsc', command: ['tsc', '--noEmit'] },
   { name: 'tsc (console)', command: ['tsc', '--noEmit', '-p', 'console'] },
-  { name: 'eslint', command: ['eslint', '--max-warnings', '0', '.'] },
+  { name: 'eslint', command: lintCommand() },
   { name: 'knip', command: ['knip', '--no-progress'] },
 ];
 

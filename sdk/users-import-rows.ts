@@ -76,7 +76,7 @@ export async function importRows(
   rows: readonly ParsedRow[],
   options: { concurrency: number; onRow?: () => void },
 ): Promise<RowReport[]> {
-  const reports: RowReport[] = new Array(rows.length);
+  const reports = new Array<RowReport>(rows.length);
   let stopped: WumApiError | undefined;
   const active = await activeEmails(client, rows.length);
   let next = 0;

@@ -38,6 +38,11 @@ function emailOf(userName: string): string {
 const USERS_PATH = /\/Users(\/|\?|$)/;
 const GROUPS_PATH = /\/Groups(\/|\?|$)/;
 
+/** A published request body is any JSON: its fields are read one by one, each checked. */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
 /** The collection adapted to docs/contract.md, with what was changed per step, and the catalogue roles it needs. */
 export interface AdaptedCollection {
   readonly collection: { info: unknown; item: PostmanItem[] };
@@ -107,13 +112,13 @@ export function adaptCollection(dir: string): AdaptedCollection {
       note(item, '/serviceConfiguration → /ServiceProviderConfig (RFC 7644 §4 names the endpoint so)');
     }
     const raw = request.body?.raw;
-    let body: any;
+    let body: unknown;
     try {
       body = raw ? JSON.parse(raw) : undefined;
     } catch {
       body = undefined; // malformed on purpose ("Post junk"): sent as published
     }
-    if (body && typeof body === 'object') {
+    if (isObject(body)) {
       let changed = false;
       if (USERS_PATH.test(url) && typeof body.userName === 'string' && !body.userName.includes('@')) {
         renamedUsers.set(body.userName, emailOf(body.userName));
@@ -121,7 +126,8 @@ export function adaptCollection(dir: string): AdaptedCollection {
         body.userName = emailOf(body.userName);
         changed = true;
       }
-      for (const operation of Array.isArray(body.Operations) ? body.Operations : []) {
+      for (const operation of Array.isArray(body.Operations) ? (body.Operations as unknown[]) : []) {
+        if (!isObject(operation)) continue;
         if (USERS_PATH.test(url) && String(operation.path).toLowerCase() === 'username' && typeof operation.value === 'string' && !operation.value.includes('@')) {
           renamedUsers.set(operation.value, emailOf(operation.value));
           note(item, `userName "${operation.value}" → "${emailOf(operation.value)}" (userName is the email)`);
@@ -129,8 +135,8 @@ export function adaptCollection(dir: string): AdaptedCollection {
           changed = true;
         }
         if (GROUPS_PATH.test(url) && Array.isArray(operation.value)) {
-          for (const member of operation.value) {
-            const variable = /^\{\{(\w+)\}\}$/.exec(String(member?.value ?? ''))?.[1];
+          for (const member of (operation.value as unknown[]).filter(isObject)) {
+            const variable = /^\{\{(\w+)\}\}$/.exec(String(member.value ?? ''))?.[1];
             if (variable && typeof member.displayName === 'string') memberDisplays.set(member.displayName, variable);
           }
         }

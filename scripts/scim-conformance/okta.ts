@@ -187,7 +187,7 @@ interface OktaRequest {
   readonly body?: unknown;
   readonly expect: readonly number[];
   /** Reads the answer (e.g. the user's id). */
-  readonly read?: (json: any) => void;
+  readonly read?: (json: unknown) => void;
 }
 
 /**
@@ -219,7 +219,8 @@ function oktaRequests(note: string, kind: OktaAppKind, variables: Variables, occ
     path: `/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}&startIndex=1&count=100`,
     expect: [200],
     read: (json) => {
-      if (json?.Resources?.[0]?.id) variables.set('scim_id', json.Resources[0].id);
+      const id = (json as { Resources?: Array<{ id?: string }> } | undefined)?.Resources?.[0]?.id;
+      if (id) variables.set('scim_id', id);
     },
   };
   const setActive = (active: boolean): OktaRequest[] =>
@@ -241,7 +242,7 @@ function oktaRequests(note: string, kind: OktaAppKind, variables: Variables, occ
       return [{ method: 'GET', path: '/Users?startIndex=1&count=1', expect: [200] }];
     case 'Assign user to SCIM App':
       if (occurrence === 0) {
-        return [lookUp, { method: 'POST', path: '/Users', body: user(variables.get('okta_user_firstname')!, true), expect: [201], read: (json) => variables.set('scim_id', json.id) }];
+        return [lookUp, { method: 'POST', path: '/Users', body: user(variables.get('okta_user_firstname')!, true), expect: [201], read: (json) => variables.set('scim_id', (json as { id: string }).id) }];
       }
       return [lookUp, ...setActive(true)];
     case 'Update user firstname':

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { CreatedWorkspace } from 'wum/sdk';
 import { sendJson } from './http.ts';
 
 /*
@@ -27,7 +28,7 @@ export interface SuiteWorkspace {
 }
 
 /** Calls the admin API. */
-async function admin(target: ServerTarget, method: string, path: string, body?: unknown) {
+async function admin(target: ServerTarget, method: string, path: string, body?: unknown): Promise<unknown> {
   const response = await sendJson(method, `${target.url}/admin/v1${path}`, { authorization: `Bearer ${target.adminToken}` }, body);
   if (response.status >= 300) throw new Error(`admin ${method} ${path} → ${response.status}: ${JSON.stringify(response.json)}`);
   return response.json;
@@ -36,12 +37,12 @@ async function admin(target: ServerTarget, method: string, path: string, body?: 
 /** Creates a workspace (with its first key) for one suite. */
 export async function createSuiteWorkspace(target: ServerTarget, prefix: string): Promise<SuiteWorkspace> {
   const subdomain = `${prefix}-${randomBytes(4).toString('hex')}`;
-  const created = await admin(target, 'POST', '/workspaces', { subdomain, name: `SCIM conformance: ${prefix}` });
+  const created = (await admin(target, 'POST', '/workspaces', { subdomain, name: `SCIM conformance: ${prefix}` })) as CreatedWorkspace;
   const origin = new URL(target.url);
   const host = `${subdomain}.${target.baseDomain}${origin.port ? `:${origin.port}` : ''}`;
   return {
     subdomain,
-    apiKey: created.api_key.key as string,
+    apiKey: created.api_key.key,
     scimUrl: `${origin.protocol}//${host}/scim/v2`,
     apiUrl: `${origin.protocol}//${host}/api/external/v2`,
   };

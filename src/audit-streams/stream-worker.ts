@@ -207,7 +207,7 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
 
   function run(claim: ClaimedStream): void {
     const task = deliver(claim)
-      .catch((err) => log.error({ err, stream: claim.stream.id }, 'could not send an audit stream batch'))
+      .catch((err: unknown) => log.error({ err, stream: claim.stream.id }, 'could not send an audit stream batch'))
       .finally(() => {
         tasks.delete(task);
         wakeUp?.();

@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Command, Option } from '@commander-js/extra-typings';
 import type { IdentityProvider } from 'wum/sdk';
 import { adminClient, withJson } from './context.ts';
 import { details, printJson, say } from './output.ts';
@@ -30,7 +30,7 @@ export function idpCommand(): Command {
           .env('WUM_IDP_CLIENT_SECRET')
           .makeOptionMandatory(),
       ),
-  ).action(async (subdomain: string, options, command: Command) => {
+  ).action(async (subdomain: string, options, command) => {
     const { provider, created } = await adminClient(command).identityProviders.set(subdomain, {
       issuer: options.issuer,
       client_id: options.clientId,
@@ -40,13 +40,13 @@ export function idpCommand(): Command {
     say(`${created ? 'Set' : 'Replaced'} the identity provider of ${subdomain}.`);
     say(details(rows(provider)));
   });
-  withJson(idp.command('show <subdomain>').description('show it (never the secret)')).action(async (subdomain: string, options, command: Command) => {
+  withJson(idp.command('show <subdomain>').description('show it (never the secret)')).action(async (subdomain: string, options, command) => {
     const provider = await adminClient(command).identityProviders.get(subdomain);
     if (options.json) return printJson(provider);
     say(details(rows(provider)));
   });
   withJson(idp.command('remove <subdomain>').description('remove it (its people\'s sessions end; the key sign-in comes back)')).action(
-    async (subdomain: string, options, command: Command) => {
+    async (subdomain: string, options, command) => {
       await adminClient(command).identityProviders.remove(subdomain);
       if (options.json) return printJson({ subdomain, removed: true });
       say(`Removed the identity provider of ${subdomain}.`);

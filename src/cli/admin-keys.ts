@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option, type OptionValues } from '@commander-js/extra-typings';
 import { API_KEY_SCOPES, EVERY_SCOPE, type ApiKey, type ApiKeyScope, type CreatedApiKey } from 'wum/sdk';
 import { adminClient, UsageError, withJson } from './context.ts';
 import { printJson, say, table } from './output.ts';
@@ -23,14 +23,17 @@ export function expiresIn(value: string, now = Date.now()): string {
   return new Date(now + Number(match[1]) * UNIT_MS[match[2]!]!).toISOString();
 }
 
+/** Whether `scope` is one of {@link SCOPES}. */
+const isScope = (scope: string): scope is ApiKeyScope => (SCOPES as readonly string[]).includes(scope);
+
 /** `--scope`, repeatable, each a scope or a comma-separated list of them. */
 const scopeOption = () =>
   new Option('--scope <scopes>', `what the key may call (required; repeat, or separate with commas): ${SCOPES.join(', ')}`).argParser(
-    (value: string, previous: string[] = []) => {
+    (value: string, previous: ApiKeyScope[] = []) => {
       const given = value.split(',').map((scope) => scope.trim());
-      const unknown = given.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
+      const unknown = given.filter((scope) => !isScope(scope));
       if (unknown.length > 0) throw new InvalidArgumentError(`${unknown.join(', ')}: not a scope. The scopes are ${SCOPES.join(', ')}.`);
-      return [...new Set([...previous, ...given])];
+      return [...new Set([...previous, ...given.filter(isScope)])];
     },
   );
 
@@ -53,7 +56,7 @@ export function keysTable(list: readonly ApiKey[]): string {
 }
 
 /** Adds the options of a new key to `create`: `--name`, `--scope` (required), `--expires-in`, `--no-expiry`. */
-export function withNewKeyOptions(create: Command): Command {
+export function withNewKeyOptions<Args extends unknown[], Opts extends OptionValues, Globals extends OptionValues>(create: Command<Args, Opts, Globals>) {
   return create
     .option('--name <name>', 'a name to recognise the key by, e.g. okta-scim')
     .addOption(scopeOption())
@@ -103,20 +106,20 @@ export function keysCommand(): Command {
     withNewKeyOptions(
       keys.command('create <subdomain>').description(`create an API key (shown only this once); it expires in ${DEFAULT_KEY_EXPIRY} unless --expires-in or --no-expiry`),
     ),
-  ).action(async (subdomain: string, options: NewKeyOptions & { json?: boolean }, command: Command) => {
+  ).action(async (subdomain: string, options, command) => {
     const key = await adminClient(command).apiKeys.create(subdomain, newKeyBody(options));
     if (options.json) return printJson(key);
     sayCreated(key, `Created API key ${key.id}${key.name ? ` "${key.name}"` : ''} for ${subdomain}.`);
   });
   withJson(keys.command('list <subdomain>').description('list API keys, revoked ones included (never the secret)')).action(
-    async (subdomain: string, options, command: Command) => {
+    async (subdomain: string, options, command) => {
       const list = await adminClient(command).apiKeys.list(subdomain);
       if (options.json) return printJson(list);
       say(keysTable(list));
     },
   );
   withJson(keys.command('revoke <subdomain> <id>').description('revoke an API key (doing it again succeeds too)')).action(
-    async (subdomain: string, id: string, options, command: Command) => {
+    async (subdomain: string, id: string, options, command) => {
       await adminClient(command).apiKeys.revoke(subdomain, id);
       if (options.json) return printJson({ subdomain, id, revoked: true });
       say(`Revoked API key ${id} of ${subdomain}.`);

@@ -1,15 +1,16 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
-import type { WebhookDelivery, WebhookEndpoint, WebhookEndpointChanges, WebhookEndpointWithSecret } from 'wum/sdk';
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { EVENT_TYPES, type EventType, type WebhookDelivery, type WebhookEndpoint, type WebhookEndpointChanges, type WebhookEndpointWithSecret } from 'wum/sdk';
 import { adminClient, positiveInteger, withJson } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
 
-const EVENT_TYPES = ['user.created', 'user.updated', 'user.deactivated', 'user.reactivated', 'user.expiry_deferred', 'user.access_expiring'];
+/** Whether `value` is one of the SDK's {@link EVENT_TYPES} (the API's own list, `audit_stream.paused` included). */
+const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
 /** `--event-type`, repeatable. */
 const eventTypeOption = () =>
   new Option('--event-type <type>', `send only this event type (repeat for several; default: every type): ${EVENT_TYPES.join(', ')}`).argParser(
-    (value: string, previous: string[] = []) => {
-      if (!EVENT_TYPES.includes(value)) throw new InvalidArgumentError(`Allowed choices are ${EVENT_TYPES.join(', ')}.`);
+    (value: string, previous: EventType[] = []) => {
+      if (!isEventType(value)) throw new InvalidArgumentError(`Allowed choices are ${EVENT_TYPES.join(', ')}.`);
       return [...previous, value];
     },
   );
@@ -56,7 +57,7 @@ export function webhooksCommand(): Command {
       .description('create an endpoint (its signing secret is shown only this once)')
       .option('--description <text>', 'a note for people')
       .addOption(eventTypeOption()),
-  ).action(async (subdomain: string, url: string, options, command: Command) => {
+  ).action(async (subdomain: string, url: string, options, command) => {
     const created = await adminClient(command).webhooks.create(subdomain, {
       url,
       ...(options.description === undefined ? {} : { description: options.description }),
@@ -66,7 +67,7 @@ export function webhooksCommand(): Command {
   });
 
   withJson(webhooks.command('list <subdomain>').description('list endpoints (never their secrets)')).action(
-    async (subdomain: string, options, command: Command) => {
+    async (subdomain: string, options, command) => {
       const list = await adminClient(command).webhooks.list(subdomain);
       if (options.json) return printJson(list);
       say(
@@ -79,7 +80,7 @@ export function webhooksCommand(): Command {
   );
 
   withJson(webhooks.command('get <subdomain> <id>').description('show an endpoint')).action(
-    async (subdomain: string, id: string, options, command: Command) => {
+    async (subdomain: string, id: string, options, command) => {
       const endpoint = await adminClient(command).webhooks.get(subdomain, id);
       if (options.json) return printJson(endpoint);
       say(endpointDetails(endpoint));
@@ -96,7 +97,7 @@ export function webhooksCommand(): Command {
       .addOption(new Option('--all-event-types', 'send every event type').conflicts('eventType'))
       .addOption(new Option('--enable', 'resume deliveries').conflicts('disable'))
       .option('--disable', 'stop deliveries'),
-  ).action(async (subdomain: string, id: string, options, command: Command) => {
+  ).action(async (subdomain: string, id: string, options, command) => {
     const changes: WebhookEndpointChanges = {
       ...(options.url === undefined ? {} : { url: options.url }),
       ...(options.description === undefined ? {} : { description: options.description }),
@@ -112,7 +113,7 @@ export function webhooksCommand(): Command {
   });
 
   withJson(webhooks.command('delete <subdomain> <id>').description('delete an endpoint and its deliveries')).action(
-    async (subdomain: string, id: string, options, command: Command) => {
+    async (subdomain: string, id: string, options, command) => {
       await adminClient(command).webhooks.delete(subdomain, id);
       if (options.json) return printJson({ subdomain, id, deleted: true });
       say(`Deleted webhook endpoint ${id}.`);
@@ -121,7 +122,7 @@ export function webhooksCommand(): Command {
 
   withJson(
     webhooks.command('rotate-secret <subdomain> <id>').description('give an endpoint a new secret (the old one still signs for 24 h)'),
-  ).action(async (subdomain: string, id: string, options, command: Command) => {
+  ).action(async (subdomain: string, id: string, options, command) => {
     printWithSecret('Rotated the secret of', await adminClient(command).webhooks.rotateSecret(subdomain, id), options.json);
   });
 
@@ -131,7 +132,7 @@ export function webhooksCommand(): Command {
       .description("list an endpoint's deliveries, newest first")
       .addOption(new Option('--page <n>', 'page number, from 1').argParser(positiveInteger))
       .addOption(new Option('--page-size <n>', 'deliveries per page, 1-100 (default 30)').argParser(positiveInteger)),
-  ).action(async (subdomain: string, id: string, options, command: Command) => {
+  ).action(async (subdomain: string, id: string, options, command) => {
     const page = await adminClient(command).webhooks.deliveries(subdomain, id, {
       ...(options.page === undefined ? {} : { page_number: options.page }),
       ...(options.pageSize === undefined ? {} : { page_size: options.pageSize }),
@@ -142,7 +143,7 @@ export function webhooksCommand(): Command {
   });
 
   withJson(webhooks.command('redeliver <subdomain> <id> <delivery-id>').description('send a delivery again (same webhook-id)')).action(
-    async (subdomain: string, id: string, deliveryId: string, options, command: Command) => {
+    async (subdomain: string, id: string, deliveryId: string, options, command) => {
       const delivery = await adminClient(command).webhooks.redeliver(subdomain, id, deliveryId);
       if (options.json) return printJson(delivery);
       say(`Delivery ${delivery.id} (event ${delivery.event_id}) will be sent again.`);

@@ -1,6 +1,6 @@
-import { Command, Option } from 'commander';
+import { Command, Option } from '@commander-js/extra-typings';
 import type { Workspace } from 'wum/sdk';
-import { adminClient, positiveInteger, withJson } from './context.ts';
+import { adminClient, globalOptions, positiveInteger, withJson } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
 import { keysCommand } from './admin-keys.ts';
 import { webhooksCommand } from './admin-webhooks.ts';
@@ -25,11 +25,11 @@ export function adminCommand(): Command {
       .command('create <subdomain>')
       .description('create a workspace and its first API key (shown only this once)')
       .option('--name <name>', 'display name (default: the subdomain)'),
-  ).action(async (subdomain: string, options, command: Command) => {
+  ).action(async (subdomain: string, options, command) => {
     const client = adminClient(command);
     const created = await client.workspaces.create({ subdomain, ...(options.name ? { name: options.name } : {}) });
     if (options.json) return printJson(created);
-    const globals = command.optsWithGlobals<{ adminUrl?: string; url?: string }>();
+    const globals = globalOptions(command);
     const url = workspaceUrl((globals.adminUrl ?? globals.url)!, created.subdomain);
     say(`Created workspace ${created.subdomain} (${created.name}). Its API key is shown only this once:`);
     say('');
@@ -43,7 +43,7 @@ export function adminCommand(): Command {
       .addOption(new Option('--page <n>', 'page number, from 1').argParser(positiveInteger).conflicts('all'))
       .addOption(new Option('--page-size <n>', 'workspaces per page, 1-100 (default 30)').argParser(positiveInteger))
       .option('--all', 'every page'),
-  ).action(async (options, command: Command) => {
+  ).action(async (options, command) => {
     const client = adminClient(command);
     const rows = (list: readonly Workspace[]) => list.map((w) => [w.subdomain, w.name, w.created_at]);
     if (options.all) {
@@ -60,7 +60,7 @@ export function adminCommand(): Command {
   });
   withJson(
     workspaces.command('delete <subdomain>').description('delete a workspace with all its users, keys and audit trail'),
-  ).action(async (subdomain: string, options, command: Command) => {
+  ).action(async (subdomain: string, options, command) => {
     await adminClient(command).workspaces.delete(subdomain);
     if (options.json) return printJson({ subdomain, deleted: true });
     say(`Deleted workspace ${subdomain}.`);
@@ -79,19 +79,19 @@ export function adminCommand(): Command {
           .argParser((value: string, previous: string[] = []) => [...previous, value])
           .makeOptionMandatory(),
       ),
-  ).action(async (name: string, options, command: Command) => {
+  ).action(async (name: string, options, command) => {
     const { product, created } = await adminClient(command).products.put(name, options.role);
     if (options.json) return printJson(product);
     say(`${created ? 'Created' : 'Updated'} product ${product.name}.`);
     say(details({ name: product.name, roles: product.roles.join(', '), created_at: product.created_at, updated_at: product.updated_at }));
   });
-  withJson(products.command('list').description('list the catalogue')).action(async (options, command: Command) => {
+  withJson(products.command('list').description('list the catalogue')).action(async (options, command) => {
     const list = await adminClient(command).products.list();
     if (options.json) return printJson(list);
     say(table(['name', 'roles', 'updated_at'], list.map((p) => [p.name, p.roles.join(', '), p.updated_at])));
   });
   withJson(products.command('delete <name>').description('remove a product (refused while an active user holds it)')).action(
-    async (name: string, options, command: Command) => {
+    async (name: string, options, command) => {
       await adminClient(command).products.delete(name);
       if (options.json) return printJson({ name, deleted: true });
       say(`Deleted product ${name}.`);
@@ -105,7 +105,7 @@ export function adminCommand(): Command {
     admin
       .command('rotate-secrets-key')
       .description('re-encrypt every stored secret with the server\'s SECRETS_KEY (the old key in SECRETS_KEY_PREVIOUS); safe to repeat'),
-  ).action(async (options, command: Command) => {
+  ).action(async (options, command) => {
     const rotation = await adminClient(command).rotateSecretsKey();
     if (options.json) printJson(rotation);
     else say(`Re-encrypted ${rotation.reencrypted} secrets with key ${rotation.key_id}.`);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, type CommandUnknownOpts, InvalidArgumentError, Option, type OptionValues } from '@commander-js/extra-typings';
 import type { AuditStream, AuditStreamDestination, AuditStreamsApi, AuditStreamWithSecret, NewOperatorAuditStream } from 'wum/sdk';
 import { adminClient, instant, positiveInteger, UsageError, withJson, workspaceClient } from './context.ts';
 import { details, printJson, say, table } from './output.ts';
@@ -8,7 +8,7 @@ import { details, printJson, say, table } from './output.ts';
 type Side = 'workspace' | 'operator';
 
 /** The stream calls of a command's client, for its side. */
-function streamsOf(side: Side, command: Command): AuditStreamsApi<NewOperatorAuditStream> {
+function streamsOf(side: Side, command: CommandUnknownOpts): AuditStreamsApi<NewOperatorAuditStream> {
   return side === 'operator' ? adminClient(command).auditStreams : workspaceClient(command).auditStreams;
 }
 
@@ -175,7 +175,7 @@ function port(value: string): number {
 }
 
 /** Adds the destination flags of `create`. */
-function withDestination(command: Command): Command {
+function withDestination<Args extends unknown[], Opts extends OptionValues, Globals extends OptionValues>(command: Command<Args, Opts, Globals>) {
   return command
     .option('--https-url <url>', 'https: POST signed JSON Lines batches to this URL')
     .option('--splunk-url <url>', "splunk_hec: the HTTP Event Collector's base URL (events go to <url>/services/collector/event)")
@@ -203,7 +203,7 @@ function withDestination(command: Command): Command {
  * each stream's health; `create` prints an https stream's signing secret, only this once; `test`
  * exits 1 when the destination refused the test row. Source: docs/api.md, "Audit streams".
  */
-export function auditStreamsCommand(name: string, side: Side): Command {
+export function auditStreamsCommand(name: string, side: Side): CommandUnknownOpts {
   const streams = new Command(name).description(
     side === 'operator' ? "audit streams of any workspace, or of every one, to a SIEM, with their health" : "the workspace's audit streams to a SIEM, with their health (needs audit:write)",
   );
@@ -213,10 +213,12 @@ export function auditStreamsCommand(name: string, side: Side): Command {
       .command('create <name>')
       .description('create a stream: it sends the audit rows written from now on (an https stream\'s signing secret is shown only this once)')
       .addOption(new Option('--format <format>', 'json: each row as the audit trail shows it; ocsf: an OCSF 1.x event').choices(['json', 'ocsf']).default('json'))
-      .addOption(actionOption()),
+      .addOption(actionOption())
+      // The operator's alone; hidden from, and refused by, the workspace's command.
+      .addOption(new Option('--workspace <subdomain>', "send only this workspace's rows (default: every workspace's)").hideHelp(side !== 'operator')),
   );
-  if (side === 'operator') create.option('--workspace <subdomain>', "send only this workspace's rows (default: every workspace's)");
-  withJson(create).action(async (streamName: string, options, command: Command) => {
+  withJson(create).action(async (streamName, options, command) => {
+    if (side !== 'operator' && options.workspace !== undefined) throw new UsageError('--workspace is for wum admin audit-streams');
     const created = await streamsOf(side, command).create({
       name: streamName,
       format: options.format,
@@ -228,7 +230,7 @@ export function auditStreamsCommand(name: string, side: Side): Command {
   });
 
   withJson(streams.command('list').description('list streams with their health: status, lag, last delivery, last error')).action(
-    async (options, command: Command) => {
+    async (options, command) => {
       const list = await streamsOf(side, command).list();
       if (options.json) return printJson(list);
       if (list.length === 0) return say('No audit streams.');
@@ -246,7 +248,7 @@ export function auditStreamsCommand(name: string, side: Side): Command {
   );
 
   withJson(streams.command('get <id>').description('show a stream: its settings (never its credentials) and health')).action(
-    async (id: string, options, command: Command) => {
+    async (id, options, command) => {
       const stream = await streamsOf(side, command).get(id);
       if (options.json) return printJson(stream);
       say(streamDetails(stream));
@@ -255,15 +257,15 @@ export function auditStreamsCommand(name: string, side: Side): Command {
   );
 
   withJson(streams.command('pause <id>').description('stop sending (the cursor stays: resume sends what was written meanwhile)')).action(
-    async (id: string, options, command: Command) => printStream('Paused', await streamsOf(side, command).pause(id), options.json),
+    async (id, options, command) => printStream('Paused', await streamsOf(side, command).pause(id), options.json),
   );
 
   withJson(streams.command('resume <id>').description('send again from the cursor, at once (also a stream the service paused after failing)')).action(
-    async (id: string, options, command: Command) => printStream('Resumed', await streamsOf(side, command).resume(id), options.json),
+    async (id, options, command) => printStream('Resumed', await streamsOf(side, command).resume(id), options.json),
   );
 
   withJson(streams.command('delete <id>').description('delete a stream (a batch already in flight may still arrive)')).action(
-    async (id: string, options, command: Command) => {
+    async (id, options, command) => {
       await streamsOf(side, command).delete(id);
       if (options.json) return printJson({ id, deleted: true });
       say(`Deleted audit stream ${id}.`);
@@ -271,7 +273,7 @@ export function auditStreamsCommand(name: string, side: Side): Command {
   );
 
   withJson(streams.command('test <id>').description('send one synthetic row (audit_stream.test) now; exit 1 when the destination refuses it')).action(
-    async (id: string, options, command: Command) => {
+    async (id, options, command) => {
       const outcome = await streamsOf(side, command).test(id);
       if (options.json) printJson(outcome);
       else if (outcome.ok) say('The destination accepted the test row.');
@@ -287,7 +289,7 @@ export function auditStreamsCommand(name: string, side: Side): Command {
       .command('replay <id>')
       .description('send the rows from an instant on again, in order (moves the cursor back, never forward)')
       .addOption(new Option('--from <instant>', 'RFC 3339 instant, e.g. 2025-01-31T00:00:00Z').argParser(instant).makeOptionMandatory()),
-  ).action(async (id: string, options, command: Command) => {
+  ).action(async (id, options, command) => {
     const replay = await streamsOf(side, command).replay(id, options.from);
     if (options.json) return printJson(replay);
     say(`Audit stream ${id} sends again from ${options.from} (cursor ${replay.audit_stream.cursor}, ${replay.audit_stream.lag_rows} rows to send).`);

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Command, Option } from 'commander';
+import { Command, Option, type OptionValues } from '@commander-js/extra-typings';
 import type { OwnAuditEvent, OwnAuditQuery } from 'wum/sdk';
 import { auditStreamsCommand } from './audit-streams.ts';
 import { instant, positiveInteger, withJson, workspaceClient } from './context.ts';
@@ -19,7 +19,7 @@ void everyActorType;
 /** The filters every audit command takes. */
 interface FilterOptions {
   action?: string;
-  actorType?: string;
+  actorType?: ActorType;
   targetId?: string;
   since?: string;
   until?: string;
@@ -29,7 +29,7 @@ interface FilterOptions {
 function filterQuery(options: FilterOptions) {
   return {
     ...(options.action ? { action: options.action } : {}),
-    ...(options.actorType ? { actor_type: options.actorType as ActorType } : {}),
+    ...(options.actorType ? { actor_type: options.actorType } : {}),
     ...(options.targetId ? { target_id: options.targetId } : {}),
     ...(options.since ? { since: options.since } : {}),
     ...(options.until ? { until: options.until } : {}),
@@ -37,7 +37,7 @@ function filterQuery(options: FilterOptions) {
 }
 
 /** Adds the filter options of the audit commands. */
-function withFilters(command: Command): Command {
+function withFilters<Args extends unknown[], Opts extends OptionValues, Globals extends OptionValues>(command: Command<Args, Opts, Globals>) {
   return command
     .option('--action <action>', 'only events of this action, e.g. user.updated')
     .addOption(new Option('--actor-type <type>', 'only events made by this kind of actor').choices([...ACTOR_TYPES]))
@@ -65,7 +65,7 @@ export function auditCommand(): Command {
       .option('--oldest-first', 'oldest first instead')
       .addOption(new Option('--page <number>', 'page to show, from 1').argParser(positiveInteger).default(1))
       .addOption(new Option('--page-size <size>', 'events per page, 1-100').argParser(positiveInteger).default(30)),
-  ).action(async (options: FilterOptions & { oldestFirst?: boolean; page: number; pageSize: number; json?: boolean }, command: Command) => {
+  ).action(async (options, command) => {
     const query: OwnAuditQuery = {
       page_number: options.page,
       page_size: options.pageSize,
@@ -89,7 +89,7 @@ export function auditCommand(): Command {
       .addOption(new Option('--last <n>', 'without --since: start with the last n events').argParser(positiveInteger).default(10))
       .addOption(new Option('--interval <ms>', 'how often to look for new events when caught up').argParser(positiveInteger).default(1000))
       .option('--no-follow', 'stop once caught up'),
-  ).action(async (options: FilterOptions & { last: number; interval: number; follow: boolean; json?: boolean }, command: Command) => {
+  ).action(async (options, command) => {
     const client = workspaceClient(command);
     const filters = filterQuery(options);
     const stop = new AbortController();
@@ -123,7 +123,7 @@ export function auditCommand(): Command {
 
   withFilters(audit.command('export').description('write the events oldest first to stdout, as JSON Lines or CSV'))
     .addOption(new Option('--format <format>', 'jsonl: one JSON event per line; csv: a header and one row per event').choices(['jsonl', 'csv']).default('jsonl'))
-    .action(async (options: FilterOptions & { format: 'jsonl' | 'csv' }, command: Command) => {
+    .action(async (options, command) => {
       const body = await workspaceClient(command).auditEvents.export({ format: options.format, ...filterQuery(options) });
       await pipeline(Readable.fromWeb(body as WebReadableStream<Uint8Array>), process.stdout, { end: false });
     });

@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, type CommandUnknownOpts, InvalidArgumentError, Option, type OptionValues } from '@commander-js/extra-typings';
 import { createAdminClient, createClient, type RetryOptions, type WumAdminClient, type WumClient } from 'wum/sdk';
 
 /** A mistake in how the command was called (missing configuration, unreadable file): exit code 2. */
@@ -19,7 +19,7 @@ interface GlobalOptions {
 }
 
 /** Registers the connection options on the program; subcommands accept them too. */
-export function addGlobalOptions(program: Command): void {
+export function addGlobalOptions(program: CommandUnknownOpts): void {
   program
     .addOption(new Option('--url <url>', 'workspace base URL, e.g. http://acme.localhost:3000').env('WUM_URL'))
     .addOption(new Option('--api-key <key>', "an API key of the workspace").env('WUM_API_KEY'))
@@ -34,8 +34,8 @@ export function addGlobalOptions(program: Command): void {
     );
 }
 
-/** Adds `--json` (machine-readable output on stdout) to a command. */
-export function withJson(command: Command): Command {
+/** Adds `--json` (machine-readable output on stdout) to a command; its options gain `json?: true`. */
+export function withJson<Args extends unknown[], Opts extends OptionValues, Globals extends OptionValues>(command: Command<Args, Opts, Globals>) {
   return command.option('--json', 'print JSON instead of a table');
 }
 
@@ -45,9 +45,19 @@ const CLI_RETRY: RetryOptions = { maxAttempts: 8, maxElapsedMs: 120_000 };
 /** Clients are closed when the command ends, so the process exits at once. */
 const open: Array<{ close(): Promise<void> }> = [];
 
+/**
+ * The connection options of a command. They are the program's, so the subcommand's own types do
+ * not know them: each is read as the string commander stores, or absent.
+ */
+export function globalOptions(command: CommandUnknownOpts): GlobalOptions {
+  const all = command.optsWithGlobals();
+  const text = (name: keyof GlobalOptions) => (typeof all[name] === 'string' ? all[name] : undefined);
+  return { url: text('url'), apiKey: text('apiKey'), adminUrl: text('adminUrl'), adminToken: text('adminToken'), connectTo: text('connectTo') };
+}
+
 /** The workspace client of a command, from `--url`/`WUM_URL` and `--api-key`/`WUM_API_KEY`. */
-export function workspaceClient(command: Command): WumClient {
-  const options = command.optsWithGlobals<GlobalOptions>();
+export function workspaceClient(command: CommandUnknownOpts): WumClient {
+  const options = globalOptions(command);
   if (!options.url) throw new UsageError('no workspace URL: pass --url or set WUM_URL (e.g. http://acme.localhost:3000)');
   if (!options.apiKey) throw new UsageError('no API key: pass --api-key or set WUM_API_KEY');
   const client = guard(() => createClient({ baseUrl: options.url!, apiKey: options.apiKey!, retry: CLI_RETRY, userAgent: 'wum-cli', ...connection(options) }));
@@ -56,8 +66,8 @@ export function workspaceClient(command: Command): WumClient {
 }
 
 /** The operator client of a command, from `--admin-url` (default `--url`) and `--admin-token`. */
-export function adminClient(command: Command): WumAdminClient {
-  const options = command.optsWithGlobals<GlobalOptions>();
+export function adminClient(command: CommandUnknownOpts): WumAdminClient {
+  const options = globalOptions(command);
   const baseUrl = options.adminUrl ?? options.url;
   if (!baseUrl) throw new UsageError('no operator API URL: pass --admin-url or set WUM_ADMIN_URL (e.g. http://localhost:3000)');
   if (!options.adminToken) throw new UsageError('no admin token: pass --admin-token or set WUM_ADMIN_TOKEN');

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Command, Option } from 'commander';
+import { Command, Option } from '@commander-js/extra-typings';
 import type { WumEvent } from 'wum/sdk';
 import { nonNegativeInteger, positiveInteger, withJson, workspaceClient } from './context.ts';
 import { say } from './output.ts';
@@ -24,7 +24,7 @@ export function eventsCommand(): Command {
       .addOption(new Option('--after <sequence>', 'start after this sequence (0: from the oldest kept)').argParser(nonNegativeInteger).default(0))
       .addOption(new Option('--interval <ms>', 'how often to look for new events when caught up').argParser(positiveInteger).default(1000))
       .option('--no-follow', 'stop once caught up'),
-  ).action(async (options: { after: number; interval: number; follow: boolean; json?: boolean }, command: Command) => {
+  ).action(async (options, command) => {
     const client = workspaceClient(command);
     let after = options.after;
     for (;;) {

@@ -3,7 +3,7 @@
  * Exit codes: 0 success; 1 an API error (its code and detail on stderr) or rejected import
  * rows; 2 a usage error (unknown command or option, missing configuration, unreadable file).
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { WumApiError } from 'wum/sdk';
 import { adminCommand } from './admin.ts';
 import { auditCommand } from './audit.ts';
@@ -28,7 +28,7 @@ export function buildProgram(): Command {
     program.addCommand(command);
   }
   // Added commands do not inherit settings: apply them to the whole tree.
-  const apply = (command: Command) => {
+  const apply = (command: CommandUnknownOpts) => {
     command.exitOverride().showHelpAfterError('(add --help for usage)').configureHelp({ showGlobalOptions: true });
     command.commands.forEach(apply);
   };

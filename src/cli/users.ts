@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option, type OptionValues } from '@commander-js/extra-typings';
 import { stringify } from 'csv-stringify';
 import type { AppRole, ListUsersQuery, StatusFilter, User, UserChanges } from 'wum/sdk';
 import { positiveInteger, withJson, workspaceClient } from './context.ts';
@@ -31,7 +31,7 @@ function expiresIn(value: string): string {
 }
 
 /** The options that set when a membership ends (docs/contract.md Part B, "Access that ends on time"). */
-function withExpiry(command: Command): Command {
+function withExpiry<Args extends unknown[], Opts extends OptionValues, Globals extends OptionValues>(command: Command<Args, Opts, Globals>) {
   return command
     .addOption(new Option('--expires-at <instant>', 'the membership ends then (RFC 3339), deactivating the user').argParser(expiresAt))
     .addOption(new Option('--expires-in <duration>', 'the membership ends this long from now: 90d, 12h, 2w, 30m').argParser(expiresIn).conflicts('expiresAt'));
@@ -44,7 +44,7 @@ function expiryOf(options: { expiresAt?: string; expiresIn?: string }): { expire
 }
 
 /** The filter options shared by `list` and `export` (docs/contract.md Part B, Finding users). */
-function withFilters(command: Command): Command {
+function withFilters<Args extends unknown[], Opts extends OptionValues, Globals extends OptionValues>(command: Command<Args, Opts, Globals>) {
   return command
     .addOption(new Option('--status <status>', 'which users').choices(STATUSES).default('active'))
     .option('--q <text>', 'users whose email, first or last name starts with this text (ignoring case)')
@@ -87,7 +87,7 @@ export function usersCommand(): Command {
       .option('--app <product:role>', 'a product role, e.g. crm:admin (repeat for several)', collectApp)
       .option('--first-name <name>', 'first name (default "-"; kept on reactivation when omitted)')
       .option('--last-name <name>', 'last name (default "-"; kept on reactivation when omitted)')),
-  ).action(async (email: string, options, command: Command) => {
+  ).action(async (email: string, options, command) => {
     const user = await workspaceClient(command).users.add({
       email,
       role: options.role,
@@ -114,7 +114,7 @@ export function usersCommand(): Command {
       .addOption(new Option('--status <status>', 'deactivate or reactivate').choices(['active', 'deactivated']))
       .option('--if-match <etag>', 'change only if the user still has this ETag (from `users get --json`)')
       .addOption(new Option('--no-expiry', 'the membership never ends (clears expires_at)').conflicts(['expiresAt', 'expiresIn']))),
-  ).action(async (email: string, options, command: Command) => {
+  ).action(async (email: string, options, command) => {
     const changes: UserChanges = {
       ...(options.role === undefined ? {} : { role: options.role }),
       ...(options.app === undefined ? {} : { apps: options.app }),
@@ -133,7 +133,7 @@ export function usersCommand(): Command {
   });
 
   withJson(users.command('remove <email>').description('deactivate a user (doing it again succeeds too)')).action(
-    async (email: string, options, command: Command) => {
+    async (email: string, options, command) => {
       await workspaceClient(command).users.remove(email);
       if (options.json) return printJson({ email, status: 'deactivated' });
       say(`Deactivated ${email}.`);
@@ -141,7 +141,7 @@ export function usersCommand(): Command {
   );
 
   withJson(users.command('get <email>').description('show one user, of any status')).action(
-    async (email: string, options, command: Command) => {
+    async (email: string, options, command) => {
       const user = await workspaceClient(command).users.get(email);
       if (options.json) return printJson({ ...user, etag: user.etag });
       say(userDetails(user));
@@ -154,7 +154,7 @@ export function usersCommand(): Command {
       .addOption(new Option('--page <n>', 'page number, from 1').argParser(positiveInteger).conflicts('all'))
       .addOption(new Option('--page-size <n>', 'users per page, 1-100 (default 30)').argParser(positiveInteger))
       .option('--all', 'every page'),
-  ).action(async (options, command: Command) => {
+  ).action(async (options, command) => {
     const client = workspaceClient(command);
     const filters = filtersOf(options);
     if (options.all) {
@@ -180,7 +180,7 @@ export function usersCommand(): Command {
       .description("a user's audit history: its changes, who made them and when (newest first)")
       .addOption(new Option('--page <n>', 'page number, from 1').argParser(positiveInteger))
       .addOption(new Option('--page-size <n>', 'events per page, 1-100 (default 30)').argParser(positiveInteger)),
-  ).action(async (email: string, options, command: Command) => {
+  ).action(async (email: string, options, command) => {
     const page = await workspaceClient(command).users.history(email, {
       sort: '-occurred_at',
       ...(options.page === undefined ? {} : { page_number: options.page }),
@@ -201,7 +201,7 @@ export function usersCommand(): Command {
           'rows already active are skipped, so a re-run resumes. Exit code 0 only when the job completes and no row is rejected.',
       )
       .addOption(new Option('--concurrency <n>', 'ignored: the server imports the rows in batches').argParser(positiveInteger).hideHelp()),
-  ).action(async (file: string, options, command: Command) => {
+  ).action(async (file: string, options, command) => {
     checkImportFile(file);
     const client = workspaceClient(command);
     const { job, reports } = await importFile(client, file);
@@ -226,7 +226,7 @@ export function usersCommand(): Command {
   withFilters(users.command('export').description('write the users (or those the filters find) as CSV (the columns import reads) or JSON, to stdout'))
     .addOption(new Option('--format <format>', 'output format').choices(['csv', 'json']).default('csv'))
     .option('--json', 'the same as --format json')
-    .action(async (options, command: Command) => {
+    .action(async (options, command) => {
       const found = workspaceClient(command).users.iterate(filtersOf(options));
       if (options.json || options.format === 'json') {
         await pipeline(Readable.from(jsonArray(found)), process.stdout);

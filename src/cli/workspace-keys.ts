@@ -1,6 +1,6 @@
-import { Command } from 'commander';
+import { Command } from '@commander-js/extra-typings';
 import type { NewOwnApiKey } from 'wum/sdk';
-import { DEFAULT_KEY_EXPIRY, keysTable, newKeyBody, sayCreated, withNewKeyOptions, type NewKeyOptions } from './admin-keys.ts';
+import { DEFAULT_KEY_EXPIRY, keysTable, newKeyBody, sayCreated, withNewKeyOptions } from './admin-keys.ts';
 import { withJson, workspaceClient } from './context.ts';
 import { printJson, say } from './output.ts';
 
@@ -17,17 +17,17 @@ export function workspaceKeysCommand(): Command {
     withNewKeyOptions(
       keys.command('create').description(`create an API key of this workspace (shown only this once); it expires in ${DEFAULT_KEY_EXPIRY} unless --expires-in or --no-expiry`),
     ),
-  ).action(async (options: NewKeyOptions & { json?: boolean }, command: Command) => {
+  ).action(async (options, command) => {
     const key = await workspaceClient(command).apiKeys.create(newKeyBody(options) as NewOwnApiKey);
     if (options.json) return printJson(key);
     sayCreated(key, `Created API key ${key.id}${key.name ? ` "${key.name}"` : ''}.`);
   });
-  withJson(keys.command('list').description('list the API keys, revoked ones included (never the secret)')).action(async (options, command: Command) => {
+  withJson(keys.command('list').description('list the API keys, revoked ones included (never the secret)')).action(async (options, command) => {
     const list = await workspaceClient(command).apiKeys.list();
     if (options.json) return printJson(list);
     say(keysTable(list));
   });
-  withJson(keys.command('revoke <id>').description('revoke an API key (doing it again succeeds too)')).action(async (id: string, options, command: Command) => {
+  withJson(keys.command('revoke <id>').description('revoke an API key (doing it again succeeds too)')).action(async (id: string, options, command) => {
     await workspaceClient(command).apiKeys.revoke(id);
     if (options.json) return printJson({ id, revoked: true });
     say(`Revoked API key ${id}.`);

@@ -49,5 +49,5 @@ export function addRouteHook(
 ): void {
   const hooks = route as unknown as Record<string, unknown>;
   const existing = hooks[name];
-  hooks[name] = existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
+  hooks[name] = existing === undefined ? [hook] : [...(Array.isArray(existing) ? (existing as unknown[]) : [existing]), hook];
 }

@@ -57,13 +57,19 @@ function toFieldPath(instancePath: string, child?: string): string {
     .reduce((path, s) => (/^\d+$/.test(s) ? `${path}[${s}]` : path ? `${path}.${s}` : s), '') || '(body)';
 }
 
+/** A string parameter of an Ajv error, such as `missingProperty`: Ajv types `params` as any-valued. */
+function param(error: ErrorObject, name: string): string | undefined {
+  const value: unknown = error.params[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
 function describe(error: ErrorObject): FieldError {
   switch (error.keyword) {
     case 'required':
-      return { field: toFieldPath(error.instancePath, error.params.missingProperty), message: 'is required' };
+      return { field: toFieldPath(error.instancePath, param(error, 'missingProperty')), message: 'is required' };
     case 'additionalProperties':
       return {
-        field: toFieldPath(error.instancePath, error.params.additionalProperty),
+        field: toFieldPath(error.instancePath, param(error, 'additionalProperty')),
         message: 'is not an allowed field',
       };
     case 'format':

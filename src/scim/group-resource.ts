@@ -79,7 +79,7 @@ export async function readGroupResource(body: unknown): Promise<GroupResourceSta
   // Members are read from the body as sent (ids only), not through the schema's coercion.
   const membersKey = Object.keys(raw).find((key) => key.toLowerCase() === 'members');
   const { [membersKey ?? 'members']: members, ...rest } = raw;
-  const resource = (await fromLibraryErrors(() => groupDefinition.coerce(normalizeBooleans(groupDefinition, rest), 'in'))) as {
+  const resource = (await fromLibraryErrors<unknown>(() => groupDefinition.coerce(normalizeBooleans(groupDefinition, rest), 'in'))) as {
     displayName?: unknown;
     externalId?: unknown;
   };

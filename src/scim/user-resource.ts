@@ -58,7 +58,7 @@ export function scimUserVersion(version: number): string {
 export function toUserResource(user: User, baseUrl: string): Record<string, unknown> {
   const kept = (user.scimAttributes ?? {}) as Record<string, unknown>;
   const { name: keptName, emails: keptEmails, [URN.enterpriseUser]: enterprise, ...profile } = kept;
-  const extraEmails = Array.isArray(keptEmails) ? keptEmails : [];
+  const extraEmails: unknown[] = Array.isArray(keptEmails) ? (keptEmails as unknown[]) : [];
   return {
     schemas: [URN.user, ...(enterprise === undefined ? [] : [URN.enterpriseUser]), URN.wumUser],
     id: user.id,
@@ -164,7 +164,7 @@ export async function readUserResource(body: unknown, reading: ResourceReading):
   const resource =
     reading === 'patched'
       ? raw
-      : (JSON.parse(JSON.stringify(await fromLibraryErrors(() => userDefinition.coerce(normalizeBooleans(userDefinition, raw), 'in')))) as Record<string, unknown>);
+      : (JSON.parse(JSON.stringify(await fromLibraryErrors<unknown>(() => userDefinition.coerce(normalizeBooleans(userDefinition, raw), 'in')))) as Record<string, unknown>);
   const email = emailOf(resource.userName);
   const name = (resource.name ?? {}) as { givenName?: unknown; familyName?: unknown };
   const active = resource.active;

@@ -50,7 +50,7 @@ export function afterCommit(signal: () => void): void {
  */
 export function scopedDatabase(db: Database): Database {
   return new Proxy(db, {
-    get(target, property) {
+    get(target, property): unknown {
       const scope = current.getStore();
       // Work that outlives its request (not awaited by it) falls back to the pool.
       const active = scope?.open ? scope.tx : target;

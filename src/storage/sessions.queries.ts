@@ -52,7 +52,7 @@ export function createSessionRepository(db: Database): SessionRepository {
             ? { id: row.keyId, name: row.keyName ?? '', prefix: row.keyPrefix ?? '', scopes: row.keyScopes ?? [], expiresAt: row.keyExpiresAt }
             : undefined,
           ...(row.userId ? { person: { userId: row.userId, stillOwner: row.stillOwner === true, sameIdentityProvider: row.sameIdp === true } } : {}),
-          actor: typeof row.actor === 'string' ? JSON.parse(row.actor) : row.actor,
+          actor: typeof row.actor === 'string' ? (JSON.parse(row.actor) as ActorJson) : row.actor,
           lastSeenAt: row.lastSeenAt!,
           expiresAt: row.expiresAt!,
           endedAt: row.endedAt,

@@ -106,7 +106,7 @@ function toUser(row: UserRow, apps: readonly AppRole[] = toApps(row.apps ?? []))
     apps,
     status: row.status as UserStatus,
     externalId: row.external_id,
-    scimAttributes: typeof row.scim_attributes === 'string' ? JSON.parse(row.scim_attributes) : row.scim_attributes,
+    scimAttributes: typeof row.scim_attributes === 'string' ? (JSON.parse(row.scim_attributes) as ScimAttributes) : row.scim_attributes,
     scimDeleted: row.scim_deleted,
     version: Number(row.version),
     createdAt: toDate(row.created_at),

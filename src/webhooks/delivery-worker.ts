@@ -207,7 +207,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1);
     sending.add(delivery.id);
     const task = attempt(delivery)
-      .catch((err) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
+      .catch((err: unknown) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
       .then(() => {
         release(delivery);
         tasks.delete(task);

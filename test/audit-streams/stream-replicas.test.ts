@@ -7,6 +7,7 @@ import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/st
 import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
 import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Several replicas deliver each batch of a stream once at a time (docs/api.md, "Audit streams";
@@ -105,7 +106,7 @@ describe(`audit streams: two workers on one database deliver a stream's batches 
 
     const listed = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
     assert.equal(listed.statusCode, 200, listed.body);
-    const expected = (listed.json().audit_events as Array<{ id: number }>).map((e) => e.id).filter((id) => id > stream.cursor).sort((a, b) => a - b);
+    const expected = json<{ audit_events: Array<{ id: number }> }>(listed).audit_events.map((e) => e.id).filter((id) => id > stream.cursor).sort((a, b) => a - b);
     assert.ok(expected.length >= USERS);
     assert.deepEqual(receiver.rows().map((r) => r.id), expected, 'every audit id once, in audit order: no batch was sent by both workers');
     // Each batch starts after the one before ended (webhook-id `ast_<stream>_<first>_<last>`).

@@ -3,11 +3,12 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
-import { createAdminClient, createClient, type OwnAuditEvent, type WumAdminClient, type WumClient } from 'wum/sdk';
+import { createAdminClient, createClient, type OwnAuditEvent, type OwnAuditEventPage, type WumAdminClient, type WumClient } from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 import { runWum } from '../../harness/run-wum.ts';
 import { REPO_ROOT } from '../../harness/server-process.ts';
+import { json } from '../helpers/json.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 
@@ -69,9 +70,9 @@ describe(`wum audit against a server process [${BACKEND}]`, () => {
     const until = users[4]!.occurred_at;
     const run = await runWum(['audit', 'list', '--json', '--oldest-first', '--action', 'user.created', '--actor-type', 'api_key', '--since', since, '--until', until], env);
     assert.equal(run.code, 0, run.stderr);
-    assert.deepEqual(run.json().audit_events.map((e: OwnAuditEvent) => e.id), users.slice(1, 4).map((e) => e.id));
+    assert.deepEqual(json<OwnAuditEventPage>(run).audit_events.map((e: OwnAuditEvent) => e.id), users.slice(1, 4).map((e) => e.id));
     const one = await runWum(['audit', 'list', '--json', '--target-id', users[0]!.target_id], env);
-    assert.deepEqual(one.json().audit_events.map((e: OwnAuditEvent) => e.id), [users[0]!.id]);
+    assert.deepEqual(json<OwnAuditEventPage>(one).audit_events.map((e: OwnAuditEvent) => e.id), [users[0]!.id]);
     for (const bad of ['yesterday', '2025-01-01', '2025-01-01T00:00:00']) {
       const refused = await runWum(['audit', 'list', '--since', bad], env);
       assert.equal(refused.code, 2, `${bad}: ${refused.stderr}`);
@@ -83,11 +84,11 @@ describe(`wum audit against a server process [${BACKEND}]`, () => {
     const all = await everything();
     const jsonl = await runWum(['audit', 'export', '--format', 'jsonl'], env);
     assert.equal(jsonl.code, 0, jsonl.stderr);
-    assert.deepEqual(jsonl.stdout.trim().split('\n').map((line) => JSON.parse(line)), all);
+    assert.deepEqual(jsonl.stdout.trim().split('\n').map((line) => json<OwnAuditEvent>(line)), all);
     const since = all[2]!.occurred_at;
     const narrowed = await runWum(['audit', 'export', '--since', since, '--action', 'user.created'], env);
     assert.deepEqual(
-      narrowed.stdout.trim().split('\n').map((line) => JSON.parse(line).id),
+      narrowed.stdout.trim().split('\n').map((line) => json<OwnAuditEvent>(line).id),
       all.filter((e) => e.occurred_at >= since && e.action === 'user.created').map((e) => e.id),
     );
     const csv = await runWum(['audit', 'export', '--format', 'csv'], env);
@@ -96,7 +97,7 @@ describe(`wum audit against a server process [${BACKEND}]`, () => {
     assert.deepEqual(rows.map((r) => Number(r.id)), all.map((e) => e.id));
     const formula = rows.find((r) => r.target_id!.includes('formula@'))!;
     assert.equal(formula.target_id, "'=formula@example.com");
-    assert.equal(JSON.parse(formula.after!).first_name, 'Ada, "quoted"');
+    assert.equal(json<{ first_name: string }>(formula.after!).first_name, 'Ada, "quoted"');
     assert.equal((await runWum(['audit', 'export', '--format', 'xml'], env)).code, 2);
   });
 
@@ -122,7 +123,7 @@ describe(`wum audit against a server process [${BACKEND}]`, () => {
       for (let i = 0; i < 3; i += 1) await addUser(`tailed${i}@example.com`);
       await waitFor(6);
       tail.kill('SIGINT');
-      const [code] = await exited;
+      const [code] = (await exited) as [number | null];
       assert.equal(code, 0, err);
     } finally {
       if (tail.exitCode === null) tail.kill();

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuditStream, WumAdminClient, WumClient } from 'wum/sdk';
+import type { AuditStream, AuditStreamWithSecret, WumAdminClient, WumClient } from 'wum/sdk';
+import { json } from '../helpers/json.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import type { StreamReceiver } from '../../harness/stream-receivers.ts';
 import { startStreamsServer, type StreamsServer } from '../helpers/streams-server.ts';
@@ -47,7 +48,7 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
     await wum.users.add({ email: 'ada@example.com', role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] });
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const listed: AuditStream[] = (await streams('list', '--json')).json();
+      const listed = json<AuditStream[]>(await streams('list', '--json'));
       if (listed[0]?.lag_rows === 0 && listed[0].last_delivered_at !== null) break;
       assert.ok(Date.now() < deadline, `still lagging: ${JSON.stringify(listed)}`);
       await sleep(200);
@@ -64,7 +65,7 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
     assert.match(paused.stdout, /Paused: nothing is sent/);
     assert.match((await streams('list')).stdout, /paused[\s\S]*Paused: nothing is sent/);
     const resumed = await streams('resume', id, '--json');
-    assert.equal(resumed.json().status, 'active');
+    assert.equal(json<AuditStream>(resumed).status, 'active');
     const got = await streams('get', id);
     assert.match(got.stdout, /actions +│ user\.created/);
     assert.doesNotMatch(got.stdout, /whsec_/, 'the secret is never shown again');
@@ -80,7 +81,7 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
 
     const replayed = await streams('replay', id, '--from', '2020-01-01T00:00:00Z', '--json');
     assert.equal(replayed.code, 0, replayed.stderr);
-    assert.equal(replayed.json().audit_stream.id, id);
+    assert.equal(json<'replayOwnAuditStream'>(replayed).audit_stream.id, id);
     assert.equal((await streams('replay', id, '--from', 'yesterday')).code, 2);
     assert.equal((await streams('replay', id)).code, 2, '--from is required');
 
@@ -107,10 +108,10 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
     for (const [flags, secrets, destination] of made) {
       const run = await runWum(['audit', 'streams', 'create', 'one', '--format', 'ocsf', '--json', ...flags], { ...env, ...secrets });
       assert.equal(run.code, 0, run.stderr);
-      assert.deepEqual(run.json().destination, destination);
-      assert.equal(run.json().format, 'ocsf');
-      assert.equal(JSON.stringify(run.json()).includes('shh') || JSON.stringify(run.json()).includes('hec-token'), false, 'no credential answered');
-      assert.equal((await streams('delete', run.json().id)).code, 0);
+      assert.deepEqual(json<AuditStream>(run).destination, destination);
+      assert.equal(json<AuditStream>(run).format, 'ocsf');
+      assert.equal(JSON.stringify(json<AuditStream>(run)).includes('shh') || JSON.stringify(json<AuditStream>(run)).includes('hec-token'), false, 'no credential answered');
+      assert.equal((await streams('delete', json<AuditStream>(run).id)).code, 0);
     }
 
     const usage: Array<[string[], RegExp]> = [
@@ -142,8 +143,8 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
   test('wum admin audit-streams: a stream of every workspace or of one, with the workspace column', TIMEOUT, async () => {
     const all = await runWum(['admin', 'audit-streams', 'create', 'Everything', '--https-url', receiver.url, '--json'], adminEnv);
     assert.equal(all.code, 0, all.stderr);
-    assert.equal(all.json().workspace, null);
-    assert.match(all.json().secret, /^whsec_/);
+    assert.equal(json<AuditStreamWithSecret>(all).workspace, null);
+    assert.match(json<AuditStreamWithSecret>(all).secret ?? '', /^whsec_/);
     const one = await runWum(['admin', 'audit-streams', 'create', 'Siem only', '--workspace', 'siem', '--https-url', receiver.url], adminEnv);
     assert.equal(one.code, 0, one.stderr);
     const listed = await runWum(['admin', 'audit-streams', 'list'], adminEnv);
@@ -151,8 +152,8 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
     assert.match(listed.stdout, /Everything +│ \(all\)/);
     assert.match(listed.stdout, /Siem only +│ siem/);
     assert.deepEqual((await wum.auditStreams.list()).map((s) => s.name), ['Siem only']);
-    const paused = await runWum(['admin', 'audit-streams', 'pause', all.json().id, '--json'], adminEnv);
-    assert.equal(paused.json().status, 'paused');
+    const paused = await runWum(['admin', 'audit-streams', 'pause', json<AuditStreamWithSecret>(all).id, '--json'], adminEnv);
+    assert.equal(json<AuditStream>(paused).status, 'paused');
     for (const s of await admin.auditStreams.list()) assert.equal((await runWum(['admin', 'audit-streams', 'delete', s.id], adminEnv)).code, 0);
     assert.match((await runWum(['admin', 'audit-streams', 'list'], adminEnv)).stdout, /No audit streams\./);
   });

@@ -4,7 +4,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
-import { createClient, type User } from 'wum/sdk';
+import {
+  createClient,
+  type ApiKey,
+  type CatalogueProduct,
+  type CreatedApiKey,
+  type CreatedOwnApiKey,
+  type CreatedWorkspace,
+  type IdentityProvider,
+  type OwnAuditEventPage,
+  type SecretsKeyRotation,
+  type User,
+  type UserHistoryPage,
+  type UserPage,
+  type UserWithEtag,
+  type WebhookDeliveryPage,
+  type WebhookEndpoint,
+  type WebhookEndpointWithSecret,
+  type WorkspacePage,
+} from 'wum/sdk';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 import { runWum } from '../../harness/run-wum.ts';
@@ -13,6 +31,7 @@ import { Webhook } from 'standardwebhooks';
 import { REPO_ROOT } from '../../harness/server-process.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startOpenIdProvider } from '../helpers/oidc-provider.ts';
+import { json, type ImportRun } from '../helpers/json.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 
@@ -125,12 +144,12 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.equal(put.code, 0, put.stderr);
     assert.match(put.stdout, /Created product crm/);
     const again = await runWum(['admin', 'products', 'put', 'crm', '--role', 'admin', '--role', 'member', '--json'], adminEnv);
-    assert.deepEqual(again.json().roles, ['admin', 'member']);
+    assert.deepEqual(json<CatalogueProduct>(again).roles, ['admin', 'member']);
     assert.equal((await runWum(['admin', 'products', 'put', 'analytics', '--role', 'editor', '--role', 'viewer'], adminEnv)).code, 0);
     assert.equal((await runWum(['admin', 'products', 'put', 'scratch', '--role', 'x'], adminEnv)).code, 0);
     assert.equal((await runWum(['admin', 'products', 'delete', 'scratch'], adminEnv)).code, 0);
     const products = await runWum(['admin', 'products', 'list', '--json'], adminEnv);
-    assert.deepEqual(products.json().map((p: { name: string }) => p.name), ['analytics', 'crm']);
+    assert.deepEqual(json<CatalogueProduct[]>(products).map((p: { name: string }) => p.name), ['analytics', 'crm']);
 
     for (const subdomain of ['source', 'target']) {
       const created = await runWum(['admin', 'workspaces', 'create', subdomain, '--name', `The ${subdomain}`], adminEnv);
@@ -141,27 +160,27 @@ describe(`wum against a server process [${BACKEND}]`, () => {
       assert.match(created.stdout, new RegExp(`export WUM_URL=http://${subdomain}\\.localhost:${server.port}`));
     }
     const listed = await runWum(['admin', 'workspaces', 'list', '--json'], adminEnv);
-    assert.deepEqual(listed.json().workspaces.map((w: { subdomain: string }) => w.subdomain), ['source', 'target']);
+    assert.deepEqual(json<WorkspacePage>(listed).workspaces.map((w: { subdomain: string }) => w.subdomain), ['source', 'target']);
     const table = await runWum(['admin', 'workspaces', 'list'], adminEnv);
     assert.match(table.stdout, /The source/);
 
     const key = await runWum(['admin', 'keys', 'create', 'source', '--scope', '*', '--no-expiry', '--json'], adminEnv);
     assert.equal(key.code, 0, key.stderr);
-    const { id } = key.json();
-    assert.deepEqual(key.json().scopes, ['*']);
-    assert.equal(key.json().expires_at, null, '--no-expiry: never');
+    const { id } = json<CreatedApiKey>(key);
+    assert.deepEqual(json<CreatedApiKey>(key).scopes, ['*']);
+    assert.equal(json<CreatedApiKey>(key).expires_at, null, '--no-expiry: never');
     assert.match((await runWum(['admin', 'keys', 'list', 'source'], adminEnv)).stdout, new RegExp(id));
     assert.equal((await runWum(['admin', 'keys', 'revoke', 'source', id], adminEnv)).code, 0);
-    const revoked = (await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json();
-    assert.ok(revoked.find((k: { id: string }) => k.id === id).revoked_at);
+    const revoked = json<ApiKey[]>(await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv));
+    assert.ok(revoked.find((k: { id: string }) => k.id === id)?.revoked_at);
 
     // A named, scoped key, expiring in 90 days by default as the console's, refused outside its scope.
     const scoped = await runWum(['admin', 'keys', 'create', 'source', '--name', 'reader', '--scope', 'users:read', '--json'], adminEnv);
     assert.equal(scoped.code, 0, scoped.stderr);
-    const reader = scoped.json();
+    const reader = json<CreatedApiKey>(scoped);
     assert.equal(reader.name, 'reader');
     assert.deepEqual(reader.scopes, ['users:read']);
-    const days = (Date.parse(reader.expires_at) - Date.now()) / 86_400_000;
+    const days = (Date.parse(reader.expires_at!) - Date.now()) / 86_400_000;
     assert.ok(days > 89.9 && days <= 90, `expires in ${days} days`);
     const listedKeys = await runWum(['admin', 'keys', 'list', 'source'], adminEnv);
     assert.match(listedKeys.stdout, /reader .*users:read/);
@@ -173,8 +192,8 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     // Scopes as a comma list, an expiry of one's choosing.
     const several = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'users:read,products:read', '--scope', 'scim', '--expires-in', '30d', '--json'], adminEnv);
     assert.equal(several.code, 0, several.stderr);
-    assert.deepEqual([...several.json().scopes].sort(), ['products:read', 'scim', 'users:read']);
-    const thirty = (Date.parse(several.json().expires_at) - Date.now()) / 86_400_000;
+    assert.deepEqual([...json<CreatedApiKey>(several).scopes].sort(), ['products:read', 'scim', 'users:read']);
+    const thirty = (Date.parse(json<CreatedApiKey>(several).expires_at!) - Date.now()) / 86_400_000;
     assert.ok(thirty > 29.9 && thirty <= 30, `expires in ${thirty} days`);
     const badDuration = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'scim', '--expires-in', '90 days'], adminEnv);
     assert.equal(badDuration.code, 2, badDuration.stderr);
@@ -182,11 +201,11 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.equal(badScope.code, 2, badScope.stderr);
     assert.match(badScope.stderr, /users:delete: not a scope\. The scopes are users:read, users:write, .*scim.*, \*/);
     // No scope given: a usage error naming every scope, and no key made.
-    const before = (await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json().length;
+    const before = json<ApiKey[]>(await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).length;
     const noScope = await runWum(['admin', 'keys', 'create', 'source', '--name', 'everything'], adminEnv);
     assert.equal(noScope.code, 2, noScope.stderr);
     assert.match(noScope.stderr, /^error: give the key's scopes with --scope .*users:read, users:write, .*scim/m);
-    assert.equal((await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).json().length, before, 'no key made');
+    assert.equal(json<ApiKey[]>(await runWum(['admin', 'keys', 'list', 'source', '--json'], adminEnv)).length, before, 'no key made');
     const both = await runWum(['admin', 'keys', 'create', 'source', '--scope', 'scim', '--no-expiry', '--expires-in', '30d'], adminEnv);
     assert.equal(both.code, 2, both.stderr);
     // One spelling: the keys are an operator command, under `wum admin`.
@@ -206,9 +225,9 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const ownerEnv = { WUM_URL: server.workspaceUrl('source'), WUM_API_KEY: keys.source! };
     const made = await runWum(['keys', 'create', '--name', 'hooks', '--scope', 'webhooks:write', '--expires-in', '30d', '--json'], ownerEnv);
     assert.equal(made.code, 0, made.stderr);
-    const hooks = made.json();
+    const hooks = json<CreatedOwnApiKey>(made);
     assert.deepEqual(hooks.scopes, ['webhooks:write']);
-    assert.equal(hooks.created_by.type, 'api_key');
+    assert.equal(hooks.created_by?.type, 'api_key');
     const noScope = await runWum(['keys', 'create', '--name', 'x'], ownerEnv);
     assert.equal(noScope.code, 2, 'a scope is required');
     assert.match(noScope.stderr, /--scope/);
@@ -223,7 +242,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     const trail = await runWum(['audit', 'list', '--actor-type', 'api_key', '--json'], ownerEnv);
     assert.equal(trail.code, 0, trail.stderr);
     assert.deepEqual(
-      trail.json().audit_events.slice(0, 2).map((e: { action: string; target_id: string }) => [e.action, e.target_id]),
+      json<OwnAuditEventPage>(trail).audit_events.slice(0, 2).map((e: { action: string; target_id: string }) => [e.action, e.target_id]),
       [
         ['api_key.revoked', hooks.id],
         ['api_key.created', hooks.id],
@@ -257,7 +276,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.ok(!set.stdout.includes(secret), 'the secret is not printed');
     const shown = await runWum(['admin', 'idp', 'show', 'sso', '--json'], adminEnv);
     assert.equal(shown.code, 0, shown.stderr);
-    assert.equal(shown.json().client_id, 'wum-console');
+    assert.equal(json<IdentityProvider>(shown).client_id, 'wum-console');
     assert.ok(!shown.stdout.includes(secret));
     const missingSecret = await runWum(['admin', 'idp', 'set', 'sso', '--issuer', 'http://127.0.0.1:9/op', '--client-id', 'x'], adminEnv);
     assert.equal(missingSecret.code, 2, missingSecret.stderr);
@@ -275,10 +294,10 @@ describe(`wum against a server process [${BACKEND}]`, () => {
       assert.match(rotated.stdout, /^Re-encrypted 0 secrets with key [0-9a-f]{8}\.$/m);
       assert.match(rotated.stdout, /SECRETS_KEY_PREVIOUS is no longer needed/);
     }
-    const json = await runWum(['admin', 'rotate-secrets-key', '--json'], adminEnv);
-    assert.equal(json.code, 0, json.stderr);
-    assert.deepEqual(Object.keys(json.json()).sort(), ['key_id', 'reencrypted', 'undecryptable']);
-    assert.equal(json.json().undecryptable, 0);
+    const rotation = await runWum(['admin', 'rotate-secrets-key', '--json'], adminEnv);
+    assert.equal(rotation.code, 0, rotation.stderr);
+    assert.deepEqual(Object.keys(json<SecretsKeyRotation>(rotation)).sort(), ['key_id', 'reencrypted', 'undecryptable']);
+    assert.equal(json<SecretsKeyRotation>(rotation).undecryptable, 0);
   });
 
   test('users add/get/list/remove and products list; API errors exit 1 with code and detail on stderr', TIMEOUT, async () => {
@@ -294,8 +313,8 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(add.stdout, /^Added ada@example\.com\./);
     assert.match(add.stdout, /crm:admin;analytics:viewer/);
     const got = await runWum(['users', 'get', 'ADA@example.com', '--json'], env('source'));
-    assert.deepEqual(got.json().apps, [{ name: 'crm', role: 'admin' }, { name: 'analytics', role: 'viewer' }]);
-    assert.equal(got.json().first_name, 'Ada');
+    assert.deepEqual(json<User>(got).apps, [{ name: 'crm', role: 'admin' }, { name: 'analytics', role: 'viewer' }]);
+    assert.equal(json<User>(got).first_name, 'Ada');
 
     const exists = await runWum(['users', 'add', 'ada@example.com', '--role', 'owner'], env('source'));
     assert.equal(exists.code, 1);
@@ -322,8 +341,8 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(list.stdout, /ada@example\.com/);
     assert.match(list.stdout, /Page 1 of 1, 2 active users\./);
     const page = await runWum(['users', 'list', '--page', '2', '--page-size', '1', '--json'], env('source'));
-    assert.deepEqual(page.json().users.map((u: User) => u.email), ['bob@example.com']);
-    assert.deepEqual(page.json().pagination, { total_records: 2, current_page_number: 2, total_pages: 2, page_size: 1 });
+    assert.deepEqual(json<UserPage>(page).users.map((u: User) => u.email), ['bob@example.com']);
+    assert.deepEqual(json<UserPage>(page).pagination, { total_records: 2, current_page_number: 2, total_pages: 2, page_size: 1 });
     const missing = await runWum(['users', 'get', 'nobody@example.com'], env('source'));
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /^error: user_not_found: No user with email nobody@example\.com/m);
@@ -332,18 +351,18 @@ describe(`wum against a server process [${BACKEND}]`, () => {
   test('users update (only the options given change), list with --q/--role/--app/--sort, history', TIMEOUT, async () => {
     const created = await runWum(['admin', 'workspaces', 'create', 'finder', '--json'], adminEnv);
     assert.equal(created.code, 0, created.stderr);
-    keys.finder = created.json().api_key.key;
+    keys.finder = json<CreatedWorkspace>(created).api_key.key;
     assert.equal((await runWum(['users', 'add', 'cy@example.com', '--role', 'non_owner', '--app', 'crm:member'], env('finder'))).code, 0);
     assert.equal((await runWum(['users', 'add', 'al@example.com', '--role', 'owner', '--first-name', 'Cyd'], env('finder'))).code, 0);
-    const etag = (await runWum(['users', 'get', 'cy@example.com', '--json'], env('finder'))).json().etag;
+    const etag = json<UserWithEtag>(await runWum(['users', 'get', 'cy@example.com', '--json'], env('finder'))).etag;
     const updated = await runWum(
       ['users', 'update', 'cy@example.com', '--role', 'owner', '--app', 'analytics:viewer', '--first-name', 'Cy', '--if-match', etag, '--json'],
       env('finder'),
     );
     assert.equal(updated.code, 0, updated.stderr);
-    assert.equal(updated.json().role, 'owner');
-    assert.deepEqual(updated.json().apps, [{ name: 'analytics', role: 'viewer' }]);
-    assert.equal(updated.json().last_name, '-', 'not given: kept');
+    assert.equal(json<User>(updated).role, 'owner');
+    assert.deepEqual(json<User>(updated).apps, [{ name: 'analytics', role: 'viewer' }]);
+    assert.equal(json<User>(updated).last_name, '-', 'not given: kept');
     const stale = await runWum(['users', 'update', 'cy@example.com', '--last-name', 'X', '--if-match', etag], env('finder'));
     assert.equal(stale.code, 1);
     assert.match(stale.stderr, /^error: precondition_failed: /m);
@@ -352,7 +371,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     assert.match(renamed.stdout, /^Updated cyrus@example\.com\./);
 
     const found = await runWum(['users', 'list', '--q', 'cy', '--role', 'owner', '--sort', '-email', '--json'], env('finder'));
-    assert.deepEqual(found.json().users.map((u: User) => u.email), ['cyrus@example.com', 'al@example.com'], 'email or first name');
+    assert.deepEqual(json<UserPage>(found).users.map((u: User) => u.email), ['cyrus@example.com', 'al@example.com'], 'email or first name');
     const byApp = await runWum(['users', 'list', '--app', 'crm', '--all', '--json'], env('finder'));
     assert.deepEqual(byApp.json(), []);
     const exported = await runWum(['users', 'export', '--q', 'al'], env('finder'));
@@ -362,7 +381,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
 
     const history = await runWum(['users', 'history', 'cyrus@example.com', '--json'], env('finder'));
     assert.equal(history.code, 0, history.stderr);
-    assert.deepEqual(history.json().audit_events.map((e: { action: string }) => e.action), ['user.updated', 'user.updated', 'user.created']);
+    assert.deepEqual(json<UserHistoryPage>(history).audit_events.map((e: { action: string }) => e.action), ['user.updated', 'user.updated', 'user.created']);
     const table = await runWum(['users', 'history', 'cyrus@example.com'], env('finder'));
     assert.match(table.stdout, /user\.updated .*│ email, apps /);
   });
@@ -370,15 +389,15 @@ describe(`wum against a server process [${BACKEND}]`, () => {
   test('users add/update --expires-in, --expires-at, --no-expiry; a past date is the API\'s 422 (exit 1)', TIMEOUT, async () => {
     const created = await runWum(['admin', 'workspaces', 'create', 'expiring', '--json'], adminEnv);
     assert.equal(created.code, 0, created.stderr);
-    keys.expiring = created.json().api_key.key;
+    keys.expiring = json<CreatedWorkspace>(created).api_key.key;
     const added = await runWum(['users', 'add', 'temp@example.com', '--role', 'non_owner', '--expires-in', '90d', '--json'], env('expiring'));
     assert.equal(added.code, 0, added.stderr);
-    const ends = Date.parse(added.json().expires_at);
+    const ends = Date.parse(json<User>(added).expires_at!);
     assert.ok(Math.abs(ends - (Date.now() + 90 * 86_400_000)) < 600_000, 'about 90 days from now');
     const moved = await runWum(['users', 'update', 'temp@example.com', '--expires-at', '2031-01-02T03:04:05Z', '--json'], env('expiring'));
-    assert.equal(moved.json().expires_at, '2031-01-02T03:04:05.000Z');
+    assert.equal(json<User>(moved).expires_at, '2031-01-02T03:04:05.000Z');
     const cleared = await runWum(['users', 'update', 'temp@example.com', '--no-expiry', '--json'], env('expiring'));
-    assert.equal(cleared.json().expires_at, null);
+    assert.equal(json<User>(cleared).expires_at, null);
     const past = await runWum(['users', 'update', 'temp@example.com', '--expires-at', '2001-01-01T00:00:00Z'], env('expiring'));
     assert.equal(past.code, 1);
     assert.match(past.stderr, /^error: expires_at_not_in_future: /m);
@@ -406,13 +425,13 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     await wum.close();
 
     const all = await runWum(['users', 'list', '--all', '--json'], env('source'));
-    assert.equal(all.json().length, 141, 'ada, bob and 139 active of 140');
+    assert.equal(json<User[]>(all).length, 141, 'ada, bob and 139 active of 140');
     const everything = await runWum(['users', 'list', '--all', '--status', 'all'], env('source'));
     assert.match(everything.stdout, /142 users\.$/m);
 
-    const json = await runWum(['users', 'export', '--format', 'json', '--status', 'deactivated'], env('source'));
-    assert.deepEqual(json.json().map((u: User) => u.email), ['user007@example.com']);
-    assert.deepEqual((await runWum(['users', 'export', '--json', '--status', 'deactivated'], env('target'))).json(), []);
+    const exportedJson = await runWum(['users', 'export', '--format', 'json', '--status', 'deactivated'], env('source'));
+    assert.deepEqual(json<User[]>(exportedJson).map((u: User) => u.email), ['user007@example.com']);
+    assert.deepEqual(json<User[]>(await runWum(['users', 'export', '--json', '--status', 'deactivated'], env('target'))), []);
   });
 
   test('export → import into another workspace reproduces the users; importing again skips them all', TIMEOUT, async () => {
@@ -427,7 +446,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
 
     const imported = await runWum(['users', 'import', file, '--json'], env('target'));
     assert.equal(imported.code, 0, imported.stderr);
-    assert.deepEqual(imported.json().summary, { rows: 141, added: 141, reactivated: 0, skipped: 0, rejected: 0, not_attempted: 0 });
+    assert.deepEqual(json<ImportRun>(imported).summary, { rows: 141, added: 141, reactivated: 0, skipped: 0, rejected: 0, not_attempted: 0 });
     assert.ok(!imported.stderr.includes('\u001b['), 'no progress bar when stderr is not a terminal: plain lines at most');
 
     const read = async (subdomain: string) => {
@@ -449,7 +468,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
   test('--connect-to sends every request to the address given, the URL naming the workspace', TIMEOUT, async () => {
     const byAddress = await runWum(['users', 'list', '--page-size', '1', '--json', '--connect-to', '127.0.0.1'], env('target'));
     assert.equal(byAddress.code, 0, byAddress.stderr);
-    assert.equal(byAddress.json().pagination.total_records, 141, "the Host header still names the URL's workspace");
+    assert.equal(json<UserPage>(byAddress).pagination.total_records, 141, "the Host header still names the URL's workspace");
     const admin = await runWum(['admin', 'workspaces', 'list', '--json'], { ...adminEnv, WUM_CONNECT_TO: '127.0.0.1' });
     assert.equal(admin.code, 0, admin.stderr);
     // The server listens on 127.0.0.1 only: sent to ::1, the same URL reaches nobody.
@@ -463,13 +482,13 @@ describe(`wum against a server process [${BACKEND}]`, () => {
     try {
       const created = await runWum(['admin', 'webhooks', 'create', 'source', receiver.url, '--event-type', 'user.created', '--json'], adminEnv);
       assert.equal(created.code, 0, created.stderr);
-      const { id, secret } = created.json();
+      const { id, secret } = json<WebhookEndpointWithSecret>(created);
       assert.match(secret, /^whsec_/);
       const listed = await runWum(['admin', 'webhooks', 'list', 'source'], adminEnv);
       assert.match(listed.stdout, new RegExp(id));
       assert.ok(!listed.stdout.includes(secret));
       const updated = await runWum(['admin', 'webhooks', 'update', 'source', id, '--description', 'CLI hook', '--json'], adminEnv);
-      assert.equal(updated.json().description, 'CLI hook');
+      assert.equal(json<WebhookEndpoint>(updated).description, 'CLI hook');
       assert.match((await runWum(['admin', 'webhooks', 'get', 'source', id], adminEnv)).stdout, /CLI hook/);
       const bad = await runWum(['admin', 'webhooks', 'create', 'source', 'https://10.0.0.1/x'], adminEnv);
       assert.equal(bad.code, 1);
@@ -499,7 +518,7 @@ describe(`wum against a server process [${BACKEND}]`, () => {
 
       let deliveries: { deliveries: Array<{ id: string; status: string }> } = { deliveries: [] };
       for (let i = 0; i < 100 && deliveries.deliveries[0]?.status !== 'succeeded'; i += 1) {
-        deliveries = (await runWum(['admin', 'webhooks', 'deliveries', 'source', id, '--json'], adminEnv)).json();
+        deliveries = json<WebhookDeliveryPage>(await runWum(['admin', 'webhooks', 'deliveries', 'source', id, '--json'], adminEnv));
       }
       assert.equal(deliveries.deliveries[0]!.status, 'succeeded');
       assert.equal((await runWum(['admin', 'webhooks', 'redeliver', 'source', id, deliveries.deliveries[0]!.id], adminEnv)).code, 0);

@@ -9,6 +9,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
 import { bulkImport } from '../../harness/bulk-import-fixture.ts';
 import { runWum, type WumRun } from '../../harness/run-wum.ts';
+import { json, type ImportRun } from '../helpers/json.ts';
 
 /**
  * 1,000 rows: what this asserts is the import's behaviour (every row's outcome, what is
@@ -64,25 +65,25 @@ describe(`wum users import: 1,000 rows with bad ones, resumable [${BACKEND}]`, (
   const badAt = (share: number) => Math.round(ROWS * share);
 
   function assertRejections(run: WumRun) {
-    const report = run.json();
+    const report = json<ImportRun>(run);
     const rejected = report.rows.filter((r: { outcome: string }) => r.outcome === 'rejected');
     assert.deepEqual(
-      rejected.map((r: { line: number; code: string }) => [r.line, r.code]),
+      rejected.map((r: { line: number; code?: string }) => [r.line, r.code]),
       REJECTED.map(([i, bad]) => [line(Number(i)), bad.code]),
     );
-    const detail = (i: number) => rejected.find((r: { line: number }) => r.line === line(i)).detail as string;
+    const detail = (i: number) => rejected.find((r: { line: number }) => r.line === line(i))!.detail as string;
     assert.match(detail(badAt(0.12)), /user\.apps\[1\]\.name: unknown product "billing"/);
     assert.match(detail(badAt(0.34)), /user\.email: must be a valid email address/);
     assert.match(detail(badAt(0.56)), /user\.role: must be one of: owner, non_owner/);
     const duplicate = report.rows.find((r: { line: number }) => r.line === line(badAt(0.78)));
-    assert.deepEqual([duplicate.outcome, duplicate.code], ['skipped', 'user_already_exists']);
+    assert.deepEqual([duplicate?.outcome, duplicate?.code], ['skipped', 'user_already_exists']);
     assert.match(detail(badAt(0.9)), /user\.apps\[0\]\.role/);
   }
 
   test('the first import adds and reactivates the good rows, skips active users, rejects the bad rows (exit 1)', TIMEOUT, async () => {
     const run = await runWum(['users', 'import', file, '--json'], env, 240_000);
     assert.equal(run.code, 1, `exit 1 because rows were rejected\n${run.stderr}`);
-    assert.deepEqual(run.json().summary, {
+    assert.deepEqual(json<ImportRun>(run).summary, {
       rows: ROWS,
       added: ROWS - badCount - DUPLICATES - ACTIVE.length - DEACTIVATED.length,
       reactivated: DEACTIVATED.length,
@@ -90,7 +91,7 @@ describe(`wum users import: 1,000 rows with bad ones, resumable [${BACKEND}]`, (
       rejected: badCount,
       not_attempted: 0,
     });
-    const byLine = new Map(run.json().rows.map((r: { line: number; outcome: string }) => [r.line, r.outcome]));
+    const byLine = new Map(json<ImportRun>(run).rows.map((r: { line: number; outcome: string }) => [r.line, r.outcome]));
     for (const i of ACTIVE) assert.equal(byLine.get(line(i)), 'skipped');
     for (const i of DEACTIVATED) assert.equal(byLine.get(line(i)), 'reactivated');
     assert.equal(byLine.get(line(1)), 'added');
@@ -130,7 +131,7 @@ describe(`wum users import: 1,000 rows with bad ones, resumable [${BACKEND}]`, (
   test('running the same import again skips everything already there (resumable)', TIMEOUT, async () => {
     const run = await runWum(['users', 'import', file, '--json'], env, 240_000);
     assert.equal(run.code, 1, 'the bad rows are still rejected');
-    assert.deepEqual(run.json().summary, {
+    assert.deepEqual(json<ImportRun>(run).summary, {
       rows: ROWS,
       added: 0,
       reactivated: 0,

@@ -10,6 +10,7 @@ import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { startWumServer, type WumServer } from '../../harness/wum-server.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * The web console end to end: the real server process on this backend, the console it serves
@@ -100,7 +101,7 @@ describe(`web console [${BACKEND}]`, () => {
     }
     const created = await call('POST', '/admin/v1/workspaces', { subdomain: WORKSPACE, name: 'Acme Inc' });
     assert.equal(created.status, 201, created.body);
-    apiKey = created.json().api_key.key;
+    apiKey = json<'createWorkspace'>(created).api_key.key;
   });
 
   after(async () => {
@@ -210,7 +211,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Add user' }).click();
     await page.getByRole('status').getByText('Added.').waitFor();
     assert.equal(new URL(page.url()).pathname, '/console/users/ada%40example.com');
-    const stored = (await call('GET', `${API}/users/ada@example.com`)).json();
+    const stored = json<'User'>(await call('GET', `${API}/users/ada@example.com`));
     assert.deepEqual(
       { first_name: stored.first_name, role: stored.role, apps: stored.apps },
       { first_name: 'Ada', role: 'non_owner', apps: [{ name: 'analytics', role: 'viewer' }, { name: 'crm', role: 'admin' }] },
@@ -278,8 +279,8 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByRole('status').getByText('Saved.').waitFor();
     let stored = await call('GET', `${API}/users/ada@example.com`);
-    assert.equal(stored.json().role, 'owner');
-    assert.deepEqual(stored.json().apps.map((a: { role: string }) => a.role).sort(), ['admin', 'member', 'viewer']);
+    assert.equal(json<'User'>(stored).role, 'owner');
+    assert.deepEqual(json<'User'>(stored).apps.map((a: { role: string }) => a.role).sort(), ['admin', 'member', 'viewer']);
 
     // Someone else changes Ada meanwhile; the page still holds the version it read.
     const behind = await call('PATCH', `${API}/users/ada@example.com`, { user: { last_name: 'King' } });
@@ -289,14 +290,14 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByRole('alert').getByText('Someone else changed this user').waitFor();
     if (SCREENSHOTS) await saveScreenshot(page, 'user-conflict');
     stored = await call('GET', `${API}/users/ada@example.com`);
-    assert.equal(stored.json().first_name, 'Ada', 'nothing saved on a conflict');
+    assert.equal(json<'User'>(stored).first_name, 'Ada', 'nothing saved on a conflict');
     await page.getByRole('button', { name: 'Reload the user' }).click();
     await page.waitForFunction(() => (document.querySelector('#edit-last') as HTMLInputElement | null)?.value === 'King');
     assert.equal(await page.getByLabel('First name').inputValue(), 'Ada');
     await page.getByLabel('First name').fill('Augusta');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByRole('status').getByText('Saved.').waitFor();
-    assert.equal((await call('GET', `${API}/users/ada@example.com`)).json().first_name, 'Augusta');
+    assert.equal(json<'User'>(await call('GET', `${API}/users/ada@example.com`)).first_name, 'Augusta');
   });
 
   test('deactivates and reactivates a user after a confirmation; the history shows both', TEST_TIMEOUT, async () => {
@@ -307,15 +308,15 @@ describe(`web console [${BACKEND}]`, () => {
     await assertAccessible(page, 'confirmation dialog');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active', 'cancel changes nothing');
+    assert.equal(json<'User'>(await call('GET', `${API}/users/member01@example.com`)).status, 'active', 'cancel changes nothing');
     await page.getByRole('button', { name: 'Deactivate' }).click();
     await dialog.getByRole('button', { name: 'Deactivate' }).click();
     await page.getByRole('button', { name: 'Reactivate' }).waitFor();
-    assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'deactivated');
+    assert.equal(json<'User'>(await call('GET', `${API}/users/member01@example.com`)).status, 'deactivated');
     await page.getByRole('button', { name: 'Reactivate' }).click();
     await page.getByRole('dialog', { name: 'Reactivate member01@example.com?' }).getByRole('button', { name: 'Reactivate' }).click();
     await page.getByRole('button', { name: 'Deactivate' }).waitFor();
-    assert.equal((await call('GET', `${API}/users/member01@example.com`)).json().status, 'active');
+    assert.equal(json<'User'>(await call('GET', `${API}/users/member01@example.com`)).status, 'active');
     const history = page.getByRole('region', { name: 'History' });
     // A PATCH of the status is audited as user.updated (docs/contract.md Part B), its change shown.
     // Named for people, with the field's change as a diff.
@@ -338,7 +339,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByText('Deactivated 2 of 2 users.').waitFor();
     await page.getByText('Page 1 of 1 · 7 users').waitFor();
     for (const email of ['member02@example.com', 'member03@example.com']) {
-      assert.equal((await call('GET', `${API}/users/${email}`)).json().status, 'deactivated');
+      assert.equal(json<'User'>(await call('GET', `${API}/users/${email}`)).status, 'deactivated');
     }
   });
 
@@ -371,7 +372,7 @@ describe(`web console [${BACKEND}]`, () => {
     assert.match(rows[4]![3]!, /duplicate_row/);
     await assertAccessible(page, 'import report');
     if (SCREENSHOTS) await saveScreenshot(page, 'import');
-    assert.equal((await call('GET', `${API}/users/grace@example.com`)).json().last_name, 'Hopper');
+    assert.equal(json<'User'>(await call('GET', `${API}/users/grace@example.com`)).last_name, 'Hopper');
     assert.equal((await call('GET', `${API}/users/bad@example.com`)).status, 404);
   });
 
@@ -418,7 +419,7 @@ describe(`web console [${BACKEND}]`, () => {
     await tabUntil('analytics:viewer').catch(() => undefined);
     await page.keyboard.press('Enter');
     await page.getByRole('status').getByText('Added.').waitFor();
-    assert.deepEqual((await call('GET', `${API}/users/keys@example.com`)).json().apps, [{ name: 'crm', role: 'member' }]);
+    assert.deepEqual(json<'User'>(await call('GET', `${API}/users/keys@example.com`)).apps, [{ name: 'crm', role: 'member' }]);
     await page.getByRole('button', { name: 'Deactivate' }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('dialog').waitFor();
@@ -430,7 +431,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Reactivate' }).waitFor();
-    assert.equal((await call('GET', `${API}/users/keys@example.com`)).json().status, 'deactivated');
+    assert.equal(json<'User'>(await call('GET', `${API}/users/keys@example.com`)).status, 'deactivated');
   });
 
   test('operator pages: workspaces (key shown once, typed deletion), keys, products with product_in_use explained, audit log', TEST_TIMEOUT, async () => {
@@ -518,14 +519,14 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByLabel(/Roles of analytics/).fill('viewer, editor, owner');
     await page.getByRole('button', { name: 'Save roles' }).click();
     await page.getByRole('row', { name: /analytics/ }).getByText('owner').waitFor();
-    assert.deepEqual((await call('GET', '/admin/v1/products/analytics')).json().roles, ['viewer', 'editor', 'owner']);
+    assert.deepEqual(json<'getCatalogueProduct'>(await call('GET', '/admin/v1/products/analytics')).roles, ['viewer', 'editor', 'owner']);
     await page.getByRole('button', { name: 'Edit the roles of crm' }).click();
     await page.getByLabel(/Roles of crm/).fill('admin');
     await page.getByRole('button', { name: 'Save roles' }).click();
     await page.getByRole('alert').getByText('product_in_use').waitFor();
     await page.getByText('The catalogue never takes a role away from an active user').waitFor();
     if (SCREENSHOTS) await saveScreenshot(page, 'products');
-    assert.deepEqual((await call('GET', '/admin/v1/products/crm')).json().roles, ['admin', 'member'], 'nothing changed');
+    assert.deepEqual(json<'getCatalogueProduct'>(await call('GET', '/admin/v1/products/crm')).roles, ['admin', 'member'], 'nothing changed');
 
     // The audit log, filtered, with its filters in the URL.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log' }).click();
@@ -573,7 +574,7 @@ describe(`web console [${BACKEND}]`, () => {
       await form.getByLabel('Issuer URL').fill(op.issuer);
       await form.getByRole('button', { name: 'Save' }).click();
       await section.getByText(op.issuer).waitFor();
-      assert.equal((await call('GET', `/admin/v1/workspaces/${WORKSPACE}/identity-provider`)).json().issuer, op.issuer);
+      assert.equal(json<'getIdentityProvider'>(await call('GET', `/admin/v1/workspaces/${WORKSPACE}/identity-provider`)).issuer, op.issuer);
       // Back to the key sign-in the other tests of this file use.
       assert.equal((await call('DELETE', `/admin/v1/workspaces/${WORKSPACE}/identity-provider`)).status, 204);
     } finally {
@@ -621,9 +622,9 @@ describe(`web console [${BACKEND}]`, () => {
     await page.reload();
     await row.waitFor();
     assert.doesNotMatch(await page.locator('main').innerText(), /whsec_/, 'and never shown again');
-    const listed = (await call('GET', `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints`)).json().webhook_endpoints;
+    const listed = json<'listWebhookEndpoints'>(await call('GET', `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints`)).webhook_endpoints;
     assert.equal(listed.length, 1);
-    const endpointId: string = listed[0].id;
+    const endpointId: string = listed[0]!.id;
     const endpointPath = `/admin/v1/workspaces/${WORKSPACE}/webhook-endpoints/${endpointId}`;
 
     // Edit: event types and enabled.
@@ -634,13 +635,13 @@ describe(`web console [${BACKEND}]`, () => {
     await edit.getByLabel('Enabled (deliveries are sent)').uncheck();
     await edit.getByRole('button', { name: 'Save the endpoint' }).click();
     await row.getByText('Disabled').waitFor();
-    const stored = (await call('GET', endpointPath)).json();
+    const stored = json<'getWebhookEndpoint'>(await call('GET', endpointPath));
     assert.deepEqual({ event_types: stored.event_types, enabled: stored.enabled }, { event_types: ['user.created', 'user.deactivated'], enabled: false });
     await row.getByRole('button', { name: `Edit ${receiver.url}` }).click();
     await edit.getByLabel('Enabled (deliveries are sent)').check();
     await edit.getByRole('button', { name: 'Save the endpoint' }).click();
     await row.getByText('Enabled').waitFor();
-    assert.equal((await call('GET', endpointPath)).json().enabled, true);
+    assert.equal(json<'getWebhookEndpoint'>(await call('GET', endpointPath)).enabled, true);
 
     // Rotate: cancel changes nothing; confirmed, a new secret is shown once.
     await row.getByRole('button', { name: `Rotate the secret of ${receiver.url}` }).click();
@@ -648,13 +649,13 @@ describe(`web console [${BACKEND}]`, () => {
     await assertAccessible(page, 'rotate confirmation');
     await rotateDialog.getByRole('button', { name: 'Cancel' }).click();
     await rotateDialog.waitFor({ state: 'hidden' });
-    assert.equal((await call('GET', endpointPath)).json().previous_secret_expires_at, null, 'cancel rotates nothing');
+    assert.equal(json<'getWebhookEndpoint'>(await call('GET', endpointPath)).previous_secret_expires_at, null, 'cancel rotates nothing');
     await row.getByRole('button', { name: `Rotate the secret of ${receiver.url}` }).click();
     await rotateDialog.getByRole('button', { name: 'Rotate the secret' }).click();
     const rotated = await page.getByLabel(`New signing secret of ${receiver.url}`, { exact: true }).inputValue();
     assert.match(rotated, /^whsec_/);
     assert.notEqual(rotated, secret);
-    assert.notEqual((await call('GET', endpointPath)).json().previous_secret_expires_at, null);
+    assert.notEqual(json<'getWebhookEndpoint'>(await call('GET', endpointPath)).previous_secret_expires_at, null);
     await page.getByRole('button', { name: 'I have copied it' }).click();
 
     // A user change is delivered (the receiver fails the first attempt); the deliveries page shows both attempts.
@@ -711,7 +712,7 @@ describe(`web console [${BACKEND}]`, () => {
     await assertAccessible(page, 'add user with an expiry');
     await page.getByRole('button', { name: 'Add user' }).click();
     await page.getByRole('status').getByText('Added.').waitFor();
-    assert.equal(Date.parse((await call('GET', `${API}/users/temp@example.com`)).json().expires_at), Date.parse(`${day(10)}T23:59:59Z`), 'the end of that UTC day');
+    assert.equal(Date.parse(json<'User'>(await call('GET', `${API}/users/temp@example.com`)).expires_at!), Date.parse(`${day(10)}T23:59:59Z`), 'the end of that UTC day');
     await page.getByText('(expires in 10 days)').waitFor();
 
     // The list says when; the 30-day filter, kept in the URL, finds them and not a user who never expires.
@@ -736,7 +737,7 @@ describe(`web console [${BACKEND}]`, () => {
     await page.getByLabel('Access ends').fill('');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByRole('status').getByText('Saved.').waitFor();
-    assert.equal((await call('GET', `${API}/users/temp@example.com`)).json().expires_at, null);
+    assert.equal(json<'User'>(await call('GET', `${API}/users/temp@example.com`)).expires_at, null);
 
     // The policy page: set, the API's errors beside the field, remove.
     await page.getByRole('link', { name: 'Policies' }).click();
@@ -769,7 +770,7 @@ describe(`web console [${BACKEND}]`, () => {
     assert.equal(readOnly.status, 201, readOnly.body);
     const reader = await open();
     await reader.goto(`${origin}/console/policies`);
-    await reader.getByLabel('API key').fill(readOnly.json().key);
+    await reader.getByLabel('API key').fill(json<'createApiKey'>(readOnly).key);
     await reader.getByRole('button', { name: `Sign in to ${WORKSPACE}` }).click();
     await reader.getByText('You can see the policies but not change them').waitFor();
     await reader.getByText('sent P14D before each user').waitFor();

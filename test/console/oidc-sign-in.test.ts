@@ -8,6 +8,7 @@ import { buildConsole } from '../../scripts/build-console.ts';
 import { assertRefusedPage, assertSessionCookie, sessionCookieOf, signInAtProvider, type BrowserSignIn } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ConsoleSession } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 60_000 };
 
@@ -95,8 +96,8 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     const header = { cookie: await assertSessionCookie(page, origin) };
     const session = await external('GET', '/console/session', header);
     assert.equal(session.statusCode, 200, session.body);
-    assert.equal(session.json().actor.type, 'person');
-    assert.equal(session.json().actor.label, 'olivia@example.com');
+    assert.equal(json<ConsoleSession>(session).actor.type, 'person');
+    assert.equal(json<ConsoleSession>(session).actor.label, 'olivia@example.com');
     const users = await external('GET', '/users', header);
     assert.equal(users.statusCode, 200, users.body);
 
@@ -105,12 +106,12 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
     const added = await external('POST', '/users', { ...header, origin: `http://${ws.host}` }, userBody('made-by-olivia@example.com'));
     assert.equal(added.statusCode, 201, added.body);
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=made-by-olivia@example.com`);
-    assert.equal(audit.json().audit_events[0]?.actor.type, 'person', audit.body);
-    assert.equal(audit.json().audit_events[0]?.actor.label, 'olivia@example.com');
+    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events[0]?.actor.type, 'person', audit.body);
+    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events[0]?.actor.label, 'olivia@example.com');
 
     const crossOrigin = await external('POST', '/users', { ...header, origin: 'http://evil.localhost' }, userBody('forged@example.com'));
     assert.equal(crossOrigin.statusCode, 403, crossOrigin.body);
-    assert.equal(crossOrigin.json().code, 'cross_origin_refused');
+    assert.equal(json<'Problem'>(crossOrigin).code, 'cross_origin_refused');
     assert.equal((await external('GET', '/users/forged@example.com', header)).statusCode, 404, 'nothing added');
 
     // The same callback again (the code and state of a finished sign-in).
@@ -150,7 +151,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
   test('an ID token for another audience, or tampered with, is refused', TEST_TIMEOUT, async () => {
     try {
       op.rewriteIdToken = async (idToken, sign) => {
-        const claims = JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString());
+        const claims = json<Record<string, unknown>>(Buffer.from(idToken.split('.')[1]!, 'base64url').toString());
         return sign({ ...claims, aud: 'another-client' });
       };
       const wrongAudience = await signInAs('olivia');
@@ -158,7 +159,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
 
       op.rewriteIdToken = async (idToken) => {
         const [head, payload, signature] = idToken.split('.');
-        const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString());
+        const claims = json<Record<string, unknown>>(Buffer.from(payload!, 'base64url').toString());
         const forged = Buffer.from(JSON.stringify({ ...claims, email: 'oscar@example.com' })).toString('base64url');
         return `${head}.${forged}.${signature}`;
       };
@@ -218,7 +219,7 @@ describe(`console sign-in with an identity provider [${BACKEND}]`, () => {
       assert.equal(status, 303, 'the owner gets in at the new provider');
       const session = await external('GET', '/console/session', { cookie: `wum_session=${(await sessionCookie(page))!.value}` });
       assert.equal(session.statusCode, 200, session.body);
-      assert.equal(session.json().actor.label, 'olivia@example.com');
+      assert.equal(json<ConsoleSession>(session).actor.label, 'olivia@example.com');
       await page.context().close();
       // Bound at the new provider now: the same email there under another account is refused.
       second.accounts.set('olivia-twin', { email: 'olivia@example.com', email_verified: true });

@@ -11,6 +11,7 @@ import { storageDependencies } from '../../src/server/app-dependencies.ts';
 import { assertRefusedPage, sessionCookieOf, signInAtProvider, type BrowserSignIn } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 90_000 };
 const CALLBACK = '/console/oidc/callback';
@@ -67,7 +68,7 @@ describe(`sign-in with the standard OpenID Connect claims, and its refusals [${B
     assert.ok(cookie, 'a session cookie');
     const res = await app.inject({ method: 'GET', url: path, headers: { host: new URL(at).host, cookie: `wum_session=${cookie.value}` } });
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().actor.label;
+    return json<{ actor: { label: string } }>(res).actor.label;
   }
 
   before(async () => {
@@ -234,6 +235,6 @@ describe(`sign-in with the standard OpenID Connect claims, and its refusals [${B
     }
     const bad = await start('?prompt=consent');
     assert.equal(bad.statusCode, 400, bad.body);
-    assert.equal(bad.json().code, 'invalid_parameter');
+    assert.equal(json<'Problem'>(bad).code, 'invalid_parameter');
   });
 });

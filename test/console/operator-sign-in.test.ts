@@ -8,6 +8,7 @@ import { buildConsole } from '../../scripts/build-console.ts';
 import { assertRefusedPage, assertSessionCookie, sessionCookieOf, signInAtProvider, type BrowserSignIn } from '../helpers/oidc-browser.ts';
 import { startOpenIdProvider, type TestAccount, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 90_000 };
 const CALLBACK = '/console/operator/oidc/callback';
@@ -106,22 +107,22 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
     await page.getByRole('button', { name: 'Create workspace' }).click();
     await page.getByLabel('API key of made-by-ada', { exact: true }).waitFor();
     const audit = await ctx.admin('GET', '/workspaces/made-by-ada/audit-events');
-    const created = audit.json().audit_events.find((e: { action: string }) => e.action === 'workspace.created');
+    const created = json<'listWorkspaceAuditEvents'>(audit).audit_events.find((e: { action: string }) => e.action === 'workspace.created');
     assert.deepEqual(created?.actor, { type: 'operator', id: 'oidc:ada', label: 'ada@example.com' }, audit.body);
     const keys = await ctx.admin('GET', '/workspaces/made-by-ada/api-keys');
-    assert.equal(keys.json().api_keys[0]?.created_by.label, 'ada@example.com', keys.body);
+    assert.equal(json<'listApiKeys'>(keys).api_keys[0]?.created_by?.label, 'ada@example.com', keys.body);
     const signedIn = await ctx.admin('GET', '/audit-events?action=console.signed_in&actor_type=operator');
-    assert.ok(signedIn.json().audit_events.some((e: { actor: { label: string } }) => e.actor.label === 'ada@example.com'), signedIn.body);
+    assert.ok(json<'listAuditEvents'>(signedIn).audit_events.some((e: { actor: { label: string | null } }) => e.actor.label === 'ada@example.com'), signedIn.body);
 
     // A write with the cookie from another origin is refused, and changes nothing.
     const forged = await admin('POST', '/workspaces', header, { origin: 'http://evil.localhost' }, { subdomain: 'forged-by-evil' });
     assert.equal(forged.statusCode, 403, forged.body);
-    assert.equal(forged.json().code, 'cross_origin_refused');
+    assert.equal(json<'Problem'>(forged).code, 'cross_origin_refused');
     assert.equal((await ctx.admin('GET', '/workspaces/forged-by-evil')).statusCode, 404, 'nothing created');
     // An operator session opens no workspace's API.
     const external = await app.inject({ method: 'GET', url: `${API}/users`, headers: { host: `${ws.subdomain}.localhost:${port}`, cookie: header } });
     assert.equal(external.statusCode, 401, external.body);
-    assert.equal(external.json().code, 'invalid_session');
+    assert.equal(json<'Problem'>(external).code, 'invalid_session');
 
     const signedOut = page.waitForResponse((r) => r.url().endsWith('/console/operator/session') && r.request().method() === 'DELETE');
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -129,7 +130,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
     await page.getByRole('link', { name: `Sign in with ${new URL(op.issuer).host}` }).waitFor();
     const after = await admin('GET', '/workspaces', header);
     assert.equal(after.statusCode, 401, 'the session ended at sign-out');
-    assert.equal(after.json().code, 'invalid_session');
+    assert.equal(json<'Problem'>(after).code, 'invalid_session');
     assert.equal(await sessionCookieOf(page, origin), undefined, 'the cookie is cleared');
     await page.context().close();
   });
@@ -172,7 +173,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
       assert.equal(onWorkspace.statusCode, 404, `${path} on a workspace host: ${onWorkspace.body}`);
       const unconfigured = await ctx.app.inject({ method: 'GET', url: path, headers: { host: `localhost:${port}` } });
       assert.equal(unconfigured.statusCode, 404, `${path} without the settings: ${unconfigured.body}`);
-      assert.equal(unconfigured.json().code, 'not_found');
+      assert.equal(json<'Problem'>(unconfigured).code, 'not_found');
     }
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -192,7 +193,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
     const workspaceCookie = (keySession.headers['set-cookie'] as string).split(';', 1)[0]!;
     const refused: LightMyRequestResponse = await admin('GET', '/workspaces', workspaceCookie);
     assert.equal(refused.statusCode, 401, refused.body);
-    assert.equal(refused.json().code, 'invalid_session');
+    assert.equal(json<'Problem'>(refused).code, 'invalid_session');
 
     const { page } = await signInAs('grace');
     const header = await cookieHeader(page);
@@ -200,7 +201,7 @@ describe(`console sign-in of operators with an identity provider [${BACKEND}]`, 
     const restarted = await ctx.buildApp({ ...env, OPERATOR_EMAILS: 'ada@example.com' });
     const gone = await admin('GET', '/workspaces', header, {}, undefined, restarted);
     assert.equal(gone.statusCode, 401, gone.body);
-    assert.equal(gone.json().code, 'invalid_session');
+    assert.equal(json<'Problem'>(gone).code, 'invalid_session');
     await page.context().close();
   });
 });

@@ -13,6 +13,7 @@ import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/strea
 import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
 import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
 import { Registry } from 'prom-client';
+import { json } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 120_000 };
 /** Screenshots of the owner's pages go to docs/console/ when asked (`npm run screenshots`), on the first backend only. */
@@ -157,7 +158,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'I have copied it' }).click();
     const keys = page.getByRole('region', { name: 'API keys' });
     await keys.getByRole('row', { name: /okta-scim/ }).getByText('scim', { exact: true }).waitFor();
-    const listed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys.find((k: { name: string }) => k.name === 'okta-scim');
+    const listed = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys.find((k: { name: string }) => k.name === 'okta-scim');
     assert.deepEqual(listed?.scopes, ['scim']);
     assert.equal(listed?.created_by?.label, 'olivia@example.com', 'made by the owner, in person');
 
@@ -176,7 +177,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await assertAccessible(page, "owner's settings");
     if (SCREENSHOTS) await saveScreenshot(page, 'owner-settings');
     const endpoints = await ctx.admin('GET', `/workspaces/${ws.subdomain}/webhook-endpoints`);
-    assert.deepEqual(endpoints.json().webhook_endpoints.map((e: { url: string }) => e.url), [receiver.url]);
+    assert.deepEqual(json<'listWebhookEndpoints'>(endpoints).webhook_endpoints.map((e: { url: string }) => e.url), [receiver.url]);
 
     // The audit trail, newest first, filtered to what people did.
     await nav(page, 'Audit trail').click();
@@ -253,7 +254,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await row.getByText('Paused', { exact: true }).waitFor();
     await page.getByRole('note').getByText(/sends nothing, but it keeps its place/).waitFor();
     const listed = await external('GET', '/audit-streams');
-    assert.equal(listed.json().audit_streams[0].status, 'paused', listed.body);
+    assert.equal(json<'listOwnAuditStreams'>(listed).audit_streams[0]?.status, 'paused', listed.body);
     assert.equal((await external('POST', '/users', userBody('while-paused@example.com'))).statusCode, 201);
     await row.getByRole('cell', { name: /rows?, oldest/ }).waitFor();
     assert.equal(received('while-paused@example.com'), false, 'nothing sent while paused');
@@ -278,7 +279,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Delete SIEM' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete the stream' }).click();
     await page.getByText('Deleted the stream SIEM.').waitFor();
-    assert.deepEqual((await external('GET', '/audit-streams')).json().audit_streams, []);
+    assert.deepEqual(json<'listOwnAuditStreams'>(await external('GET', '/audit-streams')).audit_streams, []);
     await page.context().close();
   });
 
@@ -287,7 +288,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     assert.equal(made.statusCode, 201, made.body);
     const page = await open();
     await page.goto(`${origin}/console/`);
-    await page.getByLabel('API key').fill(made.json().key);
+    await page.getByLabel('API key').fill(json<'createApiKey'>(made).key);
     await page.getByRole('button', { name: `Sign in to ${ws.subdomain}` }).click();
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await page.getByRole('banner').getByText(/Signed in as reader .*\(API key\).*users:read/).waitFor();
@@ -331,7 +332,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Set inactivity policy' }).click();
     await page.getByRole('button', { name: 'Save inactivity policy' }).waitFor();
     const stored = await app.inject({ method: 'GET', url: `${API}/policies/inactivity`, headers: { host: ws.host, 'x-api-key': ws.apiKey } });
-    assert.equal(stored.json().deactivate_after, 'P90D', stored.body);
+    assert.equal(json<'getInactivityPolicy'>(stored).deactivate_after, 'P90D', stored.body);
     await assertAccessible(page, "the operator's policies of a workspace");
   });
 
@@ -357,7 +358,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await everything.getByText('Paused', { exact: true }).waitFor();
     await assertAccessible(page, "the operator's audit streams");
     // The owner sees their workspace's stream only.
-    assert.deepEqual((await external('GET', '/audit-streams')).json().audit_streams.map((s: { name: string }) => s.name), ['Owner only']);
+    assert.deepEqual(json<'listOwnAuditStreams'>(await external('GET', '/audit-streams')).audit_streams.map((s) => s.name), ['Owner only']);
     for (const name of ['Everything', 'Owner only']) {
       await page.getByRole('button', { name: `Delete ${name}` }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Delete the stream' }).click();

@@ -14,6 +14,7 @@ import { spawnedServers, type SpawnedServers } from '../helpers/spawned-server.t
 import { selfSignedCertificate, startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver, type TestCertificate } from '../../harness/stream-receivers.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { eventually, sleep } from '../reliability/support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * No audit row lost across a crash (docs/api.md, "Audit streams": at least once, in audit order,
@@ -146,7 +147,7 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
     const second = await servers.start();
     const listing = await sendRequest(port, 'GET', '/admin/v1/workspaces/streamy/audit-events?page_size=100', { headers: admin });
     assert.equal(listing.status, 200, listing.body);
-    const ids = (listing.json().audit_events as Array<{ id: number }>).map((e) => e.id).sort((a, b) => a - b);
+    const ids = json<{ audit_events: Array<{ id: number }> }>(listing).audit_events.map((e) => e.id).sort((a, b) => a - b);
     assert.ok(ids.length >= USERS + 4);
     for (const stream of streams) {
       const expected = ids.filter((id) => id > stream.cursor);
@@ -163,7 +164,7 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
       assert.deepEqual(got, expected, `${stream.type}: every audit id, in audit order (duplicates allowed)`);
     }
     assert.ok((await syslogIds()).cut <= 1, 'at most the one frame the kill cut short is not a whole row');
-    const health = async () => (await servers!.api(ws, 'GET', `/audit-streams/${streams[1]!.id}`)).json();
+    const health = async () => json<'getOwnAuditStream'>(await servers!.api(ws, 'GET', `/audit-streams/${streams[1]!.id}`));
     await eventually(async () => (await health()).status === 'active', 30_000, 'the HEC stream active again');
     assert.equal((await health()).last_error, null);
     assert.match((await sendRequest(port, 'GET', '/metrics')).body, /^wum_audit_stream_rows_delivered_total\{stream="[^"]+"\} [1-9]/m);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { DEMO_KEY_FILE, handOverDemoKey } from '../../src/server/demo-key.ts';
 import { BACKEND, testConfig } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Where the demo key goes (docs/security.md, "The demo key"): to a terminal, printed; otherwise
@@ -60,7 +61,7 @@ describe(`the demo key's hand-over [${BACKEND}]`, () => {
     assert.match(content, new RegExp(`^\\s*export WUM_API_KEY=${KEY}$`, 'm'));
     assert.doesNotMatch(content, /anyone could read/);
     assert.equal(lines.length, 1);
-    assert.equal(JSON.parse(lines[0]!).file, file);
+    assert.equal(json<{ file: string }>(lines[0]!).file, file);
     assert.ok(!lines[0]!.includes(KEY), 'the log holds the path, not the key');
   });
 });

@@ -8,6 +8,7 @@ import { freePort } from '../../harness/postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { json, userData } from '../helpers/json.ts';
 
 /*
  * The database fails over under write load (docs/contract.md Part B, "A highly available database";
@@ -118,7 +119,7 @@ if (BACKEND === 'postgres') {
     async function onPrimary<T>(work: (query: (text: string, values?: unknown[]) => Promise<Array<Record<string, unknown>>>) => Promise<T>): Promise<T> {
       const client = await createConnector({ url: formation.url, connectTimeoutMs: 5000 }).connect();
       try {
-        return await work(async (text, values) => (await client.query(text, values)).rows);
+        return await work(async (text, values) => (await client.query<Record<string, unknown>>(text, values)).rows);
       } finally {
         await client.end();
       }
@@ -131,7 +132,7 @@ if (BACKEND === 'postgres') {
       assert.ok((await admin(a!, 'PUT', '/products/crm', { roles: ['admin', 'member'] })).status < 300);
       const created = await admin(a!, 'POST', '/workspaces', { subdomain });
       assert.equal(created.status, 201, created.body);
-      apiKey = created.json().api_key.key;
+      apiKey = json<'createWorkspace'>(created).api_key.key;
       receiver = await startWebhookReceiver();
       const endpoint = await admin(a!, 'POST', `/workspaces/${subdomain}/webhook-endpoints`, { url: receiver.url, event_types: ['user.created'] });
       assert.equal(endpoint.status, 201, endpoint.body);
@@ -171,7 +172,7 @@ if (BACKEND === 'postgres') {
             } catch (e) {
               error = (e as Error).message;
             }
-            const code = res && res.status !== 201 ? (() => { try { return res.json().code as string; } catch { return undefined; } })() : undefined;
+            const code = res && res.status !== 201 ? (() => { try { return json<'Problem'>(res).code as string; } catch { return undefined; } })() : undefined;
             attempts.push({
               email,
               replica,
@@ -325,7 +326,7 @@ if (BACKEND === 'postgres') {
       // The delivery workers carried on across the failover: every acknowledged user's event
       // reached the receiver (at least once: a delivery may repeat, never go missing).
       const delivered = () =>
-        new Set(receiver.received.filter((r) => r.status < 300).map((r) => JSON.parse(r.body).data.user.email as string));
+        new Set(receiver.received.filter((r) => r.status < 300).map((r) => userData(json<'Event'>(r.body)).user.email));
       const deliveryDeadline = Date.now() + DELIVERY_MS;
       let missing = [...acknowledged];
       while (Date.now() < deliveryDeadline) {
@@ -343,7 +344,7 @@ if (BACKEND === 'postgres') {
       const [a] = replicas;
       const created = await admin(a!, 'POST', `/workspaces/${subdomain}/api-keys`);
       assert.equal(created.status, 201, created.body);
-      const { id, key } = created.json();
+      const { id, key } = json<'createApiKey'>(created);
       const use = (replica: Replica) => sendRequest(replica.port, 'GET', `${API}/users?page_size=1`, { host, headers: { 'x-api-key': key } });
       for (const replica of replicas) assert.equal((await use(replica)).status, 200);
       const revokedAt = performance.now();

@@ -4,6 +4,7 @@ import { sendRequest, type ServerProcess } from '../../harness/server-process.ts
 import { spawnedServers, type SpawnedServers } from '../helpers/spawned-server.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { eventually, sleep } from '../reliability/support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * A bulk import survives a crash (docs/contract.md Part B, "Importing users in bulk"): a real
@@ -31,13 +32,13 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
     const csv = ['email,role,first_name,last_name,apps', ...Array.from({ length: ROWS }, (_, i) => `crash${i}@example.com,non_owner,Crash,${i},crm:member`)].join('\n');
     const uploaded = await sendRequest(port, 'POST', `${API}/users/imports`, { ...request, raw: { body: csv, type: 'text/csv' }, timeoutMs: 120_000 });
     assert.equal(uploaded.status, 202, uploaded.body);
-    const id = uploaded.json().id as string;
+    const id = json<'startUserImport'>(uploaded).id as string;
 
     let seen = 0;
     const errors = (server: ServerProcess) => server.stdout().split('\n').filter((l) => /"level":50/.test(l)).slice(0, 2).join('\n');
     await eventually(
       async () => {
-        seen = (await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request)).json().rows_done;
+        seen = json<'getUserImport'>(await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request)).rows_done;
         return seen > 0;
       },
       60_000,
@@ -50,7 +51,7 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
     let job: Record<string, unknown> = {};
     await eventually(
       async () => {
-        job = (await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request)).json();
+        job = json<'getUserImport'>(await sendRequest(port, 'GET', `${API}/users/imports/${id}`, request));
         return job.status !== 'running' && job.status !== 'queued';
       },
       180_000,
@@ -59,7 +60,7 @@ describe(`imports: SIGKILL mid-job, restart, every row applied once [${BACKEND}]
     assert.equal(job.status, 'completed');
     assert.deepEqual([job.rows_total, job.rows_done, job.added, job.skipped, job.rejected], [ROWS, ROWS, ROWS, 0, 0]);
     const listing = await sendRequest(port, 'GET', `${API}/users?page_size=1`, request);
-    assert.equal(listing.json().pagination.total_records, ROWS, 'the counts agree with the users');
+    assert.equal(json<'listUsers'>(listing).pagination.total_records, ROWS, 'the counts agree with the users');
     second.child.kill('SIGTERM');
     await second.waitForExit(30_000);
     await sleep(100);

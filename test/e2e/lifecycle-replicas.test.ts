@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { createPostgresDatabase, freePort, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { json, userData } from '../helpers/json.ts';
 
 /*
  * The scheduler of access that ends on time across processes (docs/contract.md Part B, "Access
@@ -49,7 +50,7 @@ if (BACKEND === 'postgres') {
       const subdomain = `expiring${counter}`;
       const created = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { subdomain } });
       assert.equal(created.status, 201, created.body);
-      const key = created.json().api_key.key as string;
+      const key = json<'createWorkspace'>(created).api_key.key as string;
       const call = (p: number, method: string, path: string, body?: unknown) =>
         sendRequest(p, method, `${API}${path}`, { host: `${subdomain}.localhost`, headers: { 'x-api-key': key }, body, timeoutMs: 30_000 });
       assert.equal((await call(port, 'POST', '/users', { user: { email: 'owner@example.com', role: 'owner', apps: [] } })).status, 201);
@@ -69,7 +70,7 @@ if (BACKEND === 'postgres') {
     async function deactivated(ws: Awaited<ReturnType<typeof workspace>>, port: number): Promise<number> {
       const res = await ws.call(port, 'GET', '/users?status=deactivated&page_size=1');
       assert.equal(res.status, 200, res.body);
-      return res.json().total_count as number;
+      return json<'listUsers'>(res).total_count as number;
     }
 
     /** Every event of the workspace's feed. */
@@ -79,8 +80,8 @@ if (BACKEND === 'postgres') {
       for (;;) {
         const res = await ws.call(port, 'GET', `/events?after=${afterSequence}&limit=1000`);
         assert.equal(res.status, 200, res.body);
-        const page = res.json();
-        all.push(...page.events);
+        const page = json<'listEvents'>(res);
+        all.push(...page.events.map((e) => ({ type: e.type, data: userData(e) })));
         if (page.events.length === 0) return all;
         afterSequence = page.next_after;
       }
@@ -95,7 +96,7 @@ if (BACKEND === 'postgres') {
       const audit = await sendRequest(port, 'GET', `/admin/v1/workspaces/${ws.subdomain}/audit-events?actor_type=policy&page_size=1`, {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
       });
-      assert.equal(audit.json().total_count, count);
+      assert.equal(json<'listWorkspaceAuditEvents'>(audit).total_count, count);
     }
 
     before(async () => {
@@ -119,7 +120,7 @@ if (BACKEND === 'postgres') {
       }
       await sleep(6_000); // a further sweep of each process finds nothing more to do
       await assertExactlyOnce(ws, a, count);
-      assert.equal((await ws.call(b, 'GET', '/users/owner@example.com')).json().status, 'active');
+      assert.equal(json<'User'>(await ws.call(b, 'GET', '/users/owner@example.com')).status, 'active');
     });
 
     test('a process killed with SIGKILL mid-sweep: another finishes the sweep, nothing skipped, nothing twice', TEST_TIMEOUT, async () => {

@@ -6,6 +6,7 @@ import { createPostgresDatabase, freePort, withClient, type PostgresDatabase } f
 import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Three server processes on one PostgreSQL, behind a real HAProxy on loopback, sharing their
@@ -58,14 +59,14 @@ if (BACKEND === 'postgres') {
       const subdomain = `cluster${counter}`;
       const created = await admin('POST', '/workspaces', { subdomain });
       assert.equal(created.status, 201, created.body);
-      const { key, id } = created.json().api_key as { key: string; id: string };
+      const { key, id } = json<'createWorkspace'>(created).api_key as { key: string; id: string };
       return { subdomain, key, keyId: id };
     }
 
     async function newKey(subdomain: string): Promise<string> {
       const created = await admin('POST', `/workspaces/${subdomain}/api-keys`);
       assert.equal(created.status, 201, created.body);
-      return created.json().key as string;
+      return json<'createApiKey'>(created).key as string;
     }
 
     before(async () => {
@@ -231,7 +232,7 @@ if (BACKEND === 'postgres') {
       // The survivors still serve, through the balancer, once the dead replica is out of rotation.
       const after = await viaBalancer('GET', `${API}/users?page_size=1`, { host, headers: { 'x-api-key': ws.key } });
       assert.equal(after.status, 200, after.body);
-      assert.equal(after.json().total_count, stored.size);
+      assert.equal(json<'listUsers'>(after).total_count, stored.size);
     });
   });
 }

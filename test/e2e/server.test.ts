@@ -9,6 +9,7 @@ import { createPostgresDatabase, type PostgresDatabase, freePort } from '../../h
 import { SERVER_ARGS, listeningPid, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { DEMO_KEY_FILE } from '../../src/server/demo-key.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * End-to-end: the real server process, started the way the README says (`npm start`), over a
@@ -51,7 +52,7 @@ function runShell(line: string): Promise<string> {
 }
 
 function emails(listing: HttpResponse): string[] {
-  return (listing.json().users as Array<{ email: string }>).map((u) => u.email);
+  return (json<'listUsers'>(listing).users as Array<{ email: string }>).map((u) => u.email);
 }
 
 /** Sends SIGTERM to `pid` and asserts that `server` (the process we spawned) exits with 0. */
@@ -144,7 +145,7 @@ describe(`server process [${BACKEND}]`, () => {
         spawned.push(first);
         const [logLine] = await first.waitForOutput(/^\{.*"file":.*\}$/m, START_TIMEOUT_MS);
         const file = join(dataDir, DEMO_KEY_FILE);
-        assert.equal(JSON.parse(logLine!).file, file, 'the log names the file');
+        assert.equal(json<{ file: string }>(logLine!).file, file, 'the log names the file');
         assert.equal(statSync(file).mode & 0o777, 0o600, 'readable by the owner only');
         const banner = readFileSync(file, 'utf8');
         const [, curlLine, curlKey, url] = BANNER_CURL.exec(banner) ?? [];
@@ -167,12 +168,12 @@ describe(`server process [${BACKEND}]`, () => {
           const target = new URL(url);
           body = (await sendRequest(port, 'GET', target.pathname, { host: target.host, headers: { 'X-Api-Key': curlKey } })).body;
         }
-        const listing = JSON.parse(body);
+        const listing = json<'listUsers'>(body);
         assert.deepEqual(
           listing.users.map((u: { email: string }) => u.email),
           ['owner@demo.example'],
         );
-        assert.equal(listing.users[0].role, 'owner');
+        assert.equal(listing.users[0]!.role, 'owner');
         assert.equal(listing.total_count, 1);
       });
 
@@ -191,9 +192,9 @@ describe(`server process [${BACKEND}]`, () => {
           user: { email: 'eve@example.com', role: 'non_owner', first_name: 'Eve', apps: [{ name: 'helpdesk', role: 'agent' }] },
         });
         assert.equal(added.status, 201, added.body);
-        assert.equal(added.json().email, 'eve@example.com');
-        assert.equal(added.json().last_name, '-');
-        assert.deepEqual(added.json().apps, [{ name: 'helpdesk', role: 'agent' }]);
+        assert.equal(json<'User'>(added).email, 'eve@example.com');
+        assert.equal(json<'User'>(added).last_name, '-');
+        assert.deepEqual(json<'User'>(added).apps, [{ name: 'helpdesk', role: 'agent' }]);
         const location = added.headers.location as string;
         assert.equal(location, `${API}/users/eve%40example.com`);
 
@@ -209,12 +210,12 @@ describe(`server process [${BACKEND}]`, () => {
         const listing = await api('GET', '/users');
         assert.equal(listing.status, 200);
         assert.deepEqual(emails(listing), ['owner@demo.example', 'eve@example.com']);
-        assert.equal(listing.json().total_count, 2);
+        assert.equal(json<'listUsers'>(listing).total_count, 2);
         assert.deepEqual(emails(await api('GET', '/users?status=deactivated')), ['gone@example.com']);
 
         const wrongKey = await api('GET', '/users', undefined, `wum_${randomBytes(32).toString('base64url')}`);
         assert.equal(wrongKey.status, 401);
-        assert.equal(wrongKey.json().code, 'invalid_api_key');
+        assert.equal(json<'Problem'>(wrongKey).code, 'invalid_api_key');
       });
 
       test('GET /healthz and /readyz answer without a key on any host, /metrics on the operator host', TEST_TIMEOUT, async () => {
@@ -244,13 +245,13 @@ describe(`server process [${BACKEND}]`, () => {
 
         const listing = await api('GET', '/users?status=all');
         assert.equal(listing.status, 200, 'the key printed at first start still works');
-        const users = listing.json().users as Array<{ email: string; status: string; apps: unknown }>;
+        const users = json<'listUsers'>(listing).users as Array<{ email: string; status: string; apps: unknown }>;
         assert.deepEqual(
           users.map((u) => [u.email, u.status]),
           [['owner@demo.example', 'active'], ['eve@example.com', 'active'], ['gone@example.com', 'deactivated']],
         );
         assert.deepEqual(users[1]!.apps, [{ name: 'helpdesk', role: 'agent' }]);
-        assert.equal((await api('GET', '/products')).json().products.length, 3, 'no second catalogue');
+        assert.equal(json<'listProducts'>(await api('GET', '/products')).products.length, 3, 'no second catalogue');
 
         await assertGracefulStop(second, second.child.pid!);
         assert.doesNotMatch(second.stdout(), /WUM_API_KEY|curl /, 'the banner is printed only on the first start');
@@ -291,7 +292,7 @@ describe(`server process [${BACKEND}]`, () => {
       test('the admin API creates a workspace and products; users are added, listed and deactivated over HTTP', TEST_TIMEOUT, async () => {
         const workspace = await admin('POST', '/workspaces', { subdomain: 'acme', name: 'Acme Inc' });
         assert.equal(workspace.status, 201, workspace.body);
-        apiKey = workspace.json().api_key.key;
+        apiKey = json<'createWorkspace'>(workspace).api_key.key;
         assert.match(apiKey, /^wum_/);
         const product = await admin('PUT', '/products/crm', { roles: ['admin', 'member'] });
         assert.ok([200, 201].includes(product.status), product.body);
@@ -299,25 +300,25 @@ describe(`server process [${BACKEND}]`, () => {
         assert.deepEqual((await api('GET', '/products')).json(), { products: [{ name: 'crm', roles: ['admin', 'member'] }] });
         const empty = await api('GET', '/users');
         assert.equal(empty.status, 200);
-        assert.deepEqual(empty.json().users, []);
-        assert.equal(empty.json().total_count, 0);
+        assert.deepEqual(json<'listUsers'>(empty).users, []);
+        assert.equal(json<'listUsers'>(empty).total_count, 0);
 
         const owner = await api('POST', '/users', { user: { email: 'boss@acme.example', role: 'owner', apps: [{ name: 'crm', role: 'admin' }] } });
         assert.equal(owner.status, 201, owner.body);
         const member = await api('POST', '/users', { user: { email: 'Sam@Acme.example', role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] } });
         assert.equal(member.status, 201, member.body);
-        assert.equal((await api('POST', '/users', { user: { email: 'sam@acme.example', role: 'non_owner', apps: [] } })).json().code, 'user_already_exists');
+        assert.equal(json<'Problem'>(await api('POST', '/users', { user: { email: 'sam@acme.example', role: 'non_owner', apps: [] } })).code, 'user_already_exists');
 
         assert.deepEqual(emails(await api('GET', '/users')), ['boss@acme.example', 'Sam@Acme.example']);
         const fetched = await api('GET', '/users/sam%40acme.example');
         assert.equal(fetched.status, 200);
-        assert.deepEqual(fetched.json().apps, [{ name: 'crm', role: 'member' }]);
+        assert.deepEqual(json<'User'>(fetched).apps, [{ name: 'crm', role: 'member' }]);
 
         assert.equal((await api('DELETE', '/users/sam%40acme.example')).status, 204);
-        assert.equal((await api('DELETE', '/users/boss%40acme.example')).json().code, 'last_owner');
+        assert.equal(json<'Problem'>(await api('DELETE', '/users/boss%40acme.example')).code, 'last_owner');
         const listing = await api('GET', '/users');
         assert.deepEqual(emails(listing), ['boss@acme.example']);
-        assert.equal(listing.json().total_count, 1);
+        assert.equal(json<'listUsers'>(listing).total_count, 1);
       });
 
       test('SIGTERM stops it with 0; no demo banner with DATABASE_URL; a restart sees the same data', TEST_TIMEOUT, async () => {
@@ -332,7 +333,7 @@ describe(`server process [${BACKEND}]`, () => {
         const listing = await api('GET', '/users?status=all');
         assert.equal(listing.status, 200, 'the key still works');
         assert.deepEqual(
-          (listing.json().users as Array<{ email: string; status: string }>).map((u) => [u.email, u.status]),
+          (json<'listUsers'>(listing).users as Array<{ email: string; status: string }>).map((u) => [u.email, u.status]),
           [['boss@acme.example', 'active'], ['Sam@Acme.example', 'deactivated']],
         );
         await assertGracefulStop(again, again.child.pid!);

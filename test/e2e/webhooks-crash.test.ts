@@ -6,6 +6,7 @@ import { spawnedServers, type SpawnedServers } from '../helpers/spawned-server.t
 import { BACKEND } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { eventually } from '../reliability/support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * No event lost across a crash (docs/contract.md Part B, Events and webhooks: "Deliveries survive
@@ -41,11 +42,11 @@ describe(`webhooks: SIGKILL with undelivered events, restart, all delivered [${B
     const ws = await servers.seed('crashy');
     const created = await sendRequest(port, 'POST', '/admin/v1/workspaces/crashy/webhook-endpoints', { headers: admin, body: { url: receiver.url } });
     assert.equal(created.status, 201, created.body);
-    const secret = created.json().secret as string;
+    const secret = json<'createWebhookEndpoint'>(created).secret as string;
 
     for (let i = 0; i < USERS; i += 1) await servers.addUser(ws, `crash${i}@example.com`);
     await receiver.waitFor(1);
-    const endpointId = created.json().id as string;
+    const endpointId = json<'createWebhookEndpoint'>(created).id as string;
     await eventually(
       async () => new RegExp(`^wum_webhook_delivery_failures_total\\{endpoint="${endpointId}"\\} [1-9]`, 'm').test((await sendRequest(port, 'GET', '/metrics')).body),
       30_000,
@@ -57,7 +58,7 @@ describe(`webhooks: SIGKILL with undelivered events, restart, all delivered [${B
 
     const second = await servers.start();
     const feed = await servers.api(ws, 'GET', '/events?limit=1000');
-    const ids = (feed.json().events as Array<{ id: string }>).map((e) => e.id);
+    const ids = (json<'listEvents'>(feed).events as Array<{ id: string }>).map((e) => e.id);
     assert.equal(ids.length, USERS, 'every acknowledged change has its event');
 
     const delivered = () => new Set(receiver!.received.filter((r) => r.status === 204).map((r) => r.headers['webhook-id'] as string));

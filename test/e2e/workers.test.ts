@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import { createPostgresDatabase, type PostgresDatabase, freePort } from '../../harness/postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * WORKERS=N (docs/performance.md): the real server process with node:cluster workers sharing one port.
@@ -81,7 +82,7 @@ describe(`WORKERS [${BACKEND}]`, () => {
         sendRequest(port, method, `/admin/v1${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
       const created = await admin('POST', '/workspaces', { subdomain: 'multi' });
       assert.equal(created.status, 201, created.body);
-      const { key, id: keyId } = created.json().api_key as { key: string; id: string };
+      const { key, id: keyId } = json<'createWorkspace'>(created).api_key as { key: string; id: string };
       const host = `multi.localhost:${port}`;
       const api = (method: string, path: string, body?: unknown) =>
         sendRequest(port, method, `${API}${path}`, { host, headers: { 'x-api-key': key }, body });
@@ -92,7 +93,7 @@ describe(`WORKERS [${BACKEND}]`, () => {
       const listings = await Promise.all(Array.from({ length: 20 }, () => api('GET', '/users')));
       for (const listing of listings) {
         assert.equal(listing.status, 200, listing.body);
-        assert.deepEqual(listing.json().users.map((u: { email: string }) => u.email), ['ada@example.com']);
+        assert.deepEqual(json<'listUsers'>(listing).users.map((u: { email: string }) => u.email), ['ada@example.com']);
       }
       const workers = answeringPids(server.stdout());
       assert.equal(workers.size, 2, `requests answered by two worker processes: ${[...workers].join(', ')}`);

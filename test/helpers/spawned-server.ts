@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { freePort } from '../../harness/postgres-cluster.ts';
 import { sendRequest, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { LISTENING, START_TIMEOUT_MS, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
+import { json } from './json.ts';
 
 /*
  * The real server process of the crash tests (test/e2e/*-crash.test.ts): started on storage of
@@ -69,7 +70,7 @@ export async function spawnedServers(prefix: string, env: Record<string, string>
       assert.equal((await sendRequest(port, 'PUT', '/admin/v1/products/crm', { headers: admin, body: { roles: ['member'] } })).status, 201);
       const ws = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: admin, body: { subdomain } });
       assert.equal(ws.status, 201, ws.body);
-      const key = ws.json().api_key.key as string;
+      const key = json<'createWorkspace'>(ws).api_key.key;
       return { subdomain, key, request: { host: `${subdomain}.localhost:${port}`, headers: { 'x-api-key': key } } };
     },
     api: (ws, method, path, body) => sendRequest(port, method, `${API}${path}`, { ...ws.request, ...(body === undefined ? {} : { body }) }),

@@ -12,6 +12,7 @@ import { createPostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE, TEST_SECRETS_KEY } from '../../harness/backend.ts';
 import { createKeyRing, type KeyRing } from '../../src/core/secrets/secret-box.ts';
 import { checkAnswersAgainstDocument, type DocumentCheck } from './document-check.ts';
+import { json } from './json.ts';
 
 export { ADMIN_TOKEN, BACKEND, TEST_PGLITE_TEMPLATE_VARIABLE, TEST_SECRETS_KEY };
 
@@ -131,7 +132,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
       const subdomain = `${prefix}-${process.pid}-${workspaceCounter}`;
       const response = await admin('POST', '/workspaces', { subdomain });
       if (response.statusCode !== 201) throw new Error(`workspace creation failed: ${response.body}`);
-      const created = response.json();
+      const created = json<'createWorkspace'>(response);
       return {
         subdomain,
         apiKey: created.api_key.key,

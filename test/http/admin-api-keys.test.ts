@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,13 +26,13 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, code);
+    assert.equal(json<'Problem'>(res).code, code);
   }
 
   async function listKeys(ws: TestWorkspace): Promise<ListedKey[]> {
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`);
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().api_keys;
+    return json<'listApiKeys'>(res).api_keys;
   }
 
   before(async () => {
@@ -44,7 +45,7 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('keys');
     const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`);
     assert.equal(res.statusCode, 201, res.body);
-    const key = res.json();
+    const key = json<'createApiKey'>(res);
     assert.deepEqual(Object.keys(key).sort(), ['created_at', 'created_by', 'expires_at', 'id', 'key', 'name', 'prefix', 'scopes']);
     assert.deepEqual(key.scopes, ['*'], 'no scopes asked: every scope, present and future');
     assert.deepEqual(key.created_by, { type: 'operator', id: null, label: 'operator' });
@@ -62,12 +63,12 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('keys');
     const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, {});
     assert.equal(res.statusCode, 201, res.body);
-    assert.match(res.json().key, /^wum_/);
+    assert.match(json<'createApiKey'>(res).key, /^wum_/);
   });
 
   test('rotation: two keys work at once; revoking the old one leaves the new one working', async () => {
     const ws = await ctx.createWorkspace('rotate');
-    const fresh = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
+    const fresh = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
     assert.equal((await ctx.api(ws, 'GET', '/users')).statusCode, 200, 'old key');
     assert.equal((await ctx.api(withKey(ws, fresh.key), 'GET', '/users')).statusCode, 200, 'new key');
 
@@ -83,8 +84,8 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
 
   test('GET …/api-keys lists every key, oldest first, with public fields only and never the plaintext', async () => {
     const ws = await ctx.createWorkspace('list');
-    const second = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
-    const third = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
+    const second = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
+    const third = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${second.id}`)).statusCode, 204);
 
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`);
@@ -94,7 +95,7 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
       assert.ok(!res.body.includes(plaintext), 'no plaintext key anywhere in the body');
       assert.ok(!res.body.includes(plaintext.slice(4)), 'not even without its prefix');
     }
-    const keys: ListedKey[] = res.json().api_keys;
+    const keys: ListedKey[] = json<'listApiKeys'>(res).api_keys;
     assert.deepEqual(keys.map((k) => k.id), [ws.apiKeyId, second.id, third.id]);
     for (const key of keys) {
       assert.deepEqual(Object.keys(key).sort(), [
@@ -126,7 +127,7 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
 
   test('revoking is idempotent: a second DELETE → 204 and keeps the first revocation time', async () => {
     const ws = await ctx.createWorkspace('twice');
-    const spare = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
+    const spare = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
     const path = `/workspaces/${ws.subdomain}/api-keys/${ws.apiKeyId}`;
     assert.equal((await ctx.admin('DELETE', path)).statusCode, 204);
     const first = (await listKeys(ws)).find((k) => k.id === ws.apiKeyId)!.revoked_at;
@@ -168,7 +169,7 @@ describe(`admin API: API keys [${BACKEND}]`, () => {
 
   test('keys of a deleted workspace are gone with it', async () => {
     const ws = await ctx.createWorkspace('dropped');
-    const extra = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
+    const extra = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}`)).statusCode, 204);
     assertProblem(await ctx.api(withKey(ws, extra.key), 'GET', '/users'), 404, 'workspace_not_found');
     assertProblem(await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${extra.id}`), 404, 'workspace_not_found');

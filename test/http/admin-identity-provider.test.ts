@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /** `PUT/GET/DELETE /admin/v1/workspaces/{subdomain}/identity-provider` (docs/api.md, "Identity provider"). */
 describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
@@ -23,11 +24,11 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
   test('set, replace, show (never the secret), remove; each change audited without the secret', async () => {
     const ws = await ctx.createWorkspace('idp');
     const path = `/workspaces/${ws.subdomain}/identity-provider`;
-    assert.equal((await ctx.admin('GET', path)).json().code, 'identity_provider_not_found');
+    assert.equal(json<'Problem'>(await ctx.admin('GET', path)).code, 'identity_provider_not_found');
 
     const created = await ctx.admin('PUT', path, config);
     assert.equal(created.statusCode, 201, created.body);
-    const body = created.json();
+    const body = json<'setIdentityProvider'>(created);
     assert.equal(body.issuer, config.issuer);
     assert.equal(body.client_id, 'wum-console');
     assert.equal(body.client_secret_set, true);
@@ -36,11 +37,11 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
 
     const replaced = await ctx.admin('PUT', path, { ...config, client_id: 'other' });
     assert.equal(replaced.statusCode, 200, replaced.body);
-    assert.notEqual(replaced.json().revision, body.revision, 'a change is a new revision');
+    assert.notEqual(json<'setIdentityProvider'>(replaced).revision, body.revision, 'a change is a new revision');
 
     const shown = await ctx.admin('GET', path);
     assert.equal(shown.statusCode, 200);
-    assert.equal(shown.json().client_id, 'other');
+    assert.equal(json<'getIdentityProvider'>(shown).client_id, 'other');
     assert.ok(!shown.body.includes(config.client_secret));
 
     const removed = await ctx.admin('DELETE', path);
@@ -49,11 +50,11 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
 
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=identity_provider.set`);
     assert.equal(audit.statusCode, 200, audit.body);
-    assert.equal(audit.json().audit_events.length, 2);
+    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 2);
     assert.ok(!audit.body.includes(config.client_secret), 'the secret is not in the audit trail');
     const removal = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=identity_provider.removed`);
-    assert.equal(removal.json().audit_events.length, 1);
-    assert.equal(removal.json().audit_events[0].actor.type, 'operator');
+    assert.equal(json<'listWorkspaceAuditEvents'>(removal).audit_events.length, 1);
+    assert.equal(json<'listWorkspaceAuditEvents'>(removal).audit_events[0]!.actor.type, 'operator');
   });
 
   test('bad input is a 400 validation_failed; an unknown workspace a 404; nothing stored', async () => {
@@ -68,10 +69,10 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
     ]) {
       const res = await ctx.admin('PUT', path, body);
       assert.equal(res.statusCode, 400, `${JSON.stringify(body)} → ${res.body}`);
-      assert.equal(res.json().code, 'validation_failed');
+      assert.equal(json<'Problem'>(res).code, 'validation_failed');
     }
     assert.equal((await ctx.admin('GET', path)).statusCode, 404);
-    assert.equal((await ctx.admin('PUT', '/workspaces/nope-idp/identity-provider', config)).json().code, 'workspace_not_found');
+    assert.equal(json<'Problem'>(await ctx.admin('PUT', '/workspaces/nope-idp/identity-provider', config)).code, 'workspace_not_found');
   });
 
   test('once a workspace has an identity provider, its key no longer opens a console session', async () => {
@@ -82,7 +83,7 @@ describe(`admin API: a workspace's identity provider [${BACKEND}]`, () => {
     await ctx.admin('PUT', `/workspaces/${ws.subdomain}/identity-provider`, config);
     const refused = await signIn();
     assert.equal(refused.statusCode, 403, refused.body);
-    assert.equal(refused.json().code, 'key_sign_in_disabled');
+    assert.equal(json<'Problem'>(refused).code, 'key_sign_in_disabled');
     assert.equal(refused.headers['set-cookie'], undefined);
     await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/identity-provider`);
     assert.equal((await signIn()).statusCode, 201);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
@@ -28,7 +29,7 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    const problem = res.json();
+    const problem = json<'Problem'>(res);
     assert.equal(problem.code, code);
     assert.equal(problem.status, status);
     assert.equal(typeof problem.request_id, 'string');
@@ -111,7 +112,7 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     const res = await ctx.admin('POST', '/workspaces', { subdomain, name: 'Acme Inc' });
     assert.equal(res.statusCode, 201, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/json/);
-    const body = res.json();
+    const body = json<'createWorkspace'>(res);
     assert.deepEqual(Object.keys(body).sort(), ['api_key', 'created_at', 'name', 'subdomain']);
     assert.equal(body.subdomain, subdomain);
     assert.equal(body.name, 'Acme Inc');
@@ -128,7 +129,7 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
 
     const list = await external(subdomain, body.api_key.key);
     assert.equal(list.statusCode, 200, list.body);
-    assert.deepEqual(list.json().users, []);
+    assert.deepEqual(json<'listUsers'>(list).users, []);
     const added = await ctx.app.inject({
       method: 'POST',
       url: `${API}/users`,
@@ -141,18 +142,18 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
   test('each workspace gets its own distinct key; a key does not open another workspace', async () => {
     const a = await ctx.admin('POST', '/workspaces', { subdomain: unique() });
     const b = await ctx.admin('POST', '/workspaces', { subdomain: unique() });
-    assert.notEqual(a.json().api_key.key, b.json().api_key.key);
-    assert.notEqual(a.json().api_key.id, b.json().api_key.id);
-    assertProblem(await external(a.json().subdomain, b.json().api_key.key), 401, 'invalid_api_key');
-    assertProblem(await external(b.json().subdomain, a.json().api_key.key), 401, 'invalid_api_key');
+    assert.notEqual(json<'createWorkspace'>(a).api_key.key, json<'createWorkspace'>(b).api_key.key);
+    assert.notEqual(json<'createWorkspace'>(a).api_key.id, json<'createWorkspace'>(b).api_key.id);
+    assertProblem(await external(json<'createWorkspace'>(a).subdomain, json<'createWorkspace'>(b).api_key.key), 401, 'invalid_api_key');
+    assertProblem(await external(json<'createWorkspace'>(b).subdomain, json<'createWorkspace'>(a).api_key.key), 401, 'invalid_api_key');
   });
 
   test('name defaults to the subdomain', async () => {
     const subdomain = unique();
     const res = await ctx.admin('POST', '/workspaces', { subdomain });
     assert.equal(res.statusCode, 201);
-    assert.equal(res.json().name, subdomain);
-    assert.equal((await ctx.admin('GET', `/workspaces/${subdomain}`)).json().name, subdomain);
+    assert.equal(json<'createWorkspace'>(res).name, subdomain);
+    assert.equal(json<'getWorkspace'>(await ctx.admin('GET', `/workspaces/${subdomain}`)).name, subdomain);
   });
 
   test('the subdomain is stored lower-cased and addressed case-insensitively', async () => {
@@ -160,15 +161,15 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     const res = await ctx.admin('POST', '/workspaces', { subdomain: upper });
     assert.equal(res.statusCode, 201, res.body);
     const lower = upper.toLowerCase();
-    assert.equal(res.json().subdomain, lower);
+    assert.equal(json<'createWorkspace'>(res).subdomain, lower);
     const fetched = await ctx.admin('GET', `/workspaces/${lower}`);
     assert.equal(fetched.statusCode, 200);
-    assert.equal(fetched.json().subdomain, lower);
-    assert.equal((await ctx.admin('GET', `/workspaces/${upper}`)).json().subdomain, lower);
+    assert.equal(json<'getWorkspace'>(fetched).subdomain, lower);
+    assert.equal(json<'getWorkspace'>(await ctx.admin('GET', `/workspaces/${upper}`)).subdomain, lower);
     const viaHost = await ctx.app.inject({
       method: 'GET',
       url: `${API}/users`,
-      headers: { host: `${upper}.LOCALHOST`, 'x-api-key': res.json().api_key.key },
+      headers: { host: `${upper}.LOCALHOST`, 'x-api-key': json<'createWorkspace'>(res).api_key.key },
     });
     assert.equal(viaHost.statusCode, 200, viaHost.body);
   });
@@ -177,12 +178,12 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     for (const subdomain of ['q', `${'a'.repeat(31)}-${'b'.repeat(31)}`, `a-b--c${process.pid}`, '0day']) {
       const res = await ctx.admin('POST', '/workspaces', { subdomain });
       assert.equal(res.statusCode, 201, `${subdomain}: ${res.body}`);
-      assert.equal(res.json().subdomain, subdomain);
+      assert.equal(json<'createWorkspace'>(res).subdomain, subdomain);
     }
   });
 
   test('anything but a DNS label, a missing subdomain, or an unknown field → 400 validation_failed, nothing stored', async () => {
-    const before = (await ctx.admin('GET', '/workspaces')).json().total_count;
+    const before = json<'listWorkspaces'>(await ctx.admin('GET', '/workspaces')).total_count;
     const bodies: unknown[] = [
       { subdomain: '' },
       { subdomain: '-a' },
@@ -203,13 +204,13 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     for (const body of bodies) {
       const res = await ctx.admin('POST', '/workspaces', body);
       assertProblem(res, 400, 'validation_failed');
-      assert.ok(Array.isArray(res.json().errors) && res.json().errors.length > 0, JSON.stringify(body));
+      assert.ok(Array.isArray(json<'Problem'>(res).errors) && json<'Problem'>(res).errors!.length > 0, JSON.stringify(body));
     }
     const unknownField = await ctx.admin('POST', '/workspaces', { subdomain: unique(), extra: true });
-    assert.deepEqual(unknownField.json().errors.map((e: { field: string }) => e.field), ['extra']);
+    assert.deepEqual(json<'Problem'>(unknownField).errors!.map((e: { field: string }) => e.field), ['extra']);
     const bad = await ctx.admin('POST', '/workspaces', { subdomain: 'a_b' });
-    assert.deepEqual(bad.json().errors.map((e: { field: string }) => e.field), ['subdomain']);
-    assert.equal((await ctx.admin('GET', '/workspaces')).json().total_count, before);
+    assert.deepEqual(json<'Problem'>(bad).errors!.map((e: { field: string }) => e.field), ['subdomain']);
+    assert.equal(json<'listWorkspaces'>(await ctx.admin('GET', '/workspaces')).total_count, before);
   });
 
   test('a non-JSON or malformed body is refused with a problem', async () => {
@@ -231,8 +232,8 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     assertProblem(await ctx.admin('POST', '/workspaces', { subdomain }), 409, 'workspace_exists');
     assertProblem(await ctx.admin('POST', '/workspaces', { subdomain: subdomain.toUpperCase(), name: 'Other' }), 409, 'workspace_exists');
     const fetched = await ctx.admin('GET', `/workspaces/${subdomain}`);
-    assert.equal(fetched.json().name, 'First', 'the existing workspace is unchanged');
-    assert.equal((await external(subdomain, first.json().api_key.key)).statusCode, 200);
+    assert.equal(json<'getWorkspace'>(fetched).name, 'First', 'the existing workspace is unchanged');
+    assert.equal((await external(subdomain, json<'createWorkspace'>(first).api_key.key)).statusCode, 200);
   });
 
   test('paginated like users: envelope, totals, oldest first, empty page past the end', async () => {
@@ -244,7 +245,7 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     }
     const all = await ctx.admin('GET', '/workspaces?page_size=100');
     assert.equal(all.statusCode, 200);
-    const body = all.json();
+    const body = json<'listWorkspaces'>(all);
     assert.deepEqual(Object.keys(body).sort(), ['pagination', 'total_count', 'workspaces']);
     const total = body.total_count;
     assert.ok(total >= 3);
@@ -261,28 +262,28 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
 
     const lastPage = await ctx.admin('GET', `/workspaces?page_size=1&page_number=${total}`);
     assert.equal(lastPage.statusCode, 200);
-    assert.deepEqual(lastPage.json().workspaces.map((w: { subdomain: string }) => w.subdomain), [created[2]]);
-    assert.deepEqual(lastPage.json().pagination, {
+    assert.deepEqual(json<'listWorkspaces'>(lastPage).workspaces.map((w: { subdomain: string }) => w.subdomain), [created[2]]);
+    assert.deepEqual(json<'listWorkspaces'>(lastPage).pagination, {
       total_records: total,
       current_page_number: total,
       total_pages: total,
       page_size: 1,
     });
-    assert.equal(lastPage.json().total_count, total);
+    assert.equal(json<'listWorkspaces'>(lastPage).total_count, total);
     assert.match(lastPage.headers.link as string, /rel="first"/);
     assert.match(lastPage.headers.link as string, /rel="prev"/);
 
     const second = await ctx.admin('GET', `/workspaces?page_size=1&page_number=${total - 1}`);
-    assert.deepEqual(second.json().workspaces.map((w: { subdomain: string }) => w.subdomain), [created[1]]);
+    assert.deepEqual(json<'listWorkspaces'>(second).workspaces.map((w: { subdomain: string }) => w.subdomain), [created[1]]);
 
     const past = await ctx.admin('GET', `/workspaces?page_size=1&page_number=${total + 1}`);
     assert.equal(past.statusCode, 200);
-    assert.deepEqual(past.json().workspaces, []);
-    assert.equal(past.json().total_count, total);
+    assert.deepEqual(json<'listWorkspaces'>(past).workspaces, []);
+    assert.equal(json<'listWorkspaces'>(past).total_count, total);
 
     const defaults = await ctx.admin('GET', '/workspaces');
-    assert.equal(defaults.json().pagination.page_size, 30);
-    assert.equal(defaults.json().pagination.current_page_number, 1);
+    assert.equal(json<'listWorkspaces'>(defaults).pagination.page_size, 30);
+    assert.equal(json<'listWorkspaces'>(defaults).pagination.current_page_number, 1);
   });
 
   test('the listing never shows API keys', async () => {
@@ -305,7 +306,7 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
       const res = await ctx.admin('GET', `/workspaces?${query}`);
       assertProblem(res, 400, 'invalid_parameter');
       assert.ok(
-        res.json().errors.some((e: { field: string }) => e.field === field),
+        json<'Problem'>(res).errors!.some((e: { field: string }) => e.field === field),
         `${query}: ${res.body}`,
       );
     }
@@ -313,10 +314,10 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
 
   test('GET returns the workspace; an unknown one → 404 workspace_not_found', async () => {
     const subdomain = unique();
-    const created = (await ctx.admin('POST', '/workspaces', { subdomain, name: 'Get Me' })).json();
+    const created = json<'createWorkspace'>(await ctx.admin('POST', '/workspaces', { subdomain, name: 'Get Me' }));
     const res = await ctx.admin('GET', `/workspaces/${subdomain}`);
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { subdomain, name: 'Get Me', created_at: created.created_at });
+    assert.deepEqual(json<'getWorkspace'>(res), { subdomain, name: 'Get Me', created_at: created.created_at });
     assertProblem(await ctx.admin('GET', `/workspaces/no-such-${process.pid}`), 404, 'workspace_not_found');
   });
 
@@ -335,7 +336,7 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     assertProblem(await ctx.admin('GET', `/workspaces/${ws.subdomain}`), 404, 'workspace_not_found');
     assertProblem(await ctx.admin('DELETE', `/workspaces/${ws.subdomain}`), 404, 'workspace_not_found');
     assertProblem(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`), 404, 'workspace_not_found');
-    const listed = (await ctx.admin('GET', '/workspaces?page_size=100')).json().workspaces;
+    const listed = json<'listWorkspaces'>(await ctx.admin('GET', '/workspaces?page_size=100')).workspaces;
     assert.ok(!listed.some((w: { subdomain: string }) => w.subdomain === ws.subdomain));
 
     const kept = await ctx.api(other, 'GET', '/users/kept@example.com');
@@ -349,9 +350,9 @@ describe(`admin API: workspaces [${BACKEND}]`, () => {
     const again = await ctx.admin('POST', '/workspaces', { subdomain: ws.subdomain });
     assert.equal(again.statusCode, 201, again.body);
     assertProblem(await external(ws.subdomain, ws.apiKey), 401, 'invalid_api_key');
-    const list = await external(ws.subdomain, again.json().api_key.key, 'GET', '/users?status=all');
+    const list = await external(ws.subdomain, json<'createWorkspace'>(again).api_key.key, 'GET', '/users?status=all');
     assert.equal(list.statusCode, 200);
-    assert.equal(list.json().total_count, 0);
+    assert.equal(json<'listUsers'>(list).total_count, 0);
   });
 
   test('DELETE of an unknown workspace → 404 workspace_not_found', async () => {

@@ -13,6 +13,7 @@ import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
 import { startRsyslog, type RsyslogReceiver } from '../../harness/rsyslog-receiver.ts';
 import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Audit streams end to end through the API and this process's worker (docs/api.md, "Audit
@@ -69,14 +70,14 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
   async function create(body: Record<string, unknown>): Promise<{ id: string; cursor: number }> {
     const res = await ctx.api(ws, 'POST', '/audit-streams', { body: { name: 'SIEM', format: 'json', ...body } });
     assert.equal(res.statusCode, 201, res.body);
-    return res.json();
+    return json<'createOwnAuditStream'>(res);
   }
 
   /** The workspace's audit ids after `cursor`, oldest first. */
   async function auditIdsAfter(cursor: number): Promise<number[]> {
     const res = await ctx.api(ws, 'GET', '/audit-events', { query: { sort: 'occurred_at', page_size: '100' } });
     assert.equal(res.statusCode, 200, res.body);
-    return (res.json().audit_events as Array<{ id: number }>).map((e) => e.id).filter((id) => id > cursor);
+    return (json<'listOwnAuditEvents'>(res).audit_events as Array<{ id: number }>).map((e) => e.id).filter((id) => id > cursor);
   }
 
   /** Waits until `read` has seen every id of `expected`; returns what it read. */
@@ -136,7 +137,7 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
     assert.equal(deactivated?.activity_id, 5, 'Disable');
 
     for (const id of [toS3.id, toSyslog.id, inOcsf.id]) {
-      const health = (await ctx.api(ws, 'GET', `/audit-streams/${id}`)).json();
+      const health = json<'getOwnAuditStream'>(await ctx.api(ws, 'GET', `/audit-streams/${id}`));
       assert.equal(health.last_error, null, JSON.stringify(health));
     }
   });

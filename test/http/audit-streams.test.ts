@@ -12,6 +12,7 @@ import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/del
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startJsonLinesReceiver, startSplunkHecReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Audit streams (docs/api.md, "Audit streams"): the routes on both hosts, write-only and
@@ -81,7 +82,7 @@ describe(`audit streams [${BACKEND}]`, () => {
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, code);
+    assert.equal(json<'Problem'>(res).code, code);
   }
 
   const own = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) =>
@@ -112,14 +113,15 @@ describe(`audit streams [${BACKEND}]`, () => {
   async function auditActions(): Promise<string[]> {
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
     assert.equal(res.statusCode, 200, res.body);
-    return (res.json().audit_events as Array<{ action: string }>).map((e) => e.action);
+    return (json<'listWorkspaceAuditEvents'>(res).audit_events as Array<{ action: string }>).map((e) => e.action);
   }
 
   /** The workspace's events after `after` (GET /events), and the sequence to continue from. */
   async function feed(after: number): Promise<{ events: Array<{ id: string; type: string; actor: unknown; data: unknown }>; after: number }> {
     const res = await ctx.api(ws, 'GET', `/events?after=${after}&limit=1000`);
     assert.equal(res.statusCode, 200, res.body);
-    return { events: res.json().events, after: res.json().next_after };
+    const page = json<'listEvents'>(res);
+    return { events: page.events, after: page.next_after };
   }
 
   async function addUsers(prefix: string, n: number): Promise<void> {
@@ -171,7 +173,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     assertProblem(await own('POST', '', { name: 'x', format: 'json', destination: { type: 'syslog', host: '127.0.0.1', port: 0 } }), 400, 'validation_failed');
     const refused = await own('POST', '', { name: 'x', format: 'json', destination: { type: 'https', url: 'https://10.1.2.3/audit' } });
     assertProblem(refused, 400, 'validation_failed');
-    assert.equal(refused.json().errors[0].field, 'destination.url');
+    assert.equal(json<'Problem'>(refused).errors![0]!.field, 'destination.url');
     assertProblem(await own('POST', '', { name: 'x', format: 'json', destination: { type: 'syslog', host: '169.254.169.254', port: 6514 } }), 400, 'validation_failed');
     assertProblem(await own('POST', '', { name: 'x', format: 'cef', destination: { type: 'https', url: jsonl.url } }), 400, 'validation_failed');
     assertProblem(await own('POST', '/00000000-0000-4000-8000-000000000000/replay', { from: 'yesterday' }), 400, 'validation_failed');
@@ -189,7 +191,7 @@ describe(`audit streams [${BACKEND}]`, () => {
   test('the scope audit:write opens the routes; audit:read alone does not', async () => {
     const made = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'reader', scopes: ['audit:read'] });
     assert.equal(made.statusCode, 201, made.body);
-    const reader = { ...ws, apiKey: made.json().key as string };
+    const reader = { ...ws, apiKey: json<'createApiKey'>(made).key as string };
     const res = await ctx.api(reader, 'GET', '/audit-streams');
     assertProblem(res, 403, 'insufficient_scope');
   });
@@ -197,16 +199,16 @@ describe(`audit streams [${BACKEND}]`, () => {
   test('the operator: a stream of every workspace (workspace null), not seen on a workspace\'s host; an unknown workspace is 404', async () => {
     const res = await ctx.admin('POST', '/audit-streams', { name: 'All', format: 'json', workspace: null, destination: { type: 'https', url: jsonl.url } });
     assert.equal(res.statusCode, 201, res.body);
-    const all = res.json() as WireStream;
+    const all = json<'createAuditStream'>(res) as WireStream;
     assert.equal(all.workspace, null);
     assert.equal((await own('GET', `/${all.id}`)).statusCode, 404);
     assert.ok(!(await own('GET', '')).body.includes(all.id));
     assertProblem(await ctx.admin('POST', '/audit-streams', { name: 'x', format: 'json', workspace: 'nope-nope', destination: { type: 'https', url: jsonl.url } }), 404, 'workspace_not_found');
     const named = await ctx.admin('POST', '/audit-streams', { name: 'One', format: 'json', workspace: ws.subdomain, destination: { type: 'https', url: jsonl.url } });
     assert.equal(named.statusCode, 201, named.body);
-    assert.equal((await own('GET', `/${named.json().id}`)).statusCode, 200, 'the workspace sees the stream the operator made for it');
-    assert.equal((await ctx.admin('GET', '/audit-streams')).json().audit_streams.length >= 2, true);
-    for (const id of [all.id, named.json().id]) assert.equal((await ctx.admin('DELETE', `/audit-streams/${id}`)).statusCode, 204);
+    assert.equal((await own('GET', `/${json<'createAuditStream'>(named).id}`)).statusCode, 200, 'the workspace sees the stream the operator made for it');
+    assert.equal(json<'listAuditStreams'>(await ctx.admin('GET', '/audit-streams')).audit_streams.length >= 2, true);
+    for (const id of [all.id, json<'createAuditStream'>(named).id]) assert.equal((await ctx.admin('DELETE', `/audit-streams/${id}`)).statusCode, 204);
   });
 
   test('rows arrive in audit order, each exactly as GET /audit-events lists it, signed (https) and as strict HEC events (splunk_hec)', { timeout: 60_000 }, async () => {
@@ -217,7 +219,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     startWorker();
     await addUsers('order', 12);
     const listing = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
-    const expected = (listing.json().audit_events as Array<{ id: number }>).filter((e) => e.id > https.cursor).sort((a, b) => a.id - b.id);
+    const expected = (json<'listWorkspaceAuditEvents'>(listing).audit_events as Array<{ id: number }>).filter((e) => e.id > https.cursor).sort((a, b) => a.id - b.id);
     assert.ok(expected.length >= 12);
     const got = await until('every row at the https receiver', () => jsonl.rows(), (rows) => rows.length >= expected.length);
     assert.deepEqual(got, expected, 'the same rows, in audit id order, as the listing shows them');
@@ -252,7 +254,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     const ids = hec.rows().map((r) => r.id as number);
     const unique = [...new Set(ids)];
     assert.deepEqual(unique, [...unique].sort((a, b) => a - b), 'in audit order');
-    const listed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events as Array<{ id: number }>;
+    const listed = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events as Array<{ id: number }>;
     assert.deepEqual(unique, listed.map((e) => e.id).filter((id) => id > splunk.cursor && id <= healthy.cursor));
     assert.equal((await own('DELETE', `/${splunk.id}`)).statusCode, 204);
   });
@@ -274,7 +276,7 @@ describe(`audit streams [${BACKEND}]`, () => {
     const paused = await until('the stream paused', () => stream(s.id), (x) => x.status === 'paused', 20_000);
     assert.ok(Date.now() - failingAt < PAUSE_AFTER_MS + 10_000, 'paused within 10 s of the threshold');
     assert.ok(paused.last_error);
-    const events = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events as Array<{ action: string; actor_type: string; target_id: string }>;
+    const events = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events as Array<{ action: string; actor_type: string; target_id: string }>;
     assert.ok(events.some((e) => e.action === 'audit_stream.paused' && e.actor_type === 'system' && e.target_id === s.id));
     assert.match(await registry.metrics(), /^wum_audit_streams_paused_total [1-9]/m);
 
@@ -286,10 +288,10 @@ describe(`audit streams [${BACKEND}]`, () => {
     });
     const [delivery] = await webhooks.waitFor(1);
     assert.equal(delivery!.headers['webhook-id'], event.id);
-    assert.deepEqual(new Webhook(hook.json().secret).verify(delivery!.body, delivery!.headers as Record<string, string>), event, 'the webhook sends the event as the feed lists it, signed');
+    assert.deepEqual(new Webhook(json<'createWebhookEndpoint'>(hook).secret).verify(delivery!.body, delivery!.headers as Record<string, string>), event, 'the webhook sends the event as the feed lists it, signed');
 
     const allPaused = await until('the operator\'s stream paused', async () => (await ctx.admin('GET', `/audit-streams/${all.id}`)).json() as WireStream, (x) => x.status === 'paused');
-    const operatorRows = (await ctx.admin('GET', `/audit-events?action=audit_stream.paused&target_id=${all.id}`)).json().audit_events as Array<{ actor_type: string; workspace: string | null }>;
+    const operatorRows = json<{ audit_events: Array<{ actor_type: string; workspace: string | null }> }>(await ctx.admin('GET', `/audit-events?action=audit_stream.paused&target_id=${all.id}`)).audit_events;
     assert.deepEqual(operatorRows.map((r) => [r.actor_type, r.workspace]), [['system', null]], 'the operator\'s stream\'s pause is audited, in no workspace');
     assert.match(await registry.metrics(), /^wum_audit_streams_paused_total ([2-9]|\d{2,})/m, 'and counted');
     assert.ok(!JSON.stringify((await feed(feedBefore)).events).includes(all.id), 'but it is in no workspace\'s feed');
@@ -304,12 +306,12 @@ describe(`audit streams [${BACKEND}]`, () => {
     const resumed = await own('PATCH', `/${s.id}`, { status: 'active' });
     assert.equal(resumed.statusCode, 200, resumed.body);
     const done = await until('the resumed stream caught up', () => stream(s.id), (x) => x.status === 'active' && x.lag_rows === 0);
-    const listed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events as Array<{ id: number }>;
+    const listed = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events as Array<{ id: number }>;
     const expected = listed.map((e) => e.id).filter((id) => id > s.cursor && id <= done.cursor).sort((a, b) => a - b);
     assert.deepEqual([...new Set(hec.rows().map((r) => r.id as number))], expected, 'from the cursor on, in order, nothing lost');
     assert.ok((await auditActions()).includes('audit_stream.resumed'));
     assert.equal((await own('DELETE', `/${s.id}`)).statusCode, 204);
-    assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/webhook-endpoints/${hook.json().id}`)).statusCode, 204);
+    assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/webhook-endpoints/${json<'createWebhookEndpoint'>(hook).id}`)).statusCode, 204);
   });
 
   test('replay sends the rows from an instant again; test sends one synthetic row and says what the destination answered', { timeout: 60_000 }, async () => {
@@ -320,8 +322,8 @@ describe(`audit streams [${BACKEND}]`, () => {
     jsonl.received.length = 0;
     const replayed = await own('POST', `/${s.id}/replay`, { from: from.toISOString() });
     assert.equal(replayed.statusCode, 200, replayed.body);
-    assert.equal(replayed.json().complete, true);
-    assert.ok(replayed.json().audit_stream.cursor <= s.cursor + 1);
+    assert.equal(json<'replayOwnAuditStream'>(replayed).complete, true);
+    assert.ok(json<'replayOwnAuditStream'>(replayed).audit_stream.cursor <= s.cursor + 1);
     await until('the rows sent again', () => jsonl.rows(), (rows) => rows.some((r) => r.action === 'user.created'));
     assert.ok((await auditActions()).includes('audit_stream.replayed'));
 
@@ -330,9 +332,9 @@ describe(`audit streams [${BACKEND}]`, () => {
     assert.deepEqual(ok.json(), { ok: true, error: null });
     assert.ok(jsonl.rows().some((r) => r.action === 'audit_stream.test' && r.id === 0));
     jsonl.down(true);
-    const refused = (await own('POST', `/${s.id}/test`)).json();
+    const refused = json<'testOwnAuditStream'>(await own('POST', `/${s.id}/test`));
     assert.equal(refused.ok, false);
-    assert.match(refused.error, /503/);
+    assert.match(refused.error!, /503/);
     jsonl.down(false);
     assert.equal((await own('DELETE', `/${s.id}`)).statusCode, 204);
   });

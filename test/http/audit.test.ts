@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ADMIN_TOKEN, BACKEND, createTestContext, userBody, type TestContext } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
@@ -40,7 +41,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     for (let page = 1; ; page += 1) {
       const res = await ctx.admin('GET', `/workspaces/${subdomain}/audit-events?page_size=100&page_number=${page}`);
       assert.equal(res.statusCode, 200, res.body);
-      const items: Event[] = res.json().audit_events;
+      const items = json<{ audit_events: Event[] }>(res).audit_events;
       if (items.length === 0) return all;
       all.push(...items);
     }
@@ -52,7 +53,7 @@ describe(`audit trail [${BACKEND}]`, () => {
     for (let page = 1; ; page += 1) {
       const res = await ctx.admin('GET', `/audit-events?page_size=100&page_number=${page}`);
       assert.equal(res.statusCode, 200, res.body);
-      const items: Event[] = res.json().audit_events;
+      const items = json<{ audit_events: Event[] }>(res).audit_events;
       if (items.length === 0) return all;
       all.push(...items);
     }
@@ -60,7 +61,7 @@ describe(`audit trail [${BACKEND}]`, () => {
 
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
-    assert.equal(res.json().code, code);
+    assert.equal(json<'Problem'>(res).code, code);
   }
 
   before(async () => {
@@ -74,12 +75,12 @@ describe(`audit trail [${BACKEND}]`, () => {
     const subdomain = `audit-${process.pid}-ws`;
     const res = await admin('POST', '/workspaces', id, { subdomain, name: 'Audited' });
     assert.equal(res.statusCode, 201, res.body);
-    const created = res.json();
+    const created = json<'createWorkspace'>(res);
 
     const list = await ctx.admin('GET', `/workspaces/${subdomain}/audit-events`);
     assert.equal(list.statusCode, 200);
     assert.ok(!list.body.includes(created.api_key.key), 'the plaintext key is never in the audit trail');
-    const trail: Event[] = list.json().audit_events;
+    const trail = json<{ audit_events: Event[] }>(list).audit_events;
     assert.deepEqual(trail.map((e) => e.action), ['workspace.created', 'api_key.created']);
     const [ws, key] = trail as [Event, Event];
     for (const e of trail) {
@@ -166,7 +167,7 @@ describe(`audit trail [${BACKEND}]`, () => {
 
   test('each API key is its own actor', async () => {
     const ws = await ctx.createWorkspace('audit-actor');
-    const second = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
+    const second = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
     await ctx.api(ws, 'POST', '/users', { body: userBody('one@example.com') });
     await ctx.api({ ...ws, apiKey: second.key }, 'POST', '/users', { body: userBody('two@example.com') });
     const created = (await events(ws.subdomain)).filter((e) => e.action === 'user.created');
@@ -182,7 +183,7 @@ describe(`audit trail [${BACKEND}]`, () => {
   test('creating and revoking keys is recorded by the admin; a repeated revoke records nothing', async () => {
     const ws = await ctx.createWorkspace('audit-keys');
     const createId = requestId('key-create');
-    const key = (await admin('POST', `/workspaces/${ws.subdomain}/api-keys`, createId)).json();
+    const key = json<'createApiKey'>(await admin('POST', `/workspaces/${ws.subdomain}/api-keys`, createId));
     const revokeId = requestId('key-revoke');
     assert.equal((await admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${key.id}`, revokeId)).statusCode, 204);
     assert.equal((await admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${key.id}`, requestId('again'))).statusCode, 204);
@@ -302,8 +303,8 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.equal(all.find((e) => e.action === 'workspace.created' && e.target_id === ws.subdomain)?.workspace, ws.subdomain);
     assert.equal(all.find((e) => e.action === 'product.created' && e.target_id === 'audit-named')?.workspace, null);
     const filtered = await ctx.admin('GET', `/audit-events?workspace=${ws.subdomain.toUpperCase()}&page_size=100`);
-    assert.ok(filtered.json().audit_events.length > 0);
-    for (const e of filtered.json().audit_events) assert.equal(e.workspace, ws.subdomain);
+    assert.ok(json<'listAuditEvents'>(filtered).audit_events.length > 0);
+    for (const e of json<'listAuditEvents'>(filtered).audit_events) assert.equal(e.workspace, ws.subdomain);
     assert.ok((await events(ws.subdomain)).every((e) => !('workspace' in e)), 'the workspace is known there');
   });
 
@@ -317,7 +318,7 @@ describe(`audit trail [${BACKEND}]`, () => {
 
     const page = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&page_number=2`);
     assert.equal(page.statusCode, 200);
-    const body = page.json();
+    const body = json<'listWorkspaceAuditEvents'>(page);
     assert.deepEqual(Object.keys(body).sort(), ['audit_events', 'next_cursor', 'pagination', 'total_count']);
     assert.deepEqual(body.pagination, { total_records: 5, current_page_number: 2, total_pages: 3, page_size: 2 });
     assert.equal(body.next_cursor, all[3]!.id, 'the cursor of the page after: the id of its last event');
@@ -326,15 +327,15 @@ describe(`audit trail [${BACKEND}]`, () => {
     assert.match(page.headers.link as string, /rel="next"/);
 
     const last = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&page_number=3`);
-    assert.deepEqual(last.json().audit_events, all.slice(4));
+    assert.deepEqual(json<'listWorkspaceAuditEvents'>(last).audit_events, all.slice(4));
     const past = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&page_number=4`);
     assert.equal(past.statusCode, 200);
-    assert.deepEqual(past.json().audit_events, []);
-    assert.equal(past.json().total_count, 5);
+    assert.deepEqual(json<'listWorkspaceAuditEvents'>(past).audit_events, []);
+    assert.equal(json<'listWorkspaceAuditEvents'>(past).total_count, 5);
 
     const defaults = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`);
-    assert.equal(defaults.json().pagination.page_size, 30);
-    assert.deepEqual(defaults.json().audit_events, all);
+    assert.equal(json<'listWorkspaceAuditEvents'>(defaults).pagination?.page_size, 30);
+    assert.deepEqual(json<'listWorkspaceAuditEvents'>(defaults).audit_events, all);
     const ids = all.map((e) => e.id);
     assert.deepEqual(ids, [...ids].sort((x, y) => x - y));
 

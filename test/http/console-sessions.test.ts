@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { testClock } from '../helpers/test-clock.ts';
+import { json, type ConsoleSession } from '../helpers/json.ts';
 
 const SESSION = `${API}/console/session`;
 
@@ -42,7 +43,7 @@ describe(`console sessions [${BACKEND}]`, () => {
 
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
-    assert.equal(res.json().code, code, res.body);
+    assert.equal(json<'Problem'>(res).code, code, res.body);
   }
 
   test('the key is exchanged for an HttpOnly, SameSite=Lax cookie; only the hash of the session id is stored', async () => {
@@ -56,7 +57,7 @@ describe(`console sessions [${BACKEND}]`, () => {
     assert.match(header, /; Path=\//);
     assert.doesNotMatch(header, /; Secure/, 'plain http: no Secure (the quick start runs on http)');
     assert.doesNotMatch(header, /Domain=/i, 'this host only');
-    const body = res.json();
+    const body = json<ConsoleSession>(res);
     assert.deepEqual(body.workspace, { subdomain: ws.subdomain });
     assert.equal(body.actor.type, 'api_key');
     assert.equal(body.actor.id, ws.apiKeyId);
@@ -72,7 +73,7 @@ describe(`console sessions [${BACKEND}]`, () => {
     assert.equal((await withCookie(ws, cookie, 'GET', '/users')).statusCode, 200, 'the cookie alone opens the API');
     const who = await withCookie(ws, cookie, 'GET', '/console/session');
     assert.equal(who.statusCode, 200, who.body);
-    assert.deepEqual(who.json().workspace, { subdomain: ws.subdomain });
+    assert.deepEqual(json<ConsoleSession>(who).workspace, { subdomain: ws.subdomain });
   });
 
   test('over https (behind a trusted proxy) the cookie is Secure and named __Host-; X-Forwarded-Proto is ignored without TRUST_PROXY', async () => {
@@ -97,7 +98,7 @@ describe(`console sessions [${BACKEND}]`, () => {
   test('a write with the cookie is refused unless it comes from the console\'s own origin (CSRF); nothing changes', async () => {
     const ws = await ctx.createWorkspace('sess-csrf');
     const cookie = cookieOf(await signIn(ws));
-    const json = { 'content-type': 'application/json' };
+    const contentJson = { 'content-type': 'application/json' };
     for (const headers of <Array<Record<string, string>>>[
       { origin: 'http://evil.example' },
       { origin: `http://other.${ws.host.split('.').slice(1).join('.')}` },
@@ -105,15 +106,15 @@ describe(`console sessions [${BACKEND}]`, () => {
       { 'sec-fetch-site': 'cross-site' },
       {},
     ]) {
-      const res = await withCookie(ws, cookie, 'POST', '/users', { ...json, ...headers }, userBody('forged@example.com'));
+      const res = await withCookie(ws, cookie, 'POST', '/users', { ...contentJson, ...headers }, userBody('forged@example.com'));
       assertProblem(res, 403, 'cross_origin_refused');
     }
     assertProblem(await withCookie(ws, cookie, 'DELETE', '/users/anyone@example.com', { origin: 'http://evil.example' }), 403, 'cross_origin_refused');
     assert.equal((await ctx.api(ws, 'GET', '/users/forged@example.com')).statusCode, 404, 'nothing was added');
 
-    const same = await withCookie(ws, cookie, 'POST', '/users', { ...json, origin: origin(ws) }, userBody('real@example.com'));
+    const same = await withCookie(ws, cookie, 'POST', '/users', { ...contentJson, origin: origin(ws) }, userBody('real@example.com'));
     assert.equal(same.statusCode, 201, same.body);
-    const fetched = await withCookie(ws, cookie, 'PATCH', '/users/real@example.com', { ...json, 'sec-fetch-site': 'same-origin' }, { user: { first_name: 'Real' } });
+    const fetched = await withCookie(ws, cookie, 'PATCH', '/users/real@example.com', { ...contentJson, 'sec-fetch-site': 'same-origin' }, { user: { first_name: 'Real' } });
     assert.equal(fetched.statusCode, 200, fetched.body);
     // A key in X-Api-Key is not a cookie: scripts and integrations are not asked for an Origin.
     assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody('script@example.com') })).statusCode, 201);
@@ -129,7 +130,7 @@ describe(`console sessions [${BACKEND}]`, () => {
     assert.match(out.headers['set-cookie'] as string, /^wum_session=; .*Expires=Thu, 01 Jan 1970/);
     assertProblem(await withCookie(ws, cookie, 'GET', '/users'), 401, 'invalid_session');
     assertProblem(await withCookie(ws, 'wum_session=made-up', 'GET', '/users'), 401, 'invalid_session');
-    const trail = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json().audit_events;
+    const trail = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).audit_events;
     const signIns = trail.filter((e: { action: string }) => e.action.startsWith('console.'));
     assert.deepEqual(signIns.map((e: { action: string }) => e.action), ['console.signed_in', 'console.signed_out'], 'sign-in and sign-out are audited');
     for (const event of signIns) {
@@ -142,7 +143,7 @@ describe(`console sessions [${BACKEND}]`, () => {
 
   test('revoking the key ends its sessions at once, on another replica too; the session keeps the key\'s scopes', async () => {
     const ws = await ctx.createWorkspace('sess-revoke');
-    const created = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'console', scopes: ['users:read'] })).json();
+    const created = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'console', scopes: ['users:read'] }));
     const reader = { ...ws, apiKey: created.key, apiKeyId: created.id };
     const cookie = cookieOf(await signIn(reader));
     const replica = await ctx.buildApp();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ScimError, type ScimList } from '../helpers/json.ts';
 
 /*
  * Emails are ASCII and compared after folding the ASCII letters only (docs/security.md, "One
@@ -32,7 +33,7 @@ describe(`one spelling of an email: ASCII folding only [${BACKEND}]`, () => {
     });
   const assertNotFound = (res: LightMyRequestResponse, what: string) => {
     assert.equal(res.statusCode, 404, `${what}: ${res.body}`);
-    assert.equal(res.json().code, 'user_not_found', what);
+    assert.equal(json<'Problem'>(res).code, 'user_not_found', what);
   };
 
   before(async () => {
@@ -49,10 +50,10 @@ describe(`one spelling of an email: ASCII folding only [${BACKEND}]`, () => {
   test('ASCII letter case still does not matter', async () => {
     const found = await ctx.api(ws, 'GET', path('KATE@Example.COM'));
     assert.equal(found.statusCode, 200, found.body);
-    assert.equal(found.json().email, 'kate@example.com');
+    assert.equal(json<'getUser'>(found).email, 'kate@example.com');
     const taken = await ctx.api(ws, 'POST', '/users', { body: userBody('Kate@EXAMPLE.com') });
     assert.equal(taken.statusCode, 409);
-    assert.equal(taken.json().code, 'user_already_exists');
+    assert.equal(json<'Problem'>(taken).code, 'user_already_exists');
   });
 
   for (const { name, email, of } of LOOKALIKES) {
@@ -63,23 +64,23 @@ describe(`one spelling of an email: ASCII folding only [${BACKEND}]`, () => {
       assertNotFound(await ctx.api(ws, 'DELETE', path(email)), 'DELETE');
       const original = await ctx.api(ws, 'GET', path(of));
       assert.equal(original.statusCode, 200);
-      assert.equal(original.json().status, 'active');
-      assert.equal(original.json().first_name, '-');
+      assert.equal(json<'getUser'>(original).status, 'active');
+      assert.equal(json<'getUser'>(original).first_name, '-');
     });
 
     test(`${name}: refused as a new user or a new email (400 naming user.email), never a second ${of}`, async () => {
       const added = await ctx.api(ws, 'POST', '/users', { body: userBody(email) });
       assert.equal(added.statusCode, 400, added.body);
-      assert.equal(added.json().code, 'validation_failed');
-      assert.deepEqual(added.json().errors.map((e: { field: string }) => e.field), ['user.email']);
+      assert.equal(json<'Problem'>(added).code, 'validation_failed');
+      assert.deepEqual(json<'Problem'>(added).errors!.map((e: { field: string }) => e.field), ['user.email']);
       const renamed = await ctx.api(ws, 'PATCH', path(of), { body: { user: { email } } });
       assert.equal(renamed.statusCode, 400, renamed.body);
-      assert.deepEqual(renamed.json().errors.map((e: { field: string }) => e.field), ['user.email']);
+      assert.deepEqual(json<'Problem'>(renamed).errors!.map((e: { field: string }) => e.field), ['user.email']);
       const viaScim = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: email });
       assert.equal(viaScim.statusCode, 400, viaScim.body);
-      assert.equal(viaScim.json().scimType, 'invalidValue');
+      assert.equal(json<ScimError>(viaScim).scimType, 'invalidValue');
       const listed = await ctx.api(ws, 'GET', '/users', { query: { page_size: '100' } });
-      assert.deepEqual(listed.json().users.map((u: { email: string }) => u.email).sort(), ['iris@example.com', 'kate@example.com', 'kate@kxample.com']);
+      assert.deepEqual(json<'listUsers'>(listed).users.map((u: { email: string }) => u.email).sort(), ['iris@example.com', 'kate@example.com', 'kate@kxample.com']);
     });
 
     test(`${name}: SCIM userName eq, sw and co, and the native q, match nobody`, async () => {
@@ -90,13 +91,13 @@ describe(`one spelling of an email: ASCII folding only [${BACKEND}]`, () => {
       for (const filter of [`userName eq "${email}"`, `userName sw "${prefix}"`, `userName co "${fragment}"`, `emails.value eq "${email}"`]) {
         const res = await scim('GET', `/Users?filter=${encodeURIComponent(filter)}`);
         assert.equal(res.statusCode, 200, `${filter}: ${res.body}`);
-        assert.equal(res.json().totalResults, 0, filter);
+        assert.equal(json<ScimList>(res).totalResults, 0, filter);
       }
       const ascii = await scim('GET', `/Users?filter=${encodeURIComponent(`userName eq "${of.toUpperCase()}"`)}`);
-      assert.equal(ascii.json().totalResults, 1, 'the ASCII spelling in another case does');
+      assert.equal(json<ScimList>(ascii).totalResults, 1, 'the ASCII spelling in another case does');
       const q = await ctx.api(ws, 'GET', '/users', { query: { q: prefix } });
       assert.equal(q.statusCode, 200);
-      assert.equal(q.json().total_count, 0);
+      assert.equal(json<'listUsers'>(q).total_count, 0);
     });
   }
 });

@@ -7,6 +7,7 @@ import { SCIM_PATCH_OP as PATCH_OP, SCIM_USER as USER, SCIM_WUM as WUM, scimRequ
 import { startOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { testClock } from '../helpers/test-clock.ts';
+import { json } from '../helpers/json.ts';
 
 const IDP = { issuer: 'http://127.0.0.1:9/issuer', clientId: 'wum-console', clientSecret: 'very-secret-value' };
 
@@ -62,7 +63,7 @@ describe(`ended console sessions stay ended [${BACKEND}]`, () => {
   async function assertEnded(ws: TestWorkspace, cookie: string, why: string, app = ctx.app): Promise<void> {
     const res = await withCookie(ws, cookie, '/users', app);
     assert.equal(res.statusCode, 401, `${why}: ${res.body}`);
-    assert.equal(res.json().code, 'invalid_session', why);
+    assert.equal(json<'Problem'>(res).code, 'invalid_session', why);
   }
 
   const scim = (key: TestWorkspace, method: string, path: string, body?: unknown) => scimRequest(ctx.app, key, method, path, body);
@@ -105,24 +106,24 @@ describe(`ended console sessions stay ended [${BACKEND}]`, () => {
     {
       name: 'SCIM PATCH active false, then true',
       end: async (ws) => {
-        const id = (await ctx.api(ws, 'GET', '/users/ada@example.com')).json().id;
+        const id = json<'getUser'>(await ctx.api(ws, 'GET', '/users/ada@example.com')).id;
         return expectStatus(scim(ws, 'PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] }), 200);
       },
       undo: async (ws) => {
-        const id = (await ctx.api(ws, 'GET', '/users/ada@example.com')).json().id;
+        const id = json<'getUser'>(await ctx.api(ws, 'GET', '/users/ada@example.com')).id;
         return expectStatus(scim(ws, 'PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] }), 200);
       },
     },
     {
       name: 'SCIM DELETE, then a SCIM re-create (the same user id)',
       end: async (ws) => {
-        const id = (await ctx.api(ws, 'GET', '/users/ada@example.com')).json().id;
+        const id = json<'getUser'>(await ctx.api(ws, 'GET', '/users/ada@example.com')).id;
         return expectStatus(scim(ws, 'DELETE', `/Users/${id}`), 204);
       },
       undo: async (ws) => {
-        const id = (await ctx.api(ws, 'GET', '/users/ada@example.com')).json().id;
+        const id = json<'getUser'>(await ctx.api(ws, 'GET', '/users/ada@example.com')).id;
         const res = await expectStatus(scim(ws, 'POST', '/Users', { schemas: [USER], userName: 'ada@example.com', [WUM]: { workspaceRole: 'owner' } }), 201);
-        assert.equal(res.json().id, id, 'the re-created user has its former id');
+        assert.equal(json<{ id: string }>(res).id, id, 'the re-created user has its former id');
       },
     },
   ];
@@ -164,7 +165,7 @@ describe(`ended console sessions stay ended [${BACKEND}]`, () => {
   async function keyFor(ws: TestWorkspace, body: unknown): Promise<TestWorkspace> {
     const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, body);
     assert.equal(res.statusCode, 201, res.body);
-    return { ...ws, apiKey: res.json().key, apiKeyId: res.json().id };
+    return { ...ws, apiKey: json<'createApiKey'>(res).key, apiKeyId: json<'createApiKey'>(res).id };
   }
 
   /** The `ended_at` of every session opened with key `keyId`. */

@@ -4,6 +4,7 @@ import { eq, sql } from 'drizzle-orm';
 import { pruneEvents } from '../../src/storage/events.queries.ts';
 import { events, workspaces } from '../../src/storage/schema.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, userData } from '../helpers/json.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -19,7 +20,7 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
   async function feed(ws: TestWorkspace, query: Record<string, string> = {}) {
     const res = await ctx.api(ws, 'GET', '/events', { query });
     assert.equal(res.statusCode, 200, res.body);
-    return res.json() as { events: Array<Record<string, any>>; next_after: number };
+    return json<'listEvents'>(res);
   }
 
   async function workspaceId(ws: TestWorkspace): Promise<number> {
@@ -50,9 +51,9 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
     assert.match(first!.id, /^evt_[0-9a-f]{32}$/);
     assert.match(first!.created_at, TIMESTAMP);
     assert.deepEqual(first!.workspace, { subdomain: ws.subdomain });
-    assert.deepEqual(first!.data, { user: added.json() });
-    assert.deepEqual(second!.data.previous, { first_name: '-' });
-    assert.equal(second!.data.user.first_name, 'Fe');
+    assert.deepEqual(first!.data, { user: json<'addUser'>(added) });
+    assert.deepEqual(userData(second!).previous, { first_name: '-' });
+    assert.equal(userData(second!).user.first_name, 'Fe');
   });
 
   test('after and limit page through the feed; past the end: empty, next_after = after', async () => {
@@ -72,7 +73,7 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
     for (const query of [{ after: '-1' }, { after: 'abc' }, { after: '1.5' }, { after: '' }, { after: '99999999999999999999' }, { limit: '0' }, { limit: '1001' }, { limit: 'ten' }] as Array<Record<string, string>>) {
       const res = await ctx.api(ws, 'GET', '/events', { query });
       assert.equal(res.statusCode, 400, `${JSON.stringify(query)}: ${res.body}`);
-      assert.equal(res.json().code, 'invalid_parameter');
+      assert.equal(json<'Problem'>(res).code, 'invalid_parameter');
     }
   });
 
@@ -81,8 +82,8 @@ describe(`GET /events: the pull feed [${BACKEND}]`, () => {
     const b = await ctx.createWorkspace('ev');
     await ctx.api(a, 'POST', '/users', { body: userBody('a-only@example.com') });
     assert.deepEqual((await feed(b)).events, []);
-    assert.equal((await ctx.api(a, 'GET', '/events', { noKey: true })).json().code, 'missing_api_key');
-    assert.equal((await ctx.api({ ...a, apiKey: b.apiKey }, 'GET', '/events')).json().code, 'invalid_api_key');
+    assert.equal(json<'Problem'>(await ctx.api(a, 'GET', '/events', { noKey: true })).code, 'missing_api_key');
+    assert.equal(json<'Problem'>(await ctx.api({ ...a, apiKey: b.apiKey }, 'GET', '/events')).code, 'invalid_api_key');
     assert.equal((await ctx.api(a, 'POST', '/events', { body: {} })).statusCode, 405);
   });
 

@@ -5,6 +5,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { idempotencyKeys } from '../../src/storage/schema.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 describe(`Idempotency-Key [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -17,7 +18,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, code);
+    assert.equal(json<'Problem'>(res).code, code);
   }
 
   function assertReplayOf(replay: LightMyRequestResponse, first: LightMyRequestResponse): void {
@@ -30,12 +31,12 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
   }
 
   async function totalUsers(ws: TestWorkspace): Promise<number> {
-    return (await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json().total_count;
+    return json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).total_count;
   }
 
   async function auditActions(ws: TestWorkspace): Promise<string[]> {
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
-    return res.json().audit_events.map((e: { action: string }) => e.action);
+    return json<'listWorkspaceAuditEvents'>(res).audit_events.map((e: { action: string }) => e.action);
   }
 
   async function workspaceId(ws: TestWorkspace): Promise<number> {
@@ -58,7 +59,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     const retry = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assertReplayOf(retry, first);
     assert.equal(retry.headers.location, first.headers.location);
-    assert.deepEqual(retry.json(), first.json());
+    assert.deepEqual(json<'addUser'>(retry), json<'addUser'>(first));
     const third = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assertReplayOf(third, first);
 
@@ -101,9 +102,9 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     assert.equal((await ctx.api(ws, 'DELETE', '/users/taken@example.com')).statusCode, 204);
     const retry = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assertReplayOf(retry, first);
-    assert.equal(retry.json().code, 'user_already_exists');
+    assert.equal(json<'Problem'>(retry).code, 'user_already_exists');
 
-    const user = (await ctx.api(ws, 'GET', '/users/taken@example.com')).json();
+    const user = json<'getUser'>(await ctx.api(ws, 'GET', '/users/taken@example.com'));
     assert.equal(user.status, 'deactivated', 'the replay did not reactivate the user');
     assert.equal(user.first_name, 'Orig');
   });
@@ -139,7 +140,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
       assert.equal(res.headers['idempotent-replayed'], undefined);
     }
     assertProblem(await ctx.api(ws, 'GET', '/users/second@example.com'), 404, 'user_not_found');
-    assert.equal((await ctx.api(ws, 'GET', '/users/first@example.com')).json().role, 'non_owner');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/first@example.com')).role, 'non_owner');
     const retry = await ctx.api(ws, 'POST', '/users', { body: userBody('first@example.com'), headers: withKey(key) });
     assertReplayOf(retry, first);
   });
@@ -151,7 +152,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     const key = newKey();
     assert.equal((await ctx.api(ws, 'DELETE', '/users/a@example.com', { headers: withKey(key) })).statusCode, 204);
     assertProblem(await ctx.api(ws, 'DELETE', '/users/b@example.com', { headers: withKey(key) }), 422, 'idempotency_key_reused');
-    assert.equal((await ctx.api(ws, 'GET', '/users/b@example.com')).json().status, 'active', 'b was not deactivated');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/b@example.com')).status, 'active', 'b was not deactivated');
     assertProblem(
       await ctx.api(ws, 'POST', '/users', { body: userBody('c@example.com'), headers: withKey(key) }),
       422,
@@ -174,7 +175,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     assert.equal(retry.statusCode, 204);
     assert.equal(retry.body, '');
     assert.equal(retry.headers['idempotent-replayed'], 'true');
-    assert.equal((await ctx.api(ws, 'GET', '/users/leaver@example.com')).json().status, 'active', 'the replay changed nothing');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/leaver@example.com')).status, 'active', 'the replay changed nothing');
     assert.deepEqual(
       (await auditActions(ws)).filter((a) => a.startsWith('user.')),
       ['user.created', 'user.deactivated', 'user.reactivated'],
@@ -189,7 +190,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     await ctx.api(ws, 'POST', '/users', { body: userBody('later@example.com') });
     const retry = await ctx.api(ws, 'DELETE', '/users/later@example.com', { headers: withKey(key) });
     assertReplayOf(retry, first);
-    assert.equal((await ctx.api(ws, 'GET', '/users/later@example.com')).json().status, 'active');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/later@example.com')).status, 'active');
   });
 
   test('a key longer than 255 characters → 400 problem, nothing created; 255 is accepted', async () => {
@@ -197,7 +198,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     const long = await ctx.api(ws, 'POST', '/users', { body: userBody('long@example.com'), headers: withKey('k'.repeat(256)) });
     assert.equal(long.statusCode, 400, long.body);
     assert.match(long.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(long.json().status, 400);
+    assert.equal(json<'Problem'>(long).status, 400);
     assertProblem(await ctx.api(ws, 'GET', '/users/long@example.com'), 404, 'user_not_found');
     const longDelete = await ctx.api(ws, 'DELETE', '/users/long@example.com', { headers: withKey('k'.repeat(300)) });
     assert.equal(longDelete.statusCode, 400, longDelete.body);
@@ -232,7 +233,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
 
   test('keys belong to the workspace, not to one API key: a retry with another key of it is replayed', async () => {
     const ws = await ctx.createWorkspace('idem');
-    const second = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json();
+    const second = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`));
     const key = newKey();
     const body = userBody('rotated@example.com');
     const first = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
@@ -291,7 +292,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     const inFlight = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assertProblem(inFlight, 409, 'idempotency_key_in_use');
     assert.equal(inFlight.headers['idempotent-replayed'], undefined);
-    assert.equal((await ctx.api(ws, 'GET', '/users/flight@example.com')).json().status, 'deactivated', 'it did not run');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/flight@example.com')).status, 'deactivated', 'it did not run');
 
     const other = await ctx.api(ws, 'POST', '/users', { body: userBody('else@example.com'), headers: withKey(key) });
     assertProblem(other, 422, 'idempotency_key_reused');
@@ -326,7 +327,7 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     const retry = await ctx.api(ws, 'POST', '/users', { body, headers: withKey(key) });
     assert.equal(retry.statusCode, 201, retry.body);
     assert.equal(retry.headers['idempotent-replayed'], undefined);
-    assert.equal(retry.json().status, 'active', 'the request ran (and reactivated the user)');
+    assert.equal(json<'addUser'>(retry).status, 'active', 'the request ran (and reactivated the user)');
   });
 
   test('after 24 hours a key is forgotten: the request runs again', async () => {
@@ -382,6 +383,6 @@ describe(`Idempotency-Key [${BACKEND}]`, () => {
     await ctx.api(ws, 'POST', '/users', { body: userBody('read@example.com') });
     const second = await ctx.api(ws, 'GET', '/users', { headers: withKey(key) });
     assert.equal(second.headers['idempotent-replayed'], undefined);
-    assert.equal(second.json().total_count, 1);
+    assert.equal(json<'listUsers'>(second).total_count, 1);
   });
 });

@@ -8,6 +8,7 @@ import { guardedFetch } from '../../src/outbound/guarded-fetch.ts';
 import { addressRefusal, OutboundRefusedError } from '../../src/outbound/outbound-guard.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { ADMIN_TOKEN, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json as readJson } from '../helpers/json.ts';
 
 /** A loopback HTTP server answering with `handle`, counting the requests it gets. */
 interface FakeServer {
@@ -79,8 +80,8 @@ describe(`identity providers behind the outbound guard [${BACKEND}]`, () => {
     const res = await put(app, ws, issuer);
     assert.equal(res.statusCode, 422, `${issuer} → ${res.body}`);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, code, `${issuer} → ${res.body}`);
-    if (detail) assert.match(res.json().detail, detail, issuer);
+    assert.equal(readJson<'Problem'>(res).code, code, `${issuer} → ${res.body}`);
+    if (detail) assert.match(readJson<'Problem'>(res).detail, detail, issuer);
     assert.equal(await stored(ws), 404, `nothing stored for ${issuer}`);
   }
   /** Stores a configuration the way rows were stored before the check at save: straight into the table. */
@@ -95,7 +96,7 @@ describe(`identity providers behind the outbound guard [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('idpok');
     const res = await put(ctx.app, ws, op.issuer);
     assert.equal(res.statusCode, 201, res.body);
-    assert.equal(res.json().issuer, op.issuer);
+    assert.equal(readJson<'setIdentityProvider'>(res).issuer, op.issuer);
   });
 
   test('refused at save with 422 naming the problem, nothing stored: http, addresses, unreachable, bad document, issuer mismatch, redirect, endpoints', async () => {
@@ -143,8 +144,8 @@ describe(`identity providers behind the outbound guard [${BACKEND}]`, () => {
     for (const issuer of ['http://127.0.0.1:99999', 'http://h:1:2/x']) {
       const res = await put(ctx.app, ws, issuer);
       assert.equal(res.statusCode, 400, `${issuer} → ${res.body}`);
-      assert.equal(res.json().code, 'validation_failed');
-      assert.equal(res.json().errors[0].field, 'issuer');
+      assert.equal(readJson<'Problem'>(res).code, 'validation_failed');
+      assert.equal(readJson<'Problem'>(res).errors![0]!.field, 'issuer');
       assert.equal(await stored(ws), 404);
     }
     for (const issuer of ['http://127.0.0.1:99999', 'http://h:1:2/x']) {
@@ -152,7 +153,7 @@ describe(`identity providers behind the outbound guard [${BACKEND}]`, () => {
       await storeDirectly(legacy, issuer);
       const options = await page(legacy, '/console/oidc/options');
       assert.equal(options.statusCode, 409, `${issuer} → ${options.body}`);
-      assert.equal(options.json().code, 'identity_provider_misconfigured');
+      assert.equal(readJson<'Problem'>(options).code, 'identity_provider_misconfigured');
       const start = await page(legacy, '/console/oidc/start');
       assert.equal(start.statusCode, 409, `${issuer} → ${start.body}`);
       assert.match(start.headers['content-type'] as string, /^text\/html/);

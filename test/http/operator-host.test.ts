@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_TOKEN, BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 describe(`the operator interface: its own host, and wrong tokens limited [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -16,7 +17,7 @@ describe(`the operator interface: its own host, and wrong tokens limited [${BACK
       for (const path of ['/admin/v1/workspaces', `/admin/v1/workspaces/${ws.subdomain}/api-keys`, '/admin/v1/products']) {
         const res = await ctx.app.inject({ method: 'GET', url: path, headers: { host, authorization: `Bearer ${ADMIN_TOKEN}` } });
         assert.equal(res.statusCode, 404, `${host} ${path}`);
-        assert.equal(res.json().code, 'not_found');
+        assert.equal(json<'Problem'>(res).code, 'not_found');
         assert.doesNotMatch(res.body, /admin token/i);
       }
     }
@@ -38,7 +39,7 @@ describe(`the operator interface: its own host, and wrong tokens limited [${BACK
     assert.deepEqual(statuses, [401, 401, 401, 429, 429]);
     const limited = await call('wrong-token-5-0123456789');
     assert.equal(limited.statusCode, 429);
-    assert.equal(limited.json().code, 'rate_limited');
+    assert.equal(json<'Problem'>(limited).code, 'rate_limited');
     assert.match(String(limited.headers['retry-after']), /^\d+$/);
     assert.equal((await call(ADMIN_TOKEN)).statusCode, 200, 'a valid token is never refused for other tokens\' failures');
     // Another address is not affected.

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * The operator's surface stays on the operator host (docs/security.md, "Hardening controls";
@@ -38,7 +39,7 @@ describe(`the operator surface is not shown on workspace hosts [${BACKEND}]`, ()
       for (const host of [ws.host, 'no-such-workspace.localhost:3000', ws.host.toUpperCase()]) {
         const res = await metrics(target, host, headers, method);
         assert.equal(res.statusCode, 404, `${method} ${host} ${JSON.stringify(headers)}: ${res.body}`);
-        assert.equal(res.json().code, 'not_found');
+        assert.equal(json<'Problem'>(res).code, 'not_found');
         assert.equal(res.headers['content-type'], unknown.headers['content-type']);
         assert.doesNotMatch(res.body, /http_requests_total|admin/);
       }

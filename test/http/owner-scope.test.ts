@@ -10,6 +10,7 @@ import { parseImportRecords } from '../../sdk/users-csv.ts';
 import { importRows } from '../../sdk/users-import-rows.ts';
 import { SCIM_PATCH_OP as PATCH_OP, SCIM_USER as USER, SCIM_WUM as WUM, scimRequest } from '../helpers/scim-request.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ScimError } from '../helpers/json.ts';
 
 
 /*
@@ -29,30 +30,30 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
   async function keyFor(ws: TestWorkspace, scopes: string[] | undefined): Promise<TestWorkspace & { scopes: string[] }> {
     const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, scopes ? { scopes } : undefined);
     assert.equal(res.statusCode, 201, res.body);
-    return { ...ws, apiKey: res.json().key, apiKeyId: res.json().id, scopes: res.json().scopes };
+    return { ...ws, apiKey: json<'createApiKey'>(res).key, apiKeyId: json<'createApiKey'>(res).id, scopes: json<'createApiKey'>(res).scopes };
   }
 
   /** A 403 insufficient_scope problem naming owners:write. */
   function assertOwnersRefused(res: LightMyRequestResponse, why: string): void {
     assert.equal(res.statusCode, 403, `${why}: ${res.body}`);
     assert.match(String(res.headers['content-type']), /^application\/problem\+json/, why);
-    assert.equal(res.json().code, 'insufficient_scope', why);
-    assert.match(res.json().detail, /owners:write/, why);
+    assert.equal(json<'Problem'>(res).code, 'insufficient_scope', why);
+    assert.match(json<'Problem'>(res).detail, /owners:write/, why);
   }
 
   /** A SCIM error with status "403" naming owners:write. */
   function assertScimRefused(res: LightMyRequestResponse, why: string): void {
     assert.equal(res.statusCode, 403, `${why}: ${res.body}`);
     assert.match(String(res.headers['content-type']), /^application\/scim\+json/, why);
-    const body = res.json();
+    const body = json<ScimError>(res);
     assert.deepEqual(body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], why);
     assert.equal(body.status, '403', why);
-    assert.match(body.detail, /owners:write/, why);
+    assert.match(body.detail ?? '', /owners:write/, why);
   }
 
   async function roleOf(ws: TestWorkspace, email: string): Promise<{ role: string; status: string } | undefined> {
     const res = await ctx.api(ws, 'GET', `/users/${email}`);
-    return res.statusCode === 200 ? { role: res.json().role, status: res.json().status } : undefined;
+    return res.statusCode === 200 ? { role: json<'getUser'>(res).role, status: json<'getUser'>(res).status } : undefined;
   }
 
   const patch = (ws: TestWorkspace, email: string, user: Record<string, unknown>) => ctx.api(ws, 'PATCH', `/users/${email}`, { body: { user } });
@@ -71,8 +72,8 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
       ['users:read', 'users:write', 'products:read', 'events:read', 'scim'],
       'every scope but owners:write',
     );
-    const listed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys;
-    assert.deepEqual(listed[0].scopes, ['*'], "the workspace's first key");
+    const listed = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys;
+    assert.deepEqual(listed[0]!.scopes, ['*'], "the workspace's first key");
     const stored = (await ctx.database.db.execute(sql`select k.scopes from api_keys k join workspaces w on w.id = k.workspace_id
       where w.subdomain = ${ws.subdomain} order by k.created_at, k.id limit 1`)) as unknown as { rows: Array<{ scopes: string[] }> };
     assert.deepEqual(stored.rows[0]!.scopes, ['*'], 'stored as {*}');
@@ -118,7 +119,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
     assert.equal((await patch(ownerWriter, 'o2@example.com', { status: 'active' })).statusCode, 200);
     assert.equal((await patch(ownerWriter, 'o1@example.com', { email: 'olga@example.com' })).statusCode, 200);
 
-    const refused = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json().audit_events;
+    const refused = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).audit_events;
     assert.ok(
       !refused.some((e: { target_id: string }) => e.target_id === 'mine@example.com'),
       'a refused change writes no audit event',
@@ -139,7 +140,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
 
     const plain = await scim(connector, 'POST', '/Users', { schemas: [USER], userName: 'plain@example.com' });
     assert.equal(plain.statusCode, 201, plain.body);
-    const id = plain.json().id;
+    const id = json<{ id: string }>(plain).id;
     assertScimRefused(await scim(connector, 'PUT', `/Users/${id}`, owner('plain@example.com')), 'PUT workspaceRole owner');
     assertScimRefused(
       await scim(connector, 'PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { [`${WUM}:workspaceRole`]: 'owner' } }] }),
@@ -150,7 +151,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
     assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody('keeper@example.com', { role: 'owner' }) })).statusCode, 201, 'another owner');
     const made = await scim(trusted, 'POST', '/Users', owner('boss@example.com'));
     assert.equal(made.statusCode, 201, made.body);
-    const bossId = made.json().id;
+    const bossId = json<{ id: string }>(made).id;
     const deactivate = { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] };
     const reactivate = { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] };
     assert.equal((await scim(connector, 'PATCH', `/Users/${bossId}`, deactivate)).statusCode, 200, 'deactivating an owner grants nothing');
@@ -161,7 +162,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
 
     const recreated = await scim(trusted, 'POST', '/Users', owner('boss@example.com'));
     assert.equal(recreated.statusCode, 201, recreated.body);
-    assert.equal(recreated.json().id, bossId);
+    assert.equal(json<{ id: string }>(recreated).id, bossId);
     const promoted = await scim(trusted, 'PATCH', `/Users/${id}`, {
       schemas: [PATCH_OP],
       Operations: [{ op: 'replace', value: { [`${WUM}:workspaceRole`]: 'owner' } }],
@@ -216,7 +217,7 @@ describe(`owners:write and the every-scope key [${BACKEND}]`, () => {
     const update = file.split('--> statement-breakpoint').find((statement) => statement.includes('UPDATE "api_keys"'))!;
     await ctx.database.db.execute(sql.raw(update));
     const scopes = Object.fromEntries(
-      (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys.map((k: { id: string; scopes: string[] }) => [k.id, k.scopes]),
+      json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys.map((k: { id: string; scopes: string[] }) => [k.id, k.scopes]),
     );
     assert.deepEqual(scopes[ws.apiKeyId], ['*'], 'a key of every former scope holds every scope, owners:write included');
     assert.deepEqual(scopes[narrow.apiKeyId], ['users:read', 'users:write', 'scim'], 'a narrow key gains nothing');

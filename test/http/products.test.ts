@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 interface WireProduct {
   name: string;
@@ -29,7 +30,7 @@ describe(`GET /products [${BACKEND}]`, () => {
     const res = await ctx.api(w, 'GET', '/products');
     assert.equal(res.statusCode, 200, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/json/);
-    const body = res.json();
+    const body = json<'listProducts'>(res);
     assert.deepEqual(Object.keys(body), ['products']);
     assert.ok(Array.isArray(body.products));
     return body.products;
@@ -101,27 +102,27 @@ describe(`GET /products [${BACKEND}]`, () => {
       body: userBody(`uses-${tag}@example.com`, { apps: product.roles.map((role) => ({ name, role })) }),
     });
     assert.equal(ok.statusCode, 201, ok.body);
-    assert.deepEqual(ok.json().apps, [{ name, role: 'first' }, { name, role: 'second' }]);
+    assert.deepEqual(json<'addUser'>(ok).apps, [{ name, role: 'first' }, { name, role: 'second' }]);
     const wrongCase = await ctx.api(ws, 'POST', '/users', {
       body: userBody(`case-${tag}@example.com`, { apps: [{ name: name.toUpperCase(), role: 'first' }] }),
     });
     assert.equal(wrongCase.statusCode, 422);
-    assert.equal(wrongCase.json().code, 'unknown_product');
+    assert.equal(json<'Problem'>(wrongCase).code, 'unknown_product');
   });
 
   test('needs the workspace key: 401 missing_api_key / invalid_api_key', async () => {
     const none = await ctx.api(ws, 'GET', '/products', { noKey: true });
     assert.equal(none.statusCode, 401);
-    assert.equal(none.json().code, 'missing_api_key');
+    assert.equal(json<'Problem'>(none).code, 'missing_api_key');
     const wrong = await ctx.api(ws, 'GET', '/products', { headers: { 'x-api-key': `wum_${randomBytes(32).toString('hex')}` } });
     assert.equal(wrong.statusCode, 401);
-    assert.equal(wrong.json().code, 'invalid_api_key');
+    assert.equal(json<'Problem'>(wrong).code, 'invalid_api_key');
   });
 
   test('only GET: POST /products → 405 method_not_allowed with Allow', async () => {
     const res = await ctx.api(ws, 'POST', '/products', { body: { name: 'x' } });
     assert.equal(res.statusCode, 405);
-    assert.equal(res.json().code, 'method_not_allowed');
+    assert.equal(json<'Problem'>(res).code, 'method_not_allowed');
     assert.ok((res.headers.allow as string).split(/,\s*/).includes('GET'));
   });
 });

@@ -9,6 +9,7 @@ import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { startRedisServer, type RedisServer } from '../../harness/redis-server.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * REDIS_URL (docs/contract.md Part B, "Running several replicas"): the per-key token bucket and the
@@ -85,7 +86,7 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
 
   function assertRateLimited(res: LightMyRequestResponse): void {
     assert.equal(res.statusCode, 429, res.body);
-    assert.equal(res.json().code, 'rate_limited');
+    assert.equal(json<'Problem'>(res).code, 'rate_limited');
     assert.match(res.headers['retry-after'] as string, /^[1-9]\d*$/);
   }
 
@@ -126,7 +127,7 @@ describe(`rate limits shared through Redis [${BACKEND}]`, () => {
     for (const app of [a.app, b.app, a.app]) {
       const res = await call(app, ws, { key: 'wum_guess', remoteAddress: attacker });
       assert.equal(res.statusCode, 401, res.body);
-      assert.equal(res.json().code, 'invalid_api_key');
+      assert.equal(json<'Problem'>(res).code, 'invalid_api_key');
     }
     assertRateLimited(await call(b.app, ws, { key: 'wum_guess', remoteAddress: attacker }));
     assertRateLimited(await call(a.app, ws, { key: 'wum_guess-again', remoteAddress: attacker }));

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 describe(`rate limits [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -23,8 +24,8 @@ describe(`rate limits [${BACKEND}]`, () => {
   function assertRateLimited(res: LightMyRequestResponse): void {
     assert.equal(res.statusCode, 429, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, 'rate_limited');
-    assert.equal(res.json().status, 429);
+    assert.equal(json<'Problem'>(res).code, 'rate_limited');
+    assert.equal(json<'Problem'>(res).status, 429);
     const retryAfter = res.headers['retry-after'] as string;
     assert.match(retryAfter, /^\d+$/, 'Retry-After is a whole number of seconds');
     assert.ok(Number(retryAfter) >= 1);
@@ -33,7 +34,7 @@ describe(`rate limits [${BACKEND}]`, () => {
   async function newKey(ws: TestWorkspace): Promise<string> {
     const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`);
     assert.equal(res.statusCode, 201);
-    return res.json().key;
+    return json<'createApiKey'>(res).key;
   }
 
   before(async () => {
@@ -138,14 +139,14 @@ describe(`rate limits [${BACKEND}]`, () => {
     for (let i = 0; i < 3; i += 1) {
       const res = await call(app, ws, { key: `wum_guess${i}`, remoteAddress: attacker });
       assert.equal(res.statusCode, 401, res.body);
-      assert.equal(res.json().code, 'invalid_api_key');
+      assert.equal(json<'Problem'>(res).code, 'invalid_api_key');
     }
     assertRateLimited(await call(app, ws, { key: 'wum_guess3', remoteAddress: attacker }));
     assertRateLimited(await call(app, ws, { key: 'wum_guess4', remoteAddress: attacker }));
 
     const bystander = await call(app, ws, { key: 'wum_typo', remoteAddress: '198.51.100.20' });
     assert.equal(bystander.statusCode, 401, bystander.body);
-    assert.equal(bystander.json().code, 'invalid_api_key');
+    assert.equal(json<'Problem'>(bystander).code, 'invalid_api_key');
     const valid = await call(app, ws, { remoteAddress: '198.51.100.20' });
     assert.equal(valid.statusCode, 200, 'a valid key from another address works');
   });
@@ -169,7 +170,7 @@ describe(`rate limits [${BACKEND}]`, () => {
     const shared = '203.0.113.80';
     const statuses: number[] = [];
     for (let i = 0; i < 21; i += 1) statuses.push((await call(app, a, { key: `wum_guess${i}`, remoteAddress: shared })).statusCode);
-    assert.deepEqual(statuses, [...Array(20).fill(401), 429]);
+    assert.deepEqual(statuses, [...Array<number>(20).fill(401), 429]);
 
     const ownKey = await call(app, a, { remoteAddress: shared });
     assert.equal(ownKey.statusCode, 200, ownKey.body);

@@ -8,6 +8,7 @@ import { ReadCache } from '../../src/storage/read-cache.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { API, BACKEND, createTestContext, testConfig, testKeyRing, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { testClock } from '../helpers/test-clock.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Verified API keys and the product catalogue are served from process memory for
@@ -59,7 +60,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('revoke-here');
     assert.equal((await listVia(ctx.app, ws)).statusCode, 200);
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${ws.apiKeyId}`)).statusCode, 204);
-    assert.equal((await listVia(ctx.app, ws)).json().code, 'invalid_api_key');
+    assert.equal(json<'Problem'>(await listVia(ctx.app, ws)).code, 'invalid_api_key');
   });
 
   test('a key revoked through another process is refused here within the TTL', async () => {
@@ -67,13 +68,13 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     assert.equal((await listVia(other, ws)).statusCode, 200, 'verified, and cached, by the other process');
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${ws.apiKeyId}`)).statusCode, 204);
     otherClock.advance(OTHER_TTL_MS + 100);
-    assert.equal((await listVia(other, ws)).json().code, 'invalid_api_key');
+    assert.equal(json<'Problem'>(await listVia(other, ws)).code, 'invalid_api_key');
   });
 
   test('a new key works at once everywhere: refusals are not cached', async () => {
     const ws = await ctx.createWorkspace('new-key');
     const created = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`);
-    const fresh = created.json().key as string;
+    const fresh = json<'createApiKey'>(created).key as string;
     assert.equal((await listVia(other, ws, fresh)).statusCode, 200);
     assert.equal((await listVia(ctx.app, ws, fresh)).statusCode, 200);
   });
@@ -84,7 +85,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     assert.equal((await listVia(ctx.app, ws)).statusCode, 200);
     assert.equal((await listVia(stale, ws)).statusCode, 200);
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}`)).statusCode, 204);
-    assert.equal((await listVia(ctx.app, ws)).json().code, 'workspace_not_found');
+    assert.equal(json<'Problem'>(await listVia(ctx.app, ws)).code, 'workspace_not_found');
     const late = await stale.inject({
       method: 'POST',
       url: `${API}/users`,
@@ -92,7 +93,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
       payload: userBody('late@example.com'),
     });
     assert.equal(late.statusCode, 404, late.body);
-    assert.equal(late.json().code, 'workspace_not_found');
+    assert.equal(json<'Problem'>(late).code, 'workspace_not_found');
   });
 
   test('the catalogue: a change through this process shows at once, through another within the TTL', async () => {
@@ -118,7 +119,7 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
     const ws = await ctx.createWorkspace('stale-role');
     const stale = await anotherProcess(600_000);
     assert.equal((await ctx.admin('PUT', '/products/ledger', { roles: ['clerk', 'auditor'] })).statusCode, 201);
-    const cached = (await productsVia(stale, ws)).json().products.find((p: { name: string }) => p.name === 'ledger');
+    const cached = json<'listProducts'>(await productsVia(stale, ws)).products.find((p: { name: string }) => p.name === 'ledger');
     assert.deepEqual(cached?.roles, ['clerk', 'auditor'], 'the stale process has the catalogue cached');
     assert.equal((await ctx.admin('PUT', '/products/ledger', { roles: ['clerk'] })).statusCode, 200);
     const add = (email: string, role: string) =>
@@ -131,12 +132,12 @@ describe(`read cache of keys and catalogue [${BACKEND}]`, () => {
 
     const refused = await add('auditor@example.com', 'auditor');
     assert.equal(refused.statusCode, 422, refused.body);
-    assert.equal(refused.json().code, 'unknown_product_role');
-    assert.deepEqual(refused.json().errors.map((e: { field: string }) => e.field), ['user.apps[0].role']);
+    assert.equal(json<'Problem'>(refused).code, 'unknown_product_role');
+    assert.deepEqual(json<'Problem'>(refused).errors!.map((e: { field: string }) => e.field), ['user.apps[0].role']);
     assert.equal((await ctx.api(ws, 'GET', '/users/auditor@example.com')).statusCode, 404);
-    const list = (await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json();
+    const list = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } }));
     assert.equal(list.total_count, 0, 'no user and no count were written');
-    const events = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json();
+    const events = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`));
     assert.ok(
       !JSON.stringify(events).includes('auditor@example.com'),
       'no audit event was written for the refused add',

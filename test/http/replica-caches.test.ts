@@ -6,6 +6,7 @@ import { startService, type Service } from '../../src/server/service.ts';
 import { LISTENER_APPLICATION_NAME } from '../../src/storage/database.ts';
 import { createPostgresDatabase, withClient, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, testConfig } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Several replicas on one PostgreSQL (docs/contract.md Part B, "Running several replicas"): a key
@@ -63,7 +64,7 @@ if (BACKEND === 'postgres') {
       const subdomain = `replica-${process.pid}-${counter}`;
       const created = await admin(a, 'POST', '/workspaces', { subdomain });
       assert.equal(created.statusCode, 201, created.body);
-      const { key, id: keyId } = created.json().api_key as { key: string; id: string };
+      const { key, id: keyId } = json<'createWorkspace'>(created).api_key as { key: string; id: string };
       for (const replica of [a, b]) assert.equal((await api(replica, subdomain, key)).statusCode, 200);
       return { subdomain, key, keyId };
     }
@@ -109,7 +110,7 @@ if (BACKEND === 'postgres') {
       assert.equal((await admin(a, 'DELETE', `/workspaces/${ws.subdomain}/api-keys/${ws.keyId}`)).statusCode, 204);
       const took = await within(WITHIN_MS, 'revoked key refused by the other replica', async () => {
         const res = await api(b, ws.subdomain, ws.key);
-        return res.statusCode === 401 && res.json().code === 'invalid_api_key';
+        return res.statusCode === 401 && json<'Problem'>(res).code === 'invalid_api_key';
       });
       assert.ok(took < WITHIN_MS, `took ${took} ms`);
       assert.ok(metric(await metrics(b), 'cache_listener_notifications_total') > before, 'the notification is counted');
@@ -120,14 +121,14 @@ if (BACKEND === 'postgres') {
       assert.equal((await admin(a, 'DELETE', `/workspaces/${ws.subdomain}`)).statusCode, 204);
       await within(WITHIN_MS, 'deleted workspace unknown to the other replica', async () => {
         const res = await api(b, ws.subdomain, ws.key);
-        return res.statusCode === 404 && res.json().code === 'workspace_not_found';
+        return res.statusCode === 404 && json<'Problem'>(res).code === 'workspace_not_found';
       });
     });
 
     test('a catalogue change through one replica is listed by the other within 1 s, both ways', async () => {
       const ws = await cachedWorkspace();
       const names = async (replica: Service) =>
-        ((await api(replica, ws.subdomain, ws.key, '/products')).json().products as Array<{ name: string }>).map((p) => p.name);
+        (json<'listProducts'>(await api(replica, ws.subdomain, ws.key, '/products')).products as Array<{ name: string }>).map((p) => p.name);
       const product = `ledger${counter}`;
       assert.ok(!(await names(b)).includes(product), 'b has cached a catalogue without it');
       assert.equal((await admin(a, 'PUT', `/products/${product}`, { roles: ['clerk'] })).statusCode, 201);

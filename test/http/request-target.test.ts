@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { normaliseTarget } from '../../src/http/request-target.ts';
+import { json } from '../helpers/json.ts';
 
 /** Values for the path parameters of the OpenAPI document's routes. */
 function fill(path: string): string {
@@ -49,7 +50,7 @@ describe(`one path for the router and every check [${BACKEND}]`, () => {
   });
 
   test('every route of the OpenAPI document, spelled every way, on every host: no 2xx without the right key, no 5xx', async () => {
-    const document = (await ctx.app.inject({ method: 'GET', url: '/api/external/v2/openapi.json' })).json();
+    const document = json<{ paths: Record<string, object> }>(await ctx.app.inject({ method: 'GET', url: '/api/external/v2/openapi.json' }));
     const routes: [string, string][] = [];
     for (const [path, operations] of Object.entries(document.paths as Record<string, object>)) {
       for (const method of Object.keys(operations)) {
@@ -90,14 +91,14 @@ describe(`one path for the router and every check [${BACKEND}]`, () => {
       assert.equal(served.status, 200, target);
       const refused = await rawRequest(port, 'GET', target, { host: ws.host });
       assert.equal(refused.status, 401, target);
-      assert.equal(JSON.parse(refused.body).code, 'missing_api_key');
+      assert.equal(json<'Problem'>(refused.body).code, 'missing_api_key');
     }
   });
 
   test('an absolute-form request line is refused with 400 bad_request before the key is looked at', async () => {
     const res = await rawRequest(port, 'GET', 'http://x/api/external/v2/users', { host: ws.host });
     assert.equal(res.status, 400);
-    assert.equal(JSON.parse(res.body).code, 'bad_request');
+    assert.equal(json<'Problem'>(res.body).code, 'bad_request');
   });
 
   test('the per-key and failed-key limits count an encoded spelling once per request', async () => {

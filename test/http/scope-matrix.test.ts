@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { API_KEY_SCOPES } from '../../src/core/api-keys/scopes.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 type Method = NonNullable<InjectOptions['method']>;
 
@@ -48,16 +49,16 @@ describe(`scope matrix: every route with a key of each scope [${BACKEND}]`, () =
     for (const scope of API_KEY_SCOPES) {
       const res = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: `only-${scope}`, scopes: [scope] });
       assert.equal(res.statusCode, 201, res.body);
-      keys.set(scope, { ...ws, apiKey: res.json().key, apiKeyId: res.json().id });
+      keys.set(scope, { ...ws, apiKey: json<'createApiKey'>(res).key, apiKeyId: json<'createApiKey'>(res).id });
     }
   });
   after(() => ctx.close());
 
   /** What a refused request must leave alone: the users, the audit trail and the events feed. */
   async function state(): Promise<string> {
-    const users = (await ctx.api(ws, 'GET', '/users', { query: { status: 'all', page_size: '100' } })).json();
-    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json().total_count;
-    const events = (await ctx.api(ws, 'GET', '/events', { query: { limit: '1000' } })).json().events.length;
+    const users = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all', page_size: '100' } }));
+    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).total_count;
+    const events = json<'listEvents'>(await ctx.api(ws, 'GET', '/events', { query: { limit: '1000' } })).events.length;
     return JSON.stringify({ users, audit, events });
   }
 
@@ -75,7 +76,7 @@ describe(`scope matrix: every route with a key of each scope [${BACKEND}]`, () =
   }
 
   test('each operation of the document names exactly one scope; a key of it is served, every other key gets 403 and changes nothing', async () => {
-    const document = (await ctx.app.inject({ method: 'GET', url: `${API}/openapi.json` })).json();
+    const document = json<{ paths: Record<string, Record<string, { operationId: string; security?: Array<Record<string, string[]>> }>> }>(await ctx.app.inject({ method: 'GET', url: `${API}/openapi.json` }));
     const probes: Probe[] = [];
     let serial = 0;
     for (const [path, methods] of Object.entries(document.paths as Record<string, Record<string, { operationId: string; security?: Array<Record<string, string[]>> }>>)) {
@@ -110,7 +111,7 @@ describe(`scope matrix: every route with a key of each scope [${BACKEND}]`, () =
         const res = await send(probe, keys.get(scope)!);
         assert.equal(res.statusCode, 403, `${probe.name} with ${scope}: ${res.body}`);
         assert.match(res.body, new RegExp(probe.scope), `${probe.name}: the problem names ${probe.scope}`);
-        if (!probe.scim) assert.equal(res.json().code, 'insufficient_scope');
+        if (!probe.scim) assert.equal(json<'Problem'>(res).code, 'insufficient_scope');
         assert.equal(await state(), before, `${probe.name} with ${scope} changed nothing`);
       }
     }

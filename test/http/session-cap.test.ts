@@ -5,6 +5,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { authenticateOperatorSession, openOperatorSession } from '../../src/core/sessions/operator-sessions.ts';
 import { hashSessionId, openPersonSession } from '../../src/core/sessions/sessions-service.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Live console sessions are capped per key, per person and per operator
@@ -35,12 +36,12 @@ describe(`console sessions are capped per key and per person [${BACKEND}]`, () =
     const ws = await ctx.createWorkspace('cap');
     const created = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'second' });
     assert.equal(created.statusCode, 201, created.body);
-    const otherKeyCookie = await signIn(ws, ctx.app, created.json().key);
+    const otherKeyCookie = await signIn(ws, ctx.app, json<'createApiKey'>(created).key);
     const cookies: string[] = [];
     for (let i = 0; i < 11; i += 1) cookies.push(await signIn(ws));
     const oldest = await withCookie(ws, cookies[0]!);
     assert.equal(oldest.statusCode, 401, oldest.body);
-    assert.equal(oldest.json().code, 'invalid_session');
+    assert.equal(json<'Problem'>(oldest).code, 'invalid_session');
     for (const [i, cookie] of cookies.slice(1).entries()) assert.equal((await withCookie(ws, cookie)).statusCode, 200, `session ${i + 2}`);
     assert.equal((await withCookie(ws, otherKeyCookie)).statusCode, 200, 'another key\'s session is not counted with these');
     // One more ends the next oldest.

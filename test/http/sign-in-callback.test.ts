@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * The sign-in callbacks validate their query (docs/api.md, "The console's routes"): what is not
@@ -79,7 +80,7 @@ describe(`the sign-in callbacks' query [${BACKEND}]`, () => {
     for (const { name, host, path } of callbacks()) {
       const res = await app.inject({ method: 'GET', url: `${path}?code=abc&state=a%00b`, headers: { host } });
       assert.equal(res.statusCode, 400, name);
-      assert.equal(res.json().code, 'invalid_parameter', name);
+      assert.equal(json<'Problem'>(res).code, 'invalid_parameter', name);
     }
   });
 });

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const START = '/console/oidc/start';
 const OPERATOR_START = '/console/operator/oidc/start';
@@ -45,7 +46,7 @@ describe(`sign-in starts are limited [${BACKEND}]`, () => {
 
   function assertLimited(res: LightMyRequestResponse): void {
     assert.equal(res.statusCode, 429, res.body);
-    assert.equal(res.json().code, 'rate_limited');
+    assert.equal(json<'Problem'>(res).code, 'rate_limited');
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
     assert.match(res.headers['retry-after'] as string, /^[1-9]\d*$/);
     assert.ok(Number(res.headers['retry-after']) <= 60, 'a token is back within the minute');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /** The `Link` header as `rel → URL` (RFC 8288: `<url>; rel="name"`, comma-separated). */
 function parseLinks(response: LightMyRequestResponse): Map<string, URL> {
@@ -31,7 +32,7 @@ describe(`GET /users [${BACKEND}]`, () => {
   const deactivated = new Set([bigEmails[2], bigEmails[9], bigEmails[19]]);
   const activeEmails = bigEmails.filter((e) => !deactivated.has(e));
 
-  const emails = (res: LightMyRequestResponse): string[] => res.json().users.map((u: { email: string }) => u.email);
+  const emails = (res: LightMyRequestResponse): string[] => json<'listUsers'>(res).users.map((u: { email: string }) => u.email);
 
   before(async () => {
     ctx = await createTestContext();
@@ -52,7 +53,7 @@ describe(`GET /users [${BACKEND}]`, () => {
     const res = await ctx.api(big, 'GET', '/users');
     assert.equal(res.statusCode, 200);
     assert.match(res.headers['content-type'] as string, /^application\/json/);
-    const body = res.json();
+    const body = json<'listUsers'>(res);
     assert.deepEqual(Object.keys(body).sort(), ['pagination', 'total_count', 'users']);
     assert.deepEqual(body.pagination, { total_records: 22, current_page_number: 1, total_pages: 1, page_size: 30 });
     assert.equal(body.total_count, 22);
@@ -69,7 +70,7 @@ describe(`GET /users [${BACKEND}]`, () => {
       }),
     });
     const res = await ctx.api(ws, 'GET', '/users');
-    const [item] = res.json().users;
+    const item = json<'listUsers'>(res).users[0]!;
     assert.deepEqual(Object.keys(item).sort(), ['apps', 'created_at', 'email', 'expires_at', 'first_name', 'id', 'last_active_at', 'last_name', 'role', 'status', 'updated_at']);
     assert.match(item.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a UUID');
     assert.equal(item.email, 'Item@Example.com');
@@ -78,18 +79,18 @@ describe(`GET /users [${BACKEND}]`, () => {
     assert.equal(item.last_name, '-');
     assert.deepEqual(item.apps, [{ name: 'helpdesk', role: 'agent' }, { name: 'crm', role: 'admin' }]);
     assert.equal(item.status, 'active');
-    for (const field of ['created_at', 'updated_at']) {
+    for (const field of ['created_at', 'updated_at'] as const) {
       assert.match(item[field], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/, field);
     }
     const one = await ctx.api(ws, 'GET', '/users/item%40example.com');
-    assert.deepEqual(one.json(), item, 'the list item equals the single user');
+    assert.deepEqual(json<'getUser'>(one), item, 'the list item equals the single user');
   });
 
   test('an empty workspace: users [], total 0, total_pages 0', async () => {
     const ws = await ctx.createWorkspace();
     const res = await ctx.api(ws, 'GET', '/users');
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), {
+    assert.deepEqual(json<'listUsers'>(res), {
       users: [],
       pagination: { total_records: 0, current_page_number: 1, total_pages: 0, page_size: 30 },
       total_count: 0,
@@ -105,7 +106,7 @@ describe(`GET /users [${BACKEND}]`, () => {
     for (const page of [1, 2, 3]) {
       const res = await ctx.api(big, 'GET', '/users', { query: { status: 'all', page_size: '10', page_number: String(page) } });
       assert.equal(res.statusCode, 200);
-      const body = res.json();
+      const body = json<'listUsers'>(res);
       assert.deepEqual(body.pagination, { total_records: 25, current_page_number: page, total_pages: 3, page_size: 10 });
       assert.equal(body.total_count, 25);
       assert.equal(body.users.length, page === 3 ? 5 : 10);
@@ -117,8 +118,8 @@ describe(`GET /users [${BACKEND}]`, () => {
   test('total_pages is ceil(total / size) for several sizes', async () => {
     for (const [size, pages] of [[1, 22], [7, 4], [11, 2], [21, 2], [22, 1], [100, 1]] as const) {
       const res = await ctx.api(big, 'GET', '/users', { query: { page_size: String(size) } });
-      assert.equal(res.json().pagination.total_pages, pages, `page_size ${size}`);
-      assert.equal(res.json().users.length, Math.min(size, 22));
+      assert.equal(json<'listUsers'>(res).pagination.total_pages, pages, `page_size ${size}`);
+      assert.equal(json<'listUsers'>(res).users.length, Math.min(size, 22));
     }
   });
 
@@ -149,40 +150,40 @@ describe(`GET /users [${BACKEND}]`, () => {
   test('a page past the end → 200, users [], correct totals', async () => {
     const res = await ctx.api(big, 'GET', '/users', { query: { page_size: '10', page_number: '4' } });
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), {
+    assert.deepEqual(json<'listUsers'>(res), {
       users: [],
       pagination: { total_records: 22, current_page_number: 4, total_pages: 3, page_size: 10 },
       total_count: 22,
     });
     const far = await ctx.api(big, 'GET', '/users', { query: { page_number: '1000000' } });
     assert.equal(far.statusCode, 200);
-    assert.deepEqual(far.json().users, []);
-    assert.equal(far.json().total_count, 22);
-    assert.equal(far.json().pagination.current_page_number, 1000000);
+    assert.deepEqual(json<'listUsers'>(far).users, []);
+    assert.equal(json<'listUsers'>(far).total_count, 22);
+    assert.equal(json<'listUsers'>(far).pagination.current_page_number, 1000000);
   });
 
   test('status filter: active by default, deactivated, all', async () => {
     const active = await ctx.api(big, 'GET', '/users', { query: { status: 'active' } });
     assert.deepEqual(emails(active), activeEmails);
-    assert.ok(active.json().users.every((u: { status: string }) => u.status === 'active'));
+    assert.ok(json<'listUsers'>(active).users.every((u: { status: string }) => u.status === 'active'));
 
     const gone = await ctx.api(big, 'GET', '/users', { query: { status: 'deactivated' } });
     assert.deepEqual(emails(gone), bigEmails.filter((e) => deactivated.has(e)));
-    assert.ok(gone.json().users.every((u: { status: string }) => u.status === 'deactivated'));
-    assert.equal(gone.json().total_count, 3);
-    assert.deepEqual(gone.json().users[0].apps, [{ name: 'crm', role: 'member' }], 'deactivated items still show their apps');
+    assert.ok(json<'listUsers'>(gone).users.every((u: { status: string }) => u.status === 'deactivated'));
+    assert.equal(json<'listUsers'>(gone).total_count, 3);
+    assert.deepEqual(json<'listUsers'>(gone).users[0]!.apps, [{ name: 'crm', role: 'member' }], 'deactivated items still show their apps');
 
     const all = await ctx.api(big, 'GET', '/users', { query: { status: 'all' } });
     assert.deepEqual(emails(all), bigEmails);
-    assert.equal(all.json().total_count, 25);
-    assert.equal(all.json().pagination.total_records, 25);
+    assert.equal(json<'listUsers'>(all).total_count, 25);
+    assert.equal(json<'listUsers'>(all).pagination.total_records, 25);
   });
 
   test('page_size 1 and 100 are accepted', async () => {
     for (const size of ['1', '100']) {
       const res = await ctx.api(big, 'GET', '/users', { query: { page_size: size } });
       assert.equal(res.statusCode, 200, size);
-      assert.equal(res.json().pagination.page_size, Number(size));
+      assert.equal(json<'listUsers'>(res).pagination.page_size, Number(size));
     }
   });
 
@@ -208,19 +209,19 @@ describe(`GET /users [${BACKEND}]`, () => {
       const res = await ctx.api(big, 'GET', `/users?${query}`);
       assert.equal(res.statusCode, 400, res.body);
       assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-      const problem = res.json();
+      const problem = json<'Problem'>(res);
       assert.equal(problem.code, 'invalid_parameter');
       assert.equal(problem.status, 400);
       assert.ok(Array.isArray(problem.errors) && problem.errors.length > 0);
-      assert.deepEqual(problem.errors.map((e: { field: string }) => e.field), [field]);
-      assert.equal(typeof problem.errors[0].message, 'string');
+      assert.deepEqual(problem.errors!.map((e: { field: string }) => e.field), [field]);
+      assert.equal(typeof problem.errors![0]!.message, 'string');
     });
   }
 
   test('several invalid parameters are all named', async () => {
     const res = await ctx.api(big, 'GET', '/users?page_size=0&page_number=x&status=nope');
     assert.equal(res.statusCode, 400);
-    assert.deepEqual(res.json().errors.map((e: { field: string }) => e.field).sort(), ['page_number', 'page_size', 'status']);
+    assert.deepEqual(json<'Problem'>(res).errors!.map((e: { field: string }) => e.field).sort(), ['page_number', 'page_size', 'status']);
   });
 
   test('Link header: first/next/last on page 1, no prev', async () => {
@@ -288,6 +289,6 @@ describe(`GET /users [${BACKEND}]`, () => {
     await ctx.api(ws, 'POST', '/users', { body: userBody('solo@example.com') });
     const res = await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } });
     assert.deepEqual(emails(res), ['solo@example.com']);
-    assert.equal(res.json().total_count, 1);
+    assert.equal(json<'listUsers'>(res).total_count, 1);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 describe(`DELETE /users/{email} [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -14,19 +15,19 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
   async function add(ws: TestWorkspace, email: string, user: Record<string, unknown> = {}) {
     const res = await ctx.api(ws, 'POST', '/users', { body: userBody(email, user) });
     assert.equal(res.statusCode, 201, res.body);
-    return res.json();
+    return json<'addUser'>(res);
   }
 
   async function getUser(ws: TestWorkspace, email: string) {
     const res = await ctx.api(ws, 'GET', `/users/${encodeURIComponent(email)}`);
     assert.equal(res.statusCode, 200, res.body);
-    return res.json();
+    return json<'getUser'>(res);
   }
 
   async function activeOwners(ws: TestWorkspace): Promise<string[]> {
     const res = await ctx.api(ws, 'GET', '/users', { query: { status: 'active', page_size: '100' } });
     assert.equal(res.statusCode, 200);
-    return res.json().users.filter((u: { role: string }) => u.role === 'owner').map((u: { email: string }) => u.email);
+    return json<'listUsers'>(res).users.filter((u: { role: string }) => u.role === 'owner').map((u: { email: string }) => u.email);
   }
 
   test('deactivates an active user: 204, empty body; the user is kept, deactivated, with its apps', async () => {
@@ -57,12 +58,12 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     await add(ws, 'stay@example.com');
     await add(ws, 'leave@example.com');
     assert.equal((await ctx.api(ws, 'DELETE', '/users/leave@example.com')).statusCode, 204);
-    const active = (await ctx.api(ws, 'GET', '/users')).json();
+    const active = json<'listUsers'>(await ctx.api(ws, 'GET', '/users'));
     assert.deepEqual(active.users.map((u: { email: string }) => u.email), ['stay@example.com']);
     assert.equal(active.total_count, 1);
-    const gone = (await ctx.api(ws, 'GET', '/users', { query: { status: 'deactivated' } })).json();
+    const gone = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'deactivated' } }));
     assert.deepEqual(gone.users.map((u: { email: string }) => u.email), ['leave@example.com']);
-    assert.deepEqual(gone.users[0].apps, [{ name: 'crm', role: 'member' }], 'a deactivated list item still shows its apps');
+    assert.deepEqual(gone.users[0]!.apps, [{ name: 'crm', role: 'member' }], 'a deactivated list item still shows its apps');
   });
 
   test('an already deactivated user: 204 again, nothing changes', async () => {
@@ -86,21 +87,21 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     const res = await ctx.api(ws, 'DELETE', '/users/unknown@example.com');
     assert.equal(res.statusCode, 404);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, 'user_not_found');
-    assert.equal(res.json().status, 404);
-    const all = (await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json();
+    assert.equal(json<'Problem'>(res).code, 'user_not_found');
+    assert.equal(json<'Problem'>(res).status, 404);
+    const all = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } }));
     assert.deepEqual(all.users.map((u: { email: string }) => u.email), ['known@example.com']);
-    assert.equal(all.users[0].status, 'active');
+    assert.equal(all.users[0]!.status, 'active');
   });
 
   test('an email no stored user can have: over-long → 404 user_not_found, NUL → 400 invalid_parameter, never a 5xx', async () => {
     const ws = await ctx.createWorkspace();
     const long = await ctx.api(ws, 'DELETE', `/users/${'x'.repeat(300)}%40example.com`);
     assert.equal(long.statusCode, 404, long.body);
-    assert.equal(long.json().code, 'user_not_found');
+    assert.equal(json<'Problem'>(long).code, 'user_not_found');
     const nul = await ctx.api(ws, 'DELETE', '/users/a%00b%40example.com');
     assert.equal(nul.statusCode, 400, nul.body);
-    assert.equal(nul.json().code, 'invalid_parameter');
+    assert.equal(json<'Problem'>(nul).code, 'invalid_parameter');
   });
 
   test('the email is percent-decoded and matched case-insensitively', async () => {
@@ -143,7 +144,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     const res = await ctx.api(ws, 'DELETE', '/users/owner@example.com');
     assert.equal(res.statusCode, 409);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, 'last_owner');
+    assert.equal(json<'Problem'>(res).code, 'last_owner');
     const owner = await getUser(ws, 'owner@example.com');
     assert.equal(owner.status, 'active');
     assert.equal(owner.role, 'owner');
@@ -157,7 +158,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     assert.equal((await ctx.api(ws, 'DELETE', '/users/o1@example.com')).statusCode, 204);
     const last = await ctx.api(ws, 'DELETE', '/users/o2@example.com');
     assert.equal(last.statusCode, 409);
-    assert.equal(last.json().code, 'last_owner');
+    assert.equal(json<'Problem'>(last).code, 'last_owner');
     assert.deepEqual(await activeOwners(ws), ['o2@example.com']);
     assert.equal((await ctx.api(ws, 'DELETE', '/users/o1@example.com')).statusCode, 204, 'the deactivated owner: 204 again');
   });
@@ -169,7 +170,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     assert.equal((await ctx.api(ws, 'DELETE', '/users/old-owner@example.com')).statusCode, 204);
     const res = await ctx.api(ws, 'DELETE', '/users/new-owner@example.com');
     assert.equal(res.statusCode, 409);
-    assert.equal(res.json().code, 'last_owner');
+    assert.equal(json<'Problem'>(res).code, 'last_owner');
   });
 
   test('reactivating a deactivated owner lets the other owner leave', async () => {
@@ -188,7 +189,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     await add(ws, 'n2@example.com');
     assert.equal((await ctx.api(ws, 'DELETE', '/users/n1@example.com')).statusCode, 204);
     assert.equal((await ctx.api(ws, 'DELETE', '/users/n2@example.com')).statusCode, 204);
-    const list = (await ctx.api(ws, 'GET', '/users')).json();
+    const list = json<'listUsers'>(await ctx.api(ws, 'GET', '/users'));
     assert.equal(list.total_count, 0);
   });
 
@@ -204,7 +205,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
       const codes = responses.map((r) => r.statusCode).sort();
       assert.deepEqual(codes, [204, 409], `round ${round}`);
       const conflict = responses.find((r) => r.statusCode === 409)!;
-      assert.equal(conflict.json().code, 'last_owner');
+      assert.equal(json<'Problem'>(conflict).code, 'last_owner');
       const winner = responses[0].statusCode === 409 ? 'first@example.com' : 'second@example.com';
       assert.deepEqual(await activeOwners(ws), [winner], `round ${round}: the refused owner stays`);
     }
@@ -236,7 +237,7 @@ describe(`DELETE /users/{email} [${BACKEND}]`, () => {
     await add(ws, 'safe@example.com');
     const res = await ctx.api(ws, 'DELETE', '/users/safe@example.com', { noKey: true });
     assert.equal(res.statusCode, 401);
-    assert.equal(res.json().code, 'missing_api_key');
+    assert.equal(json<'Problem'>(res).code, 'missing_api_key');
     assert.equal((await getUser(ws, 'safe@example.com')).status, 'active');
   });
 });

@@ -6,6 +6,7 @@ import { startService, type Service } from '../../src/server/service.ts';
 import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, memoryDatabase, testConfig, userBody } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { json, userData } from '../helpers/json.ts';
 
 /*
  * A change's webhook delivery leaves at once, not at the worker's next poll (docs/operations.md,
@@ -35,7 +36,7 @@ async function workspaceWithEndpoint(service: Service, receiver: WebhookReceiver
   assert.equal(created.statusCode, 201, created.body);
   const endpoint = await admin('POST', `/workspaces/${subdomain}/webhook-endpoints`, { url: receiver.url });
   assert.equal(endpoint.statusCode, 201, endpoint.body);
-  return { host: `${subdomain}.localhost`, key: created.json().api_key.key as string };
+  return { host: `${subdomain}.localhost`, key: json<'createWorkspace'>(created).api_key.key as string };
 }
 
 /** Adds a user through `service`; resolves with how long after the answer the receiver got its event, in ms. */
@@ -55,7 +56,7 @@ async function addAndTimeDelivery(service: Service, receiver: WebhookReceiver, h
   const answered = performance.now();
   const [delivery] = (await receiver.waitFor(before + 1, WITHIN_MS * 3)).slice(before);
   const took = performance.now() - answered;
-  assert.equal(JSON.parse(delivery!.body).data.user.email, email);
+  assert.equal(userData(json<'Event'>(delivery!.body)).user.email, email);
   return took;
 }
 
@@ -109,7 +110,7 @@ describe(`webhook deliveries leave at once, not at the next poll [${BACKEND}]`, 
       const answered = performance.now();
       const [delivery] = (await receiver.waitFor(before + 1, WITHIN_MS * 3)).slice(before);
       const took = performance.now() - answered;
-      assert.equal(JSON.parse(delivery!.body).type, type);
+      assert.equal(json<'Event'>(delivery!.body).type, type);
       assert.ok(took < WITHIN_MS, `${method} delivered ${took.toFixed(0)} ms after the answer`);
     }
   });

@@ -4,6 +4,7 @@ import { freePort } from '../../harness/postgres-cluster.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, attempt, serverStorage, startServer, type Attempt, type Query, type ServerStorage } from './support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Crash safety (docs/security.md): a real server process under hundreds of concurrent adds and
@@ -118,7 +119,7 @@ describe(`crash safety: SIGKILL under load, restart on the same storage [${BACKE
     }
     const workspace = await admin('POST', '/workspaces', { subdomain: 'crash' });
     assert.equal(workspace.status, 201, workspace.body);
-    const apiKey: string = workspace.json().api_key.key;
+    const apiKey: string = json<'createWorkspace'>(workspace).api_key.key;
     const host = (port: number) => `crash.localhost:${port}`;
 
     // Load: WORKERS workers each take the next email and run its plan, stopping at the first
@@ -179,8 +180,8 @@ describe(`crash safety: SIGKILL under load, restart on the same storage [${BACKE
         headers: { 'x-api-key': apiKey },
       });
       assert.equal(res.status, 200, res.body);
-      for (const user of res.json().users as Array<Stored & { email: string }>) stored.set(user.email, user);
-      if (res.json().users.length < 100) break;
+      for (const user of json<'listUsers'>(res).users as Array<Stored & { email: string }>) stored.set(user.email, user);
+      if (json<'listUsers'>(res).users.length < 100) break;
     }
     let survivors = 0;
     for (const [email, steps] of history) {

@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ScimError, type ScimGroup } from '../helpers/json.ts';
 
 /*
  * Fuzzing (docs/security.md; OWASP API4, API8): fast-check properties over bodies, query strings,
@@ -103,17 +104,17 @@ describe(`fuzzing [${BACKEND}]`, () => {
       assert.match(String(res.headers['content-type']), /^application\/scim\+json/, `scim+json: ${what}`);
       assert.ok(res.headers['x-request-id'], `X-Request-Id: ${what}`);
       if (request.method === 'HEAD') return;
-      const error = JSON.parse(res.body);
+      const error = json<ScimError>(res.body);
       assert.deepEqual(error.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], what);
       assert.equal(error.status, String(res.statusCode), what);
       assert.equal(typeof error.detail, 'string', what);
-      if (res.statusCode === 400) assert.match(error.scimType, /^[a-zA-Z]+$/, `a 400 has its scimType: ${what}`);
+      if (res.statusCode === 400) assert.match(error.scimType ?? '', /^[a-zA-Z]+$/, `a 400 has its scimType: ${what}`);
       return;
     }
     assert.match(String(res.headers['content-type']), /^application\/problem\+json/, `problem+json: ${what}`);
     assert.ok(res.headers['x-request-id'], `X-Request-Id: ${what}`);
     if (request.method === 'HEAD') return;
-    const problem = JSON.parse(res.body);
+    const problem = json<'Problem'>(res.body);
     assert.equal(typeof problem.code, 'string', what);
     assert.match(problem.code, /^[a-z_]+$/, what);
     assert.equal(problem.status, res.statusCode, what);
@@ -158,7 +159,7 @@ describe(`fuzzing [${BACKEND}]`, () => {
     }
     const endpoint = await ctx.admin('POST', `/workspaces/${ws.subdomain}/webhook-endpoints`, { url: 'https://127.0.0.1:9/hook' });
     assert.equal(endpoint.statusCode, 201, endpoint.body);
-    endpointId = endpoint.json().id;
+    endpointId = json<'createWebhookEndpoint'>(endpoint).id;
   });
   after(() => ctx.close());
 
@@ -444,12 +445,12 @@ describe(`fuzzing [${BACKEND}]`, () => {
         payload: JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'scim-fuzz@example.com', name: { givenName: 'Scim', familyName: 'Fuzz' } }),
       });
       assert.equal(user.statusCode, 201, user.body);
-      userId = user.json().id;
+      userId = json<{ id: string }>(user).id;
       // A product of its own: the admin fuzzing above may have changed the demo catalogue's roles.
       assert.ok((await ctx.admin('PUT', '/products/scim-fuzz', { roles: ['viewer'] })).statusCode < 300);
       const group = await app.inject({ method: 'POST', url: '/scim/v2/Groups', headers: scimHeaders(), payload: JSON.stringify({ displayName: 'scim-fuzz:viewer' }) });
       assert.equal(group.statusCode, 201, group.body);
-      groupId = group.json().id;
+      groupId = json<ScimGroup>(group).id;
     });
 
     const attributes = fc.oneof(

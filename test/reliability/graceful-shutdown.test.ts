@@ -4,6 +4,7 @@ import { freePort } from '../../harness/postgres-cluster.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, attempt, serverStorage, startServer, type Attempt, type ServerStorage } from './support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Graceful shutdown (docs/security.md): SIGTERM while clients keep sending. Every request the server
@@ -46,7 +47,7 @@ describe(`graceful shutdown: SIGTERM under load [${BACKEND}]`, () => {
       sendRequest(port, method, `/admin/v1${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
     assert.equal((await admin('PUT', '/products/crm', { roles: ['member'] })).status, 201);
     const workspace = await admin('POST', '/workspaces', { subdomain: 'drain' });
-    const apiKey: string = workspace.json().api_key.key;
+    const apiKey: string = json<'createWorkspace'>(workspace).api_key.key;
 
     const results = new Map<string, { email: string; result: Attempt; finishedAt: number }>();
     let responses = 0;
@@ -98,11 +99,11 @@ describe(`graceful shutdown: SIGTERM under load [${BACKEND}]`, () => {
         assert.ok([201, 503].includes(res.status), `${requestId}: ${res.status} ${res.body}`);
         if (res.status === 503) {
           assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
-          assert.equal(res.json().code, 'service_unavailable');
+          assert.equal(json<'Problem'>(res).code, 'service_unavailable');
           assert.match(String(res.headers['retry-after']), /^\d+$/);
           drained503 += 1;
         } else {
-          assert.equal(res.json().email, email);
+          assert.equal(json<'User'>(res).email, email);
           stored.push(email);
         }
         assert.equal(completed.get(requestId), res.status, `${requestId}: the server logged the answer the client got`);

@@ -15,6 +15,7 @@ import { createPostgresDatabase, type PostgresDatabase } from '../../harness/pos
 import { sendRequest } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, testConfig, testKeyRing, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { assertProblem, eventually, rawExchange, sleep } from './support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Resource bounds (docs/security.md): every limit of docs/operations.md "Limits" holds and is answered
@@ -89,7 +90,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
       );
       assert.equal(res.status, 431, res.raw.slice(0, 300));
       assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/);
-      assert.equal(JSON.parse(res.body).code, 'request_header_fields_too_large');
+      assert.equal(json<'Problem'>(res.body).code, 'request_header_fields_too_large');
       assert.ok(res.headers['x-request-id']);
       assert.equal(res.headers['x-content-type-options'], 'nosniff');
       assert.ok(res.closedByServer);
@@ -102,7 +103,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
         5000,
       );
       assert.equal(res.status, 408, res.raw.slice(0, 300));
-      assert.equal(JSON.parse(res.body).code, 'request_timeout');
+      assert.equal(json<'Problem'>(res.body).code, 'request_timeout');
       assert.ok(res.closedByServer);
       assert.ok(res.elapsedMs < 4000, `answered after ${res.elapsedMs} ms`);
     });
@@ -118,7 +119,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
         5000,
       );
       assert.equal(res.status, 408, res.raw.slice(0, 300));
-      assert.equal(JSON.parse(res.body).code, 'request_timeout');
+      assert.equal(json<'Problem'>(res.body).code, 'request_timeout');
       assert.ok(res.closedByServer);
       assert.equal((await ctx.api(ws, 'GET', '/users/slow-body@example.com')).statusCode, 404);
     });
@@ -133,7 +134,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
     test('malformed HTTP → 400 problem+json, not a bare socket reset', async () => {
       const res = await rawExchange(port, ['NOT HTTP AT ALL\r\n\r\n'], 5000);
       assert.equal(res.status, 400, res.raw.slice(0, 300));
-      assert.equal(JSON.parse(res.body).code, 'bad_request');
+      assert.equal(json<'Problem'>(res.body).code, 'bad_request');
     });
 
     test('an invalid Host (or X-Forwarded-Host behind a trusted proxy) → 400 bad_request, on every kind of route', async () => {
@@ -171,7 +172,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
       const res = await users();
       assertProblem(res, 503, 'service_unavailable');
       assert.equal(res.headers['retry-after'], '7');
-      assert.match(res.json().detail, /heap/);
+      assert.match(json<'Problem'>(res).detail, /heap/);
       assert.ok(res.headers['x-request-id'], 'shed responses carry the request id');
       assert.equal(res.headers['x-content-type-options'], 'nosniff', 'and the security headers');
       const add = await app.inject({
@@ -221,7 +222,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
       try {
         await eventually(async () => (await app.inject({ url: `${API}/users`, headers })).statusCode === 503, 5000, 'sheds under sustained delay');
         const res = await app.inject({ url: `${API}/users`, headers });
-        if (res.statusCode === 503) assert.match(res.json().detail, /event-loop delay/);
+        if (res.statusCode === 503) assert.match(json<'Problem'>(res).detail, /event-loop delay/);
         assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200, 'liveness is never shed');
       } finally {
         stalling = false;
@@ -336,7 +337,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
     });
     await app.close();
     assert.equal(res.statusCode, 201, res.body);
-    assert.equal(res.json().email, 'unrecorded@example.com');
+    assert.equal(json<'User'>(res).email, 'unrecorded@example.com');
     // A retry while the claim is fresh is told the key is in use, not run twice.
     const retry = await ctx.api(ws, 'POST', '/users', {
       headers: { 'idempotency-key': 'unrecorded' },
@@ -386,7 +387,7 @@ describe(`resource bounds [${BACKEND}]`, () => {
           payload: { subdomain },
         });
         assert.equal(res.statusCode, 201, res.body);
-        return { host: `${subdomain}.localhost:3000`, key: res.json().api_key.key as string };
+        return { host: `${subdomain}.localhost:3000`, key: json<'createWorkspace'>(res).api_key.key as string };
       }
 
       test('every pooled connection carries statement_timeout, also the one that ran the migrations', async () => {

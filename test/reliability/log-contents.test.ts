@@ -7,6 +7,7 @@ import { serializeError } from '../../src/http/log-serializers.ts';
 import { createIdempotencyStore } from '../../src/storage/idempotency.queries.ts';
 import { ADMIN_TOKEN, BACKEND, createTestContext, testConfig, userBody, type TestContext } from '../helpers/test-context.ts';
 import { webhookUrlCheck } from '../../src/webhooks/url-guard.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * What the server log holds after a run through the whole API at the most verbose level:
@@ -46,11 +47,11 @@ describe(`the server log holds no credential and no email [${BACKEND}]`, () => {
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const created = await app.inject({ method: 'POST', url: '/admin/v1/workspaces', headers: admin, payload: { subdomain: `logs-${process.pid}` } });
     assert.equal(created.statusCode, 201);
-    const key = created.json().api_key.key as string;
+    const key = json<'createWorkspace'>(created).api_key.key as string;
     const host = `logs-${process.pid}.localhost`;
     const endpoint = await app.inject({ method: 'POST', url: `/admin/v1/workspaces/logs-${process.pid}/webhook-endpoints`, headers: admin, payload: { url: 'https://127.0.0.1:9/hook' } });
     assert.equal(endpoint.statusCode, 201, endpoint.body);
-    const secret = endpoint.json().secret as string;
+    const secret = json<'createWebhookEndpoint'>(endpoint).secret as string;
     const emails = ['secret.person@example.com', 'other.person@example.com'];
     const api = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
       app.inject({ method, url: `/api/external/v2${url}`, headers: { host, 'x-api-key': key }, ...(payload ? { payload } : {}) });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Races (docs/security.md): add, deactivate and reactivate of one email interleaved, and idempotent
@@ -48,7 +49,7 @@ describe(`races [${BACKEND}]`, () => {
     for (let page = 1; ; page += 1) {
       const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100&page_number=${page}`);
       assert.equal(res.statusCode, 200, res.body);
-      const batch = res.json().audit_events as AuditEvent[];
+      const batch = json<'listWorkspaceAuditEvents'>(res).audit_events as AuditEvent[];
       events.push(...batch);
       if (batch.length < 100) return events;
     }
@@ -104,7 +105,7 @@ describe(`races [${BACKEND}]`, () => {
     for (const { kind, res } of outcomes) {
       const allowed = kind === 'add' ? [201, 409] : [204, 404, 409];
       assert.ok(allowed.includes(res.statusCode), `${kind} → ${res.statusCode} ${res.body}`);
-      if (res.statusCode === 409) assert.equal(res.json().code, kind === 'add' ? 'user_already_exists' : 'last_owner');
+      if (res.statusCode === 409) assert.equal(json<'Problem'>(res).code, kind === 'add' ? 'user_already_exists' : 'last_owner');
     }
 
     const trail = await auditTrail(ws);
@@ -124,14 +125,14 @@ describe(`races [${BACKEND}]`, () => {
         if (event.action === 'user.deactivated') assert.equal(origin.res.statusCode, 204);
         else {
           assert.equal(origin.res.statusCode, 201);
-          const user = origin.res.json();
+          const user = json<Record<string, unknown>>(origin.res);
           for (const field of ['email', 'role', 'first_name', 'last_name', 'apps', 'status']) {
             assert.deepEqual(user[field], (event.after as Record<string, unknown>)[field], `${field} of ${event.request_id}`);
           }
         }
       }
       // The end state is what the replay ends with.
-      const stored = (await ctx.api(ws, 'GET', `/users/${email}`)).json();
+      const stored = json<Record<string, unknown>>(await ctx.api(ws, 'GET', `/users/${email}`));
       assert.ok(state, `${email} exists`);
       for (const field of ['email', 'role', 'first_name', 'last_name', 'apps', 'status']) {
         assert.deepEqual(stored[field], state[field], `${email}: stored ${field} = replayed ${field}`);
@@ -149,7 +150,7 @@ describe(`races [${BACKEND}]`, () => {
     assert.ok(trail.filter((e) => e.action === 'user.deactivated').length > 0, 'and deactivation');
     // The workspace kept an owner throughout (last-owner rule under the same race).
     const owners = await ctx.api(ws, 'GET', '/users', { query: { page_size: '100' } });
-    assert.ok(owners.json().users.some((u: { role: string }) => u.role === 'owner'));
+    assert.ok(json<'listUsers'>(owners).users.some((u: { role: string }) => u.role === 'owner'));
   });
 
   test('N identical POST /users with one Idempotency-Key at once, on two replicas: one applied, the rest replays or 409 in use', async () => {
@@ -163,7 +164,7 @@ describe(`races [${BACKEND}]`, () => {
     assert.equal(applied.length, 1, 'exactly one request ran');
     assert.equal(applied.length + replayed.length + inUse.length, outcomes.length, outcomes.map((o) => o.res.statusCode).join(','));
     for (const o of inUse) {
-      assert.equal(o.res.json().code, 'idempotency_key_in_use');
+      assert.equal(json<'Problem'>(o.res).code, 'idempotency_key_in_use');
       assert.equal(o.res.headers['retry-after'], '1');
     }
     for (const o of replayed) {
@@ -174,7 +175,7 @@ describe(`races [${BACKEND}]`, () => {
     const later = await send(ws, 'add', 'once@example.com', { 'idempotency-key': key }, body);
     assert.equal(later.res.headers['idempotent-replayed'], 'true');
     assert.equal(later.res.body, applied[0]!.res.body);
-    const users = (await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json();
+    const users = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } }));
     assert.equal(users.total_count, 1, 'never two users');
     const events = (await auditTrail(ws)).filter((e) => e.target_id === 'once@example.com');
     assert.deepEqual(events.map((e) => [e.action, e.request_id]), [['user.created', applied[0]!.requestId]], 'never two audit events');
@@ -190,7 +191,7 @@ describe(`races [${BACKEND}]`, () => {
     for (const o of outcomes) {
       if (o === applied[0]) continue;
       const replay = o.res.statusCode === 204 && o.res.headers['idempotent-replayed'] === 'true';
-      const inUse = o.res.statusCode === 409 && o.res.json().code === 'idempotency_key_in_use';
+      const inUse = o.res.statusCode === 409 && json<'Problem'>(o.res).code === 'idempotency_key_in_use';
       assert.ok(replay || inUse, `${o.res.statusCode} ${o.res.body}`);
     }
     const events = (await auditTrail(ws)).filter((e) => e.action === 'user.deactivated');
@@ -209,12 +210,12 @@ describe(`races [${BACKEND}]`, () => {
     assert.equal(applied.length, 1, outcomes.map((o) => `${o.res.statusCode}:${o.res.headers['idempotent-replayed'] ?? ''}`).join(' '));
     for (const o of outcomes) {
       if (o === applied[0]) continue;
-      const code = o.res.statusCode >= 400 ? o.res.json().code : 'replayed';
+      const code = o.res.statusCode >= 400 ? json<'Problem'>(o.res).code : 'replayed';
       assert.ok(['user_already_exists', 'idempotency_key_in_use', 'replayed'].includes(code), `${o.res.statusCode} ${o.res.body}`);
       if (code === 'replayed') assert.equal(o.res.headers['idempotent-replayed'], 'true');
     }
     const events = (await auditTrail(ws)).filter((e) => e.target_id === 'mixed@example.com');
     assert.deepEqual(events.map((e) => e.request_id), [applied[0]!.requestId]);
-    assert.equal((await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json().total_count, 1);
+    assert.equal(json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).total_count, 1);
   });
 });

@@ -19,6 +19,7 @@ import { createPostgresDatabase, type PostgresDatabase } from '../../harness/pos
 import { ADMIN_TOKEN, API, BACKEND, TEST_SECRETS_KEY, createTestContext, testConfig, testKeyRing, userBody, type TestContext } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Secrets at rest (docs/security.md, "Secrets at rest"; docs/operations.md, "The secrets key"):
@@ -109,13 +110,13 @@ describe(`secrets at rest, through server starts [${BACKEND}]`, () => {
     assert.ok((await admin('PUT', '/products/crm', { roles: ['member'] })).statusCode < 300);
     const created = await admin('POST', '/workspaces', { subdomain });
     assert.equal(created.statusCode, 201, created.body);
-    apiKey = created.json().api_key.key;
+    apiKey = json<'createWorkspace'>(created).api_key.key;
     const made = await admin('POST', `/workspaces/${subdomain}/webhook-endpoints`, { url: receiver.url });
     assert.equal(made.statusCode, 201, made.body);
-    previousSecret = made.json().secret;
-    const rotated = await admin('POST', `/workspaces/${subdomain}/webhook-endpoints/${made.json().id}/rotate-secret`);
+    previousSecret = json<'createWebhookEndpoint'>(made).secret;
+    const rotated = await admin('POST', `/workspaces/${subdomain}/webhook-endpoints/${json<'createWebhookEndpoint'>(made).id}/rotate-secret`);
     assert.equal(rotated.statusCode, 200, rotated.body);
-    endpoint = { id: made.json().id, secret: rotated.json().secret };
+    endpoint = { id: json<'createWebhookEndpoint'>(made).id, secret: json<'createWebhookEndpoint'>(rotated).secret };
     const idp = await admin('PUT', `/workspaces/${subdomain}/identity-provider`, { issuer: op!.issuer, client_id: op!.clientId, client_secret: IDP_SECRET });
     assert.equal(idp.statusCode, 201, idp.body);
 
@@ -204,7 +205,7 @@ describe(`secrets at rest, passes over the stored rows [${BACKEND}]`, () => {
     await ctx.database.db.execute(sql`update webhook_endpoints set secret = ${foreign} where ${where} and id = ${rows[0]!.id}::uuid`);
     const rotation = await ctx.admin('POST', '/secrets-key/rotate');
     assert.equal(rotation.statusCode, 200, rotation.body);
-    assert.equal(rotation.json().undecryptable, 1);
+    assert.equal(json<'rotateSecretsKey'>(rotation).undecryptable, 1);
     const [kept] = rowsOf<{ secret: string }>(await ctx.database.db.execute(sql`select secret from webhook_endpoints where id = ${rows[0]!.id}::uuid`));
     assert.equal(kept!.secret, foreign, 'left as it was');
     assert.throws(() => ctx.store.openSecret(foreign), { code: 'secrets_key_unknown' });
@@ -218,14 +219,14 @@ describe(`secrets at rest, passes over the stored rows [${BACKEND}]`, () => {
     try {
       const made = await ctx.admin('POST', `/workspaces/${ws.subdomain}/webhook-endpoints`, { url: receiver.url });
       assert.equal(made.statusCode, 201, made.body);
-      const foreign = encryptSecret(createKeyRing(generateSecretsKey()), made.json().secret);
-      await ctx.database.db.execute(sql`update webhook_endpoints set secret = ${foreign} where id = ${made.json().id}::uuid`);
+      const foreign = encryptSecret(createKeyRing(generateSecretsKey()), json<'createWebhookEndpoint'>(made).secret);
+      await ctx.database.db.execute(sql`update webhook_endpoints set secret = ${foreign} where id = ${json<'createWebhookEndpoint'>(made).id}::uuid`);
       assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody('foreign@example.com') })).statusCode, 201);
       let attempt: { response_status: number | null; error: string | null } | undefined;
       for (let i = 0; i < 100 && !attempt; i += 1) {
         await sleep(50);
-        const deliveries = await ctx.admin('GET', `/workspaces/${ws.subdomain}/webhook-endpoints/${made.json().id}/deliveries`);
-        attempt = deliveries.json().deliveries[0]?.attempt_log?.[0];
+        const deliveries = await ctx.admin('GET', `/workspaces/${ws.subdomain}/webhook-endpoints/${json<'createWebhookEndpoint'>(made).id}/deliveries`);
+        attempt = json<'listWebhookDeliveries'>(deliveries).deliveries[0]?.attempt_log?.[0];
       }
       assert.ok(attempt, 'the attempt was recorded');
       assert.equal(attempt.response_status, null);

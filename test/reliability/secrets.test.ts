@@ -7,6 +7,7 @@ import { freePort } from '../../harness/postgres-cluster.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, startServer, type ServerStorage } from './support.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Keys and secrets (docs/security.md; OWASP API2, API8): keys are stored only as hashes, compared in
@@ -36,7 +37,7 @@ describe(`keys and secrets [${BACKEND}]`, () => {
 
   test('API keys are stored only as SHA-256 hashes: the plaintext is nowhere in the database', async () => {
     const ws = await ctx.createWorkspace('hashes');
-    const second = (await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).json().key as string;
+    const second = json<'createApiKey'>(await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`)).key as string;
     // Use both, so last_used_at, audit events and any cache had every chance to record them.
     assert.equal((await ctx.api(ws, 'GET', '/users')).statusCode, 200);
     assert.equal((await ctx.api(ws, 'GET', '/users', { headers: { 'x-api-key': second } })).statusCode, 200);
@@ -61,7 +62,7 @@ describe(`keys and secrets [${BACKEND}]`, () => {
     const lastUsed = async () => {
       const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`);
       assert.equal(res.statusCode, 200, res.body);
-      return res.json().api_keys[0].last_used_at as string | null;
+      return json<'listApiKeys'>(res).api_keys[0]!.last_used_at as string | null;
     };
     const call = () => app.inject({ url: '/api/external/v2/users', headers: { host: ws.host, 'x-api-key': ws.apiKey } });
     assert.equal((await call()).statusCode, 200);
@@ -95,7 +96,7 @@ describe(`keys and secrets [${BACKEND}]`, () => {
       const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
       const created = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: auth, body: { subdomain: 'logs' } });
       assert.equal(created.status, 201);
-      const key: string = created.json().api_key.key;
+      const key: string = json<'createWorkspace'>(created).api_key.key;
       const host = `logs.localhost:${port}`;
       const wrongKey = `${key.slice(0, -4)}XXXX`;
       const wrongToken = `${ADMIN_TOKEN}-wrong`;

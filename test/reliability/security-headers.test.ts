@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { BASELINE_SECURITY_HEADERS } from '../../src/http/plugins/security-headers.ts';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Security headers on every response (docs/operations.md, "Security headers"; OWASP API8:2023) and
@@ -169,10 +170,10 @@ describe(`security headers [${BACKEND}]`, () => {
         ['--headless', '--no-sandbox', '--disable-gpu', '--virtual-time-budget=10000', '--enable-logging=stderr', '--v=0', '--dump-dom', `http://127.0.0.1:${port}/docs/`],
         { timeout: 50_000, maxBuffer: 100 * 1024 * 1024 },
       );
-      const document = (await ctx.app.inject({ url: `${API}/openapi.json` })).json();
+      const document = json<{ info: { title: string }; paths: Record<string, Record<string, { summary: string }>> }>(await ctx.app.inject({ url: `${API}/openapi.json` }));
       const escape = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
       assert.ok(stdout.includes(escape(document.info.title)), 'the viewer rendered the document title');
-      const summary: string = document.paths[`${API}/users`].post.summary;
+      const summary: string = document.paths[`${API}/users`]!.post!.summary;
       assert.ok(stdout.includes(escape(summary)), `and the operations ("${summary}")`);
       assert.deepEqual(stderr.split('\n').filter((line) => /Content Security Policy/.test(line)), []);
     });

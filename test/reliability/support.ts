@@ -9,6 +9,7 @@ import { openDatabase } from '../../src/storage/database.ts';
 import { createPostgresDatabase, withClient } from '../../harness/postgres-cluster.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Shared by the reliability tests (not a test file itself: the runner only picks *.test.ts).
@@ -25,7 +26,7 @@ function statusOf(res: AnyResponse): number {
 export function assertProblem(res: AnyResponse, status: number, code: string): void {
   assert.equal(statusOf(res), status, res.body);
   assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
-  const body = JSON.parse(res.body);
+  const body = json<'Problem'>(res.body);
   assert.equal(body.code, code, res.body);
   assert.equal(body.status, status);
 }
@@ -167,7 +168,7 @@ export async function serverStorage(prefix: string): Promise<ServerStorage> {
     const database = await createPostgresDatabase(prefix, { migrated: true });
     return {
       env: { DATABASE_URL: database.url },
-      inspect: (work) => withClient(database.url, (client) => work(async (text) => (await client.query(text)).rows)),
+      inspect: (work) => withClient(database.url, (client) => work(async (text) => (await client.query<Record<string, unknown>>(text)).rows)),
       remove: () => database.drop(),
     };
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ScimError, type ScimGroup, type ScimList } from '../helpers/json.ts';
 
 /*
  * Tenant isolation (docs/security.md; OWASP API1 "Broken Object Level Authorization", API2 "Broken
@@ -31,7 +32,7 @@ function check(res: LightMyRequestResponse, expected: Expected, what: string): v
   assert.equal(res.statusCode, expected.status, `${what}: ${res.body}`);
   if (expected.code === undefined) return;
   assert.match(String(res.headers['content-type']), /^application\/problem\+json/, what);
-  if (res.body) assert.equal(res.json().code, expected.code, what);
+  if (res.body) assert.equal(json<'Problem'>(res).code, expected.code, what);
 }
 
 describe(`tenant isolation matrix [${BACKEND}]`, () => {
@@ -46,7 +47,7 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
   async function snapshot(ws: TestWorkspace) {
     const events = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
     const users = await ctx.api(ws, 'GET', '/users', { query: { status: 'all', page_size: '100' } });
-    return { events: events.json().audit_events as Array<{ action: string; actor_id: string | null }>, users: users.json().users };
+    return { events: json<'listWorkspaceAuditEvents'>(events).audit_events as Array<{ action: string; actor_id: string | null }>, users: json<'listUsers'>(users).users };
   }
 
   function call(ws: TestWorkspace, method: Method, path: string, key: KeyKind): Promise<LightMyRequestResponse> {
@@ -76,8 +77,8 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
     mine = await ctx.createWorkspace('mine');
     theirs = await ctx.createWorkspace('theirs');
     const created = await ctx.admin('POST', `/workspaces/${mine.subdomain}/api-keys`);
-    revokedKey = created.json().key;
-    assert.equal((await ctx.admin('DELETE', `/workspaces/${mine.subdomain}/api-keys/${created.json().id}`)).statusCode, 204);
+    revokedKey = json<'createApiKey'>(created).key;
+    assert.equal((await ctx.admin('DELETE', `/workspaces/${mine.subdomain}/api-keys/${json<'createApiKey'>(created).id}`)).statusCode, 204);
     for (const ws of [mine, theirs]) {
       for (const email of ['target@example.com', 'resident@example.com']) {
         assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody(email) })).statusCode, 201);
@@ -125,17 +126,17 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
     // theirs names mine's resident by email, on its own host with its own key.
     const res = await ctx.api(theirs, 'GET', '/users/resident@example.com');
     assert.equal(res.statusCode, 200);
-    assert.equal(res.json().email, 'resident@example.com');
+    assert.equal(json<'User'>(res).email, 'resident@example.com');
     assert.equal((await ctx.api(theirs, 'DELETE', '/users/resident@example.com')).statusCode, 204);
     const mineResident = await ctx.api(mine, 'GET', '/users/resident@example.com');
-    assert.equal(mineResident.json().status, 'active', "deactivating theirs left mine's user active");
+    assert.equal(json<'User'>(mineResident).status, 'active', "deactivating theirs left mine's user active");
     assert.equal((await ctx.api(theirs, 'GET', '/users/only-mine@example.com')).statusCode, 404);
     assert.equal((await ctx.api(mine, 'POST', '/users', { body: userBody('only-mine@example.com') })).statusCode, 201);
     const invisible = await ctx.api(theirs, 'GET', '/users/only-mine@example.com');
     check(invisible, { status: 404, code: 'user_not_found' }, "mine's user seen from theirs");
     check(await ctx.api(theirs, 'DELETE', '/users/only-mine@example.com'), { status: 404, code: 'user_not_found' }, 'delete from theirs');
     const listing = await ctx.api(theirs, 'GET', '/users', { query: { status: 'all', page_size: '100' } });
-    assert.ok(!listing.json().users.some((u: { email: string }) => u.email === 'only-mine@example.com'));
+    assert.ok(!json<'listUsers'>(listing).users.some((u: { email: string }) => u.email === 'only-mine@example.com'));
     const afterMine = await snapshot(mine);
     assert.equal(afterMine.events.length, beforeMine.events.length + 1, 'only the own add is in mine');
   });
@@ -169,8 +170,8 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
       if (status < 400) return;
       assert.match(String(res.headers['content-type']), /^application\/scim\+json/, what);
       if (res.body) {
-        assert.deepEqual(res.json().schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], what);
-        assert.equal(res.json().status, String(status), what);
+        assert.deepEqual(json<ScimError>(res).schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], what);
+        assert.equal(json<ScimError>(res).status, String(status), what);
       }
     }
 
@@ -180,12 +181,12 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
 
     before(async () => {
       const find = async (ws: TestWorkspace) =>
-        (await scim(ws, 'GET', `/Users?filter=${encodeURIComponent('userName eq "resident@example.com"')}`, 'own')).json().Resources[0].id as string;
+        json<ScimList>(await scim(ws, 'GET', `/Users?filter=${encodeURIComponent('userName eq "resident@example.com"')}`, 'own')).Resources[0]!.id as string;
       mineUserId = await find(mine);
       theirsUserId = await find(theirs);
       const group = await scim(mine, 'POST', '/Groups', 'own', { displayName: 'crm:admin' });
       assert.equal(group.statusCode, 201, group.body);
-      mineGroupId = group.json().id;
+      mineGroupId = json<ScimGroup>(group).id;
     });
 
     const scimEndpoints: Array<{ path: () => string; own: Partial<Record<Method, number>>; body?: () => object }> = [
@@ -252,13 +253,13 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
         checkScim(await scim(theirs, method, `/Groups/${mineGroupId}`, 'own', body), 404, `${method} mine's group from theirs`);
       }
       const listing = await scim(theirs, 'GET', `/Users?filter=${encodeURIComponent(`id eq "${mineUserId}"`)}`, 'own');
-      assert.equal(listing.json().totalResults, 0);
+      assert.equal(json<ScimList>(listing).totalResults, 0);
       const groups = await scim(theirs, 'GET', '/Groups', 'own');
       assert.ok(!groups.body.includes(mineGroupId));
       // Adding mine's user as a member of a group of theirs grants nothing to anyone.
       const theirsGroup = await scim(theirs, 'POST', '/Groups', 'own', { displayName: 'crm:member', members: [{ value: mineUserId }] });
       assert.equal(theirsGroup.statusCode, 201);
-      const members = theirsGroup.json().members.map((m: { value: string }) => m.value);
+      const members = json<ScimGroup>(theirsGroup).members!.map((m: { value: string }) => m.value);
       assert.ok(members.includes(theirsUserId) && !members.includes(mineUserId), `members of theirs only: ${members}`);
       assert.deepEqual(await snapshot(mine), before, 'mine is untouched');
     });
@@ -343,21 +344,21 @@ describe(`tenant isolation matrix [${BACKEND}]`, () => {
     before(async () => {
       const endpoint = await ctx.admin('POST', `/workspaces/${mine.subdomain}/webhook-endpoints`, { url: 'https://127.0.0.1:9/hook' });
       assert.equal(endpoint.statusCode, 201, endpoint.body);
-      endpointId = endpoint.json().id;
+      endpointId = json<'createWebhookEndpoint'>(endpoint).id;
       const added = await ctx.api(mine, 'POST', '/users', { body: userBody(`hooked-${process.pid}@example.com`) });
       assert.equal(added.statusCode, 201, added.body);
       const deliveries = await ctx.admin('GET', `/workspaces/${mine.subdomain}/webhook-endpoints/${endpointId}/deliveries`);
       assert.equal(deliveries.statusCode, 200, deliveries.body);
-      deliveryId = deliveries.json().deliveries[0].id;
+      deliveryId = json<'listWebhookDeliveries'>(deliveries).deliveries[0]!.id;
       const keys = await ctx.admin('GET', `/workspaces/${mine.subdomain}/api-keys`);
-      revokedKeyId = keys.json().api_keys.find((k: { revoked_at: string | null }) => k.revoked_at !== null).id;
+      revokedKeyId = json<'listApiKeys'>(keys).api_keys.find((k: { revoked_at: string | null }) => k.revoked_at !== null)!.id;
       doomed = (await ctx.createWorkspace('doomed')).subdomain;
     });
 
     for (const route of routes) {
       test(`admin ${route.method} ${route.label}: right token, wrong token, no token`, async () => {
         const url = `/admin/v1${route.path()}`;
-        const countEvents = async () => (await ctx.admin('GET', '/audit-events?page_size=1')).json().total_count;
+        const countEvents = async () => json<'listAuditEvents'>(await ctx.admin('GET', '/audit-events?page_size=1')).total_count;
         const before = JSON.stringify(await countEvents());
         for (const { name, authorization } of wrongTokens) {
           const res = await app.inject({

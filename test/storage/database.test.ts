@@ -14,8 +14,8 @@ import { BACKEND, testKeyRing } from '../helpers/test-context.ts';
 import { PGlite } from '@electric-sql/pglite';
 
 /** Migrations shipped with the code (drizzle-kit's journal). */
-const MIGRATIONS: number = JSON.parse(
-  readFileSync(new URL('../../src/storage/migrations/meta/_journal.json', import.meta.url), 'utf8'),
+const MIGRATIONS: number = (
+  JSON.parse(readFileSync(new URL('../../src/storage/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: unknown[] }
 ).entries.length;
 
 /** What `execute` resolves to on both drivers (pg's QueryResult and PGlite's Results have `rows`). */

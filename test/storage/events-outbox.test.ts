@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { asc, eq } from 'drizzle-orm';
 import { events, workspaces } from '../../src/storage/schema.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 interface StoredEvent {
   sequence: number;
@@ -50,8 +51,8 @@ describe(`the outbox: an event with every user change [${BACKEND}]`, () => {
     for (const e of stored) assert.match(e.id, /^evt_[0-9a-f]{32}$/);
     assert.equal(new Set(stored.map((e) => e.id)).size, stored.length, 'ids are unique');
 
-    assert.deepEqual(stored[0]!.data, { user: created.json() }, 'the created user exactly as the API answered');
-    assert.deepEqual(stored[1]!.data.user, updated.json());
+    assert.deepEqual(stored[0]!.data, { user: json<'User'>(created) }, 'the created user exactly as the API answered');
+    assert.deepEqual(stored[1]!.data.user, json<'User'>(updated));
     assert.deepEqual(stored[1]!.data.previous, { role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] });
     assert.deepEqual(stored[3]!.data.previous, { status: 'active' });
     assert.equal(stored[3]!.data.user.status, 'deactivated');

@@ -15,6 +15,7 @@ import {
   type PostgresDatabase,
 } from '../../harness/postgres-cluster.ts';
 import { ADMIN_TOKEN, API, BACKEND, testConfig, testKeyRing, userBody } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * The connector (src/storage/postgres-connector.ts) on real servers, without a failover
@@ -47,7 +48,7 @@ async function serve(url: string, limits: { statementTimeoutMs: number; queryTim
   assert.ok((await admin('PUT', '/products/crm', { roles: ['admin', 'member'] })).statusCode < 300);
   const created = await admin('POST', '/workspaces', { subdomain: 'conn' });
   assert.equal(created.statusCode, 201, created.body);
-  return { app, database, host: 'conn.localhost', key: created.json().api_key.key };
+  return { app, database, host: 'conn.localhost', key: json<'createWorkspace'>(created).api_key.key };
 }
 
 function call(served: Served, method: 'GET' | 'POST', path: string, options: { body?: object; key?: string } = {}) {
@@ -113,8 +114,8 @@ if (BACKEND === 'postgres') {
       } finally {
         await client.end();
       }
-      const stored = await withClient(shared.url, (c) => c.query("select count(*)::int as n from users where email = 'first@example.com'"));
-      assert.equal(stored.rows[0].n, 1, 'written on the writable server');
+      const stored = await withClient(shared.url, (c) => c.query<{ n: number }>("select count(*)::int as n from users where email = 'first@example.com'"));
+      assert.equal(stored.rows[0]!.n, 1, 'written on the writable server');
     });
 
     test('no writable server (primary lost, none promoted): 503 database_unavailable with Retry-After, promptly; /healthz 200; back as soon as one is', async () => {
@@ -143,8 +144,8 @@ if (BACKEND === 'postgres') {
       assert.equal(retried.statusCode, 201, retried.body);
       assert.equal(retried.headers['idempotent-replayed'], undefined, 'the first attempt changed nothing: the retry ran');
       assert.equal((await served.app.inject({ url: '/readyz' })).statusCode, 200);
-      const stored = await withClient(shared.url, (c) => c.query("select count(*)::int as n from users where email like 'during%'"));
-      assert.equal(stored.rows[0].n, 1, 'only the retried write exists');
+      const stored = await withClient(shared.url, (c) => c.query<{ n: number }>("select count(*)::int as n from users where email like 'during%'"));
+      assert.equal(stored.rows[0]!.n, 1, 'only the retried write exists');
     });
 
     test('a primary whose commits wait for a synchronous standby that is gone: 503, not a hang; once the commit completes, the retry replays its answer', async () => {
@@ -180,9 +181,9 @@ if (BACKEND === 'postgres') {
       assert.equal(retry.statusCode, 201, retry.body);
       assert.equal(retry.headers['idempotent-replayed'], 'true', 'the first attempt had committed: its answer is replayed');
       const rows = await withClient(`${other.url.replace(/\/postgres$/, '')}/${name()}`, async (c) => ({
-        users: (await c.query("select count(*)::int as n from users where email = 'waiting@example.com'")).rows[0].n,
-        audit: (await c.query("select count(*)::int as n from audit_events where action = 'user.created' and after->>'email' = 'waiting@example.com'")).rows[0].n,
-        events: (await c.query("select count(*)::int as n from events where type = 'user.created' and data->'user'->>'email' = 'waiting@example.com'")).rows[0].n,
+        users: (await c.query<{ n: number }>("select count(*)::int as n from users where email = 'waiting@example.com'")).rows[0]!.n,
+        audit: (await c.query<{ n: number }>("select count(*)::int as n from audit_events where action = 'user.created' and after->>'email' = 'waiting@example.com'")).rows[0]!.n,
+        events: (await c.query<{ n: number }>("select count(*)::int as n from events where type = 'user.created' and data->'user'->>'email' = 'waiting@example.com'")).rows[0]!.n,
       }));
       assert.deepEqual(rows, { users: 1, audit: 1, events: 1 });
     });
