@@ -66,22 +66,3 @@ export interface Store extends Repositories {
    */
   reencryptSecrets(scope: ReencryptionScope): Promise<ReencryptionReport>;
 }
-
-// Kept for one commit while the imports move to the feature files (the next commit removes it).
-export type { Slice } from './pagination.ts';
-export type { Product, ProductRepository } from './products/product-repository.ts';
-export type { Workspace, WorkspaceRepository } from './workspaces/workspace-repository.ts';
-export type { ApiKeyRecord, ApiKeyRepository, Credentials, LiveApiKey, NewApiKey } from './api-keys/api-key-repository.ts';
-export type { AuditEntry, AuditEvent, AuditFilter, AuditKeyset, AuditRepository } from './audit/audit-repository.ts';
-export type { ActivityResult, UserChangeRecord, UserNotice, UserRepository } from './users/user-repository.ts';
-export type { UserImportRepository } from './users/import-repository.ts';
-export type { SessionRepository, StoredSession } from './sessions/session-repository.ts';
-export type { OperatorSessionRepository, PendingOperatorSignIn, StoredOperatorSession } from './sessions/operator-session-repository.ts';
-export type { IdentityProvider, IdentityProviderRepository, PendingSignIn, SignInCandidate } from './identity-providers/identity-provider-repository.ts';
-export type { GroupRepository } from './groups/group-repository.ts';
-export type { EventRepository } from './events/event-repository.ts';
-export type { WebhookRepository } from './webhooks/webhook-repository.ts';
-export type { PolicyRepository } from './lifecycle/policy-repository.ts';
-export type { DueUser, DueWarning, LifecycleRepository } from './lifecycle/lifecycle-repository.ts';
-export type { AuditStreamRepository, StreamScope, StreamedAuditEvent } from './audit-streams/audit-stream-repository.ts';
-export type { ReencryptionReport, ReencryptionScope } from './secrets/reencryption.ts';

@@ -82,6 +82,3 @@ export interface DeliveryQueue {
  * and never throws: it only signals (the worker, or other processes, do the work).
  */
 export type DeliveriesDue = () => void;
-
-// Kept for one commit while the imports move to the feature files (the next commit removes it).
-export type { EventPruning } from '../events/event-repository.ts';

@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionConfig } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
-import type { IdentityProvider, Store, Workspace } from '../../core/ports.ts';
+import type { Store } from '../../core/ports.ts';
+import type { IdentityProvider } from '../../core/identity-providers/identity-provider-repository.ts';
+import type { Workspace } from '../../core/workspaces/workspace-repository.ts';
 import { admitPerson } from '../../core/sessions/person-sign-in.ts';
 import { openPersonSession } from '../../core/sessions/sessions-service.ts';
 import type { OutboundPolicy } from '../../outbound/outbound-guard.ts';
