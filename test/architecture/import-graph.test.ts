@@ -10,7 +10,8 @@ import { REPO_ROOT } from '../../harness/server-process.ts';
 /*
  * The rooms of the tree, kept by dependency-cruiser's rules (.dependency-cruiser.cjs): http/
  * and webhooks/ reach storage/ only through the composition root (src/server/), the console
- * only through sdk/, core/ neither adapters nor frameworks, and no circle anywhere.
+ * only through sdk/, core/ neither adapters nor frameworks, scim/ neither HTTP nor storage,
+ * storage/ no adapter, and no circle anywhere.
  */
 
 const DEPCRUISE = join(REPO_ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
@@ -54,7 +55,7 @@ describe('import graph', () => {
     assert.deepEqual(found.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`), []);
   });
 
-  test('the rules catch what they forbid: http → storage, webhooks → storage, console → src, core → http, a circle', TIMEOUT, async () => {
+  test('the rules catch what they forbid: http → storage, webhooks → storage, console → src, core → http, scim → http, storage or fastify, storage → http, a circle', TIMEOUT, async () => {
     const root = await tree({
       'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', allowImportingTsExtensions: true, noEmit: true } }),
       'src/storage/store.ts': "export const store = 1;\n",
@@ -65,6 +66,11 @@ describe('import graph', () => {
       'console/src/page.ts': "import { domain } from '../../src/core/domain.ts';\nexport const page = domain;\n",
       'src/core/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
       'src/core/b.ts': "import { a } from './a.ts';\nexport const b = () => a;\n",
+      'src/scim/resource.ts': "import { store } from '../storage/store.ts';\nimport { app } from '../http/app.ts';\nexport const resource = [store, app];\n",
+      'src/scim/routes.ts': "import fastify from 'fastify';\nexport const routes = fastify;\n",
+      'node_modules/fastify/package.json': JSON.stringify({ name: 'fastify', main: 'index.js' }),
+      'node_modules/fastify/index.js': 'module.exports = function fastify() {};\n',
+      'src/storage/queries.ts': "import { app } from '../http/app.ts';\nexport const queries = app;\n",
     });
     try {
       const found = (await violations(root, ['src', 'console'])).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
@@ -74,6 +80,10 @@ describe('import graph', () => {
         'console-through-the-sdk: console/src/page.ts → src/core/domain.ts',
         'core-is-the-domain: src/core/domain.ts → src/http/app.ts',
         'no-circular: src/core/a.ts → src/core/b.ts',
+        'scim-without-http-or-storage: src/scim/resource.ts → src/http/app.ts',
+        'scim-without-http-or-storage: src/scim/resource.ts → src/storage/store.ts',
+        'scim-without-http-or-storage: src/scim/routes.ts → node_modules/fastify/index.js',
+        'storage-not-into-adapters: src/storage/queries.ts → src/http/app.ts',
       ]);
     } finally {
       await rm(root, { recursive: true, force: true });
