@@ -1,8 +1,9 @@
 /*
  * The import graph's rules, checked by test/architecture/import-graph.test.ts (in `npm test`)
  * and by `npx depcruise src sdk console/src harness`. Rooms: core is the domain (no HTTP, SQL or
- * framework), http/ the HTTP adapter, rate-limits/ the buckets behind the rate-limit port, storage/ the database, webhooks/ the delivery worker,
- * audit-streams/ the audit stream worker, server/ the composition root that wires them; the console sees the server only through sdk/.
+ * framework), http/ the HTTP adapter, rate-limits/ the buckets behind the rate-limit port, storage/ the database,
+ * webhooks/ the delivery worker, audit-streams/ the audit stream worker, scim/ the SCIM translation (free of HTTP
+ * and storage), server/ the composition root that wires them; the console sees the server only through sdk/.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -57,6 +58,20 @@ module.exports = {
       to: { path: 'node_modules/(fastify|@fastify|drizzle-orm|pg|@electric-sql)/' },
     },
     {
+      name: 'scim-without-http-or-storage',
+      severity: 'error',
+      comment: 'src/scim translates SCIM to the domain and back: it imports neither the HTTP framework nor the HTTP adapter, storage/ or the database libraries (http/routes/scim/ is its adapter).',
+      from: { path: '^src/scim/' },
+      to: { path: ['^src/(http|storage)/', 'node_modules/(fastify|@fastify|drizzle-orm|pg|@electric-sql)/'] },
+    },
+    {
+      name: 'storage-not-into-adapters',
+      severity: 'error',
+      comment: 'src/storage implements the ports of core/: it imports neither the HTTP adapter nor the SCIM translation.',
+      from: { path: '^src/storage/' },
+      to: { path: '^src/(http|scim)/' },
+    },
+    {
       name: 'console-through-the-sdk',
       severity: 'error',
       comment: 'The console talks to the server only through sdk/, never its sources.',
@@ -87,7 +102,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)(node_modules|dist|bundle)/' },
+    // node_modules is not followed, but stays in the graph: excluding it would hide the imports
+    // of fastify, drizzle-orm, pg and PGlite that the framework rules forbid.
+    exclude: { path: '(^|/)(dist|bundle)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },

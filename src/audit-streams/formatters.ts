@@ -1,6 +1,6 @@
 import { toWireAuditEvent } from '../core/audit/wire-audit-event.ts';
 import type { AuditStream, StreamFormat } from '../core/audit-streams/audit-stream.ts';
-import type { StreamedAuditEvent } from '../core/ports.ts';
+import type { StreamedAuditEvent } from '../core/audit-streams/audit-stream-repository.ts';
 import { packageManifest } from '../package-root.ts';
 import { toOcsf } from './ocsf.ts';
 

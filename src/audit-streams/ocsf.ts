@@ -1,5 +1,5 @@
 import type { Actor } from '../core/actor.ts';
-import type { AuditEvent } from '../core/ports.ts';
+import type { AuditEvent } from '../core/audit/audit-repository.ts';
 
 /*
  * The `ocsf` format of audit streams: each audit row as an event of the Open Cybersecurity

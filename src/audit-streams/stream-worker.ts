@@ -4,7 +4,8 @@ import { joinDestination, type AuditStream, type StreamCredentials } from '../co
 import { pauseFailingStreams, type StreamTestSend } from '../core/audit-streams/audit-streams-service.ts';
 import type { ClaimedStream, StreamQueue } from '../core/audit-streams/stream-queue.ts';
 import type { Logger } from '../core/logger.ts';
-import type { Store, StreamedAuditEvent } from '../core/ports.ts';
+import type { Store } from '../core/ports.ts';
+import type { StreamedAuditEvent } from '../core/audit-streams/audit-stream-repository.ts';
 import type { OutboundPolicy } from '../outbound/outbound-guard.ts';
 import { retryDelayMs } from '../webhooks/retry-schedule.ts';
 import { formatters } from './formatters.ts';

@@ -41,3 +41,9 @@ export interface Page<T> {
   readonly items: readonly T[];
   readonly pagination: Pagination;
 }
+
+/** Rows of one page plus the total over all pages. */
+export interface Slice<T> {
+  readonly rows: readonly T[];
+  readonly total: number;
+}

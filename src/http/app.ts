@@ -39,7 +39,8 @@ import { answerOtherMethods } from './method-not-allowed.ts';
 import { lazySerializerFactory } from './serialization.ts';
 import { rejectUnstorableText, requireJsonContentType, validatorCompiler } from './validation.ts';
 import { depthLimitedJsonParser } from './json-body.ts';
-import type { IdempotencyStore, RequestTransaction } from '../core/request-ports.ts';
+import type { IdempotencyStore } from '../core/idempotency/idempotency-store.ts';
+import type { RequestTransaction } from '../core/idempotency/request-transaction.ts';
 import type { Registry } from 'prom-client';
 import { memoryRateLimits, type RateLimits } from '../rate-limits/rate-limits.ts';
 

@@ -1,6 +1,6 @@
 import { Readable, pipeline } from 'node:stream';
 import { stringify } from 'csv-stringify';
-import type { AuditEvent } from '../core/ports.ts';
+import type { AuditEvent } from '../core/audit/audit-repository.ts';
 import type { GlobalAuditEvent } from '../core/audit/audit-service.ts';
 import { escapeCell } from '../../sdk/users-csv.ts';
 import { toWireAuditEvent } from './schemas/admin.ts';

@@ -2,7 +2,7 @@ import { EVENT_RETENTION_DAYS } from '../core/events/event.ts';
 import type { Logger } from '../core/logger.ts';
 import { ENDED_SESSION_RETENTION_MS, type SessionPruning } from '../core/sessions/session-pruning.ts';
 import type { AuditPruning, RetentionPeriod } from '../core/audit/audit-retention.ts';
-import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
+import type { EventPruning } from '../core/events/event-repository.ts';
 
 /** Rows deleted per statement: short statements, so no lock is held for long. */
 const BATCH_SIZE = 1000;

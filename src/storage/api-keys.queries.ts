@@ -1,7 +1,7 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { StoredScope } from '../core/api-keys/scopes.ts';
-import type { ApiKeyRecord, ApiKeyRepository } from '../core/ports.ts';
+import type { ApiKeyRecord, ApiKeyRepository } from '../core/api-keys/api-key-repository.ts';
 import type { Database } from './database.ts';
 import { isUuid } from './uuid.ts';
 import { apiKeys, workspaces } from './schema.ts';

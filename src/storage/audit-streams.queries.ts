@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import type { AuditStream, PublicDestination, StreamCredentials, StreamFormat, StreamStatus } from '../core/audit-streams/audit-stream.ts';
 import type { ClaimedStream, StreamQueue, StreamRows } from '../core/audit-streams/stream-queue.ts';
-import type { AuditStreamRepository, StreamedAuditEvent, StreamScope } from '../core/ports.ts';
+import type { AuditStreamRepository, StreamScope, StreamedAuditEvent } from '../core/audit-streams/audit-stream-repository.ts';
 import { encryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { Database } from './database.ts';
 import { rowsOf } from './rows.ts';

@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gt, gte, lt, lte, max, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { AuditEntry, AuditEvent, AuditFilter, AuditKeyset, AuditRepository } from '../core/ports.ts';
+import type { AuditEntry, AuditEvent, AuditFilter, AuditKeyset, AuditRepository } from '../core/audit/audit-repository.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { auditEvents } from './schema.ts';

@@ -4,8 +4,6 @@ import { toWorkspaceEvent } from './events.queries.ts';
 import { rowsOf } from './rows.ts';
 import type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliveryQueue, DeliverySuccess, RecordedAttempt } from '../core/webhooks/delivery-queue.ts';
 
-export type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
-
 /*
  * The delivery worker's statements (docs/contract.md Part B, Events and webhooks). A claim is one
  * statement: it locks due deliveries with `FOR UPDATE SKIP LOCKED` (so concurrent workers of

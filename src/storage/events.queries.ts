@@ -1,9 +1,8 @@
 import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { NewWorkspaceEvent, WorkspaceEvent } from '../core/events/event.ts';
-import type { EventRepository } from '../core/ports.ts';
+import type { EventPruning, EventRepository } from '../core/events/event-repository.ts';
 import type { Database } from './database.ts';
-import type { EventPruning } from '../core/webhooks/delivery-queue.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { rowCount, rowsOf } from './rows.ts';
 

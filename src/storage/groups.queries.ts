@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Group } from '../core/groups/group.ts';
-import type { GroupRepository } from '../core/ports.ts';
+import type { GroupRepository } from '../core/groups/group-repository.ts';
 import type { Database } from './database.ts';
 import { scimGroups } from './schema.ts';
 import { isUuid } from './uuid.ts';

@@ -1,11 +1,9 @@
 import { and, eq, lt, sql, type SQL } from 'drizzle-orm';
 import type { Database } from './database.ts';
 import { idempotencyKeys } from './schema.ts';
-import type { IdempotencyStore, StoredResponse } from '../core/request-ports.ts';
+import type { IdempotencyStore, StoredResponse } from '../core/idempotency/idempotency-store.ts';
 import { pendingStatement } from './request-transaction.ts';
 import { rowsOf } from './rows.ts';
-
-export type { IdempotencyOutcome, IdempotencyStore, StoredResponse } from '../core/request-ports.ts';
 
 /** How long a first response is kept for replay (docs/contract.md Part B: 24 h, as Stripe). */
 export const IDEMPOTENCY_TTL_HOURS = 24;

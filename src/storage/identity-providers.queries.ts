@@ -1,5 +1,5 @@
 import { and, eq, lt, sql } from 'drizzle-orm';
-import type { IdentityProvider, IdentityProviderRepository } from '../core/ports.ts';
+import type { IdentityProvider, IdentityProviderRepository } from '../core/identity-providers/identity-provider-repository.ts';
 import { encryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { Database } from './database.ts';
 import { oidcSignIns, users, workspaceIdentityProviders } from './schema.ts';

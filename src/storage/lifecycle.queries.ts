@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { DueUser, DueWarning, LifecycleRepository } from '../core/ports.ts';
+import type { DueUser, DueWarning, LifecycleRepository } from '../core/lifecycle/lifecycle-repository.ts';
 import type { Database } from './database.ts';
 import { rowsOf } from './rows.ts';
 

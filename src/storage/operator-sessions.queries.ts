@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
-import type { OperatorSessionRepository } from '../core/ports.ts';
+import type { OperatorSessionRepository } from '../core/sessions/operator-session-repository.ts';
 import type { Database } from './database.ts';
 import { operatorIdentities, operatorSessions, operatorSignIns } from './schema.ts';
 

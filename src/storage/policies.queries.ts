@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
 import type { ExpiryPolicy, InactivityPolicy, InactivityScope, PolicyDuration, WorkspacePolicies } from '../core/lifecycle/policy.ts';
-import type { PolicyRepository } from '../core/ports.ts';
+import type { PolicyRepository } from '../core/lifecycle/policy-repository.ts';
 import type { Database } from './database.ts';
 import { workspacePolicies } from './schema.ts';
 

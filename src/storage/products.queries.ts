@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import type { ProductRepository } from '../core/ports.ts';
+import type { ProductRepository } from '../core/products/product-repository.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { products, scimGroups, userApps, users } from './schema.ts';

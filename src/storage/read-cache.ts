@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { andThen, type Awaitable } from '../core/awaitable.ts';
-import type { Credentials, Product } from '../core/ports.ts';
+import type { Credentials } from '../core/api-keys/api-key-repository.ts';
+import type { Product } from '../core/products/product-repository.ts';
 
 /** Default time a process serves verified keys and the catalogue from memory: 5 s (docs/performance.md). */
 export const DEFAULT_CACHE_TTL_MS = 5_000;

@@ -5,10 +5,8 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import type { Database } from './database-handle.ts';
 import * as schema from './schema.ts';
-import type { PendingStatement, RequestTransaction } from '../core/request-ports.ts';
+import type { PendingStatement, RequestTransaction } from '../core/idempotency/request-transaction.ts';
 import { lastResult } from './rows.ts';
-
-export type { RequestTransaction } from '../core/request-ports.ts';
 
 /*
  * One transaction for the whole of a request (PostgreSQL): what the request changes and the

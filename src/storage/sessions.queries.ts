@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
-import type { SessionRepository } from '../core/ports.ts';
+import type { SessionRepository } from '../core/sessions/session-repository.ts';
 import type { Database } from './database.ts';
 import { apiKeys, consoleSessions, users, workspaceIdentityProviders, workspaces } from './schema.ts';
 

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { decryptSecret, encryptSecret, encryptedWith, type KeyRing } from '../core/secrets/secret-box.ts';
-import type { ReencryptionReport, ReencryptionScope } from '../core/ports.ts';
+import type { ReencryptionReport, ReencryptionScope } from '../core/secrets/reencryption.ts';
 import type { Database } from './database.ts';
 import { rowCount, rowsOf } from './rows.ts';
 

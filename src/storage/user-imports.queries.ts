@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { UserImportRepository } from '../core/ports.ts';
+import type { UserImportRepository } from '../core/users/import-repository.ts';
 import type { ImportFormat, ImportJob, ImportOutcome, ImportStatus, PendingImportRow } from '../core/users/import-job.ts';
 import type { AddUserInput } from '../core/users/users-service.ts';
 import type { AppRole, WorkspaceRole } from '../core/users/user.ts';

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { PageRequest } from '../core/pagination.ts';
+import type { PageRequest, Slice } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { Slice, UserChangeRecord, UserRepository } from '../core/ports.ts';
+import type { UserChangeRecord, UserRepository } from '../core/users/user-repository.ts';
 import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import { foldEmail } from '../core/users/email.ts';
 import type { Database } from './database.ts';

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { pageOffset } from '../core/pagination.ts';
-import type { WebhookRepository } from '../core/ports.ts';
+import type { WebhookRepository } from '../core/webhooks/webhook-repository.ts';
 import { encryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint } from '../core/webhooks/webhook-endpoint.ts';
 import type { Database } from './database.ts';

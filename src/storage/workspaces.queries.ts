@@ -1,6 +1,6 @@
 import { asc, count, eq, inArray, sql } from 'drizzle-orm';
 import { pageOffset } from '../core/pagination.ts';
-import type { Workspace, WorkspaceRepository } from '../core/ports.ts';
+import type { Workspace, WorkspaceRepository } from '../core/workspaces/workspace-repository.ts';
 import type { Database } from './database.ts';
 import { workspaces } from './schema.ts';
 

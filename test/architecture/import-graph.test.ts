@@ -68,7 +68,7 @@ describe('import graph', () => {
     assert.deepEqual(found.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`), []);
   });
 
-  test('the rules catch what they forbid: http → storage, webhooks → storage, console → src, core → http, a circle', TIMEOUT, async () => {
+  test('the rules catch what they forbid: http → storage, webhooks → storage, console → src, core → http, scim → http, storage or fastify, storage → http, a circle', TIMEOUT, async () => {
     const found = await violationsIn(
       {
         'src/storage/store.ts': "export const store = 1;\n",
@@ -79,6 +79,11 @@ describe('import graph', () => {
         'console/src/page.ts': "import { domain } from '../../src/core/domain.ts';\nexport const page = domain;\n",
         'src/core/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
         'src/core/b.ts': "import { a } from './a.ts';\nexport const b = () => a;\n",
+        'src/scim/resource.ts': "import { store } from '../storage/store.ts';\nimport { app } from '../http/app.ts';\nexport const resource = [store, app];\n",
+        'src/scim/routes.ts': "import fastify from 'fastify';\nexport const routes = fastify;\n",
+        'node_modules/fastify/package.json': JSON.stringify({ name: 'fastify', main: 'index.js' }),
+        'node_modules/fastify/index.js': 'module.exports = function fastify() {};\n',
+        'src/storage/queries.ts': "import { app } from '../http/app.ts';\nexport const queries = app;\n",
       },
       ['src', 'console'],
     );
@@ -88,6 +93,10 @@ describe('import graph', () => {
       'console-through-the-sdk: console/src/page.ts → src/core/domain.ts',
       'core-is-the-domain: src/core/domain.ts → src/http/app.ts',
       'no-circular: src/core/a.ts → src/core/b.ts',
+      'scim-without-http-or-storage: src/scim/resource.ts → src/http/app.ts',
+      'scim-without-http-or-storage: src/scim/resource.ts → src/storage/store.ts',
+      'scim-without-http-or-storage: src/scim/routes.ts → node_modules/fastify/index.js',
+      'storage-not-into-adapters: src/storage/queries.ts → src/http/app.ts',
     ]);
   });
 

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { OCSF_VERSION, toOcsf } from '../../src/audit-streams/ocsf.ts';
 import type { Actor } from '../../src/core/actor.ts';
-import type { AuditEvent } from '../../src/core/ports.ts';
+import type { AuditEvent } from '../../src/core/audit/audit-repository.ts';
 
 /*
  * The `ocsf` format against the OCSF schema (docs/api.md, "OCSF mapping"): every mapped row has

@@ -1,6 +1,8 @@
 import { toActorJson, type Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { ApiKeyRecord, Repositories, Store, Workspace } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { ApiKeyRecord } from './api-key-repository.ts';
+import type { Workspace } from '../workspaces/workspace-repository.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 import { generateApiKey } from './api-key-secret.ts';
 import { normaliseScopes, requireScopesOf } from './scopes.ts';

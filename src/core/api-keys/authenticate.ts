@@ -2,7 +2,9 @@ import { apiKeyLabel, type Actor, type ActorJson } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import { LRUCache } from 'lru-cache';
 import { andThen, type Awaitable } from '../awaitable.ts';
-import type { Credentials, LiveApiKey, Store, Workspace } from '../ports.ts';
+import type { Store } from '../ports.ts';
+import type { Credentials, LiveApiKey } from './api-key-repository.ts';
+import type { Workspace } from '../workspaces/workspace-repository.ts';
 import { hashApiKey } from './api-key-secret.ts';
 import { requireScopeOf } from './scopes.ts';
 

@@ -1,6 +1,7 @@
 import { SYSTEM_ACTOR, type Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { Repositories, Store, StreamScope } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { StreamScope } from './audit-stream-repository.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 import {
   generateStreamSecret,

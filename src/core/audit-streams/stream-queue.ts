@@ -1,4 +1,4 @@
-import type { StreamedAuditEvent } from '../ports.ts';
+import type { StreamedAuditEvent } from './audit-stream-repository.ts';
 import type { AuditStream } from './audit-stream.ts';
 
 /*

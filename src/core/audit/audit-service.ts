@@ -1,5 +1,6 @@
 import { paginate, type PageRequest, type Pagination } from '../pagination.ts';
-import type { AuditEvent, AuditFilter, Store } from '../ports.ts';
+import type { Store } from '../ports.ts';
+import type { AuditEvent, AuditFilter } from './audit-repository.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { toActorJson } from '../actor.ts';
-import type { AuditEvent } from '../ports.ts';
+import type { AuditEvent } from './audit-repository.ts';
 
 /**
  * An audit row as the API lists it (docs/api.md, "Audit trail"): its actor in full and

@@ -1,6 +1,7 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { Repositories, Slice, Store } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { Slice } from '../pagination.ts';
 import { assertAppsExist } from '../products/apps.ts';
 import type { UserCondition } from '../users/user-query.ts';
 import type { AppRole, User } from '../users/user.ts';

@@ -1,6 +1,8 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { IdentityProvider, Repositories, Store, Workspace } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { IdentityProvider } from './identity-provider-repository.ts';
+import type { Workspace } from '../workspaces/workspace-repository.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 
 /** A workspace's identity provider as anyone may see it: never its client secret. */

@@ -1,4 +1,5 @@
-import type { ActivityResult, Store } from '../ports.ts';
+import type { Store } from '../ports.ts';
+import type { ActivityResult } from '../users/user-repository.ts';
 
 /**
  * Records when people were last active (`POST /users/activity`): each user's `last_active_at`

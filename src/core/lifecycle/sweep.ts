@@ -1,6 +1,8 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { DueUser, Repositories, Store, UserNotice } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { DueUser } from './lifecycle-repository.ts';
+import type { UserNotice } from '../users/user-repository.ts';
 import type { PolicyReason, UserNoticeType } from '../users/user.ts';
 import { deactivateUser, updateUser } from '../users/users-service.ts';
 import { auditSnapshot } from '../users/wire-user.ts';

@@ -1,5 +1,5 @@
 import { AppError, type FieldError } from '../errors.ts';
-import type { ProductRepository } from '../ports.ts';
+import type { ProductRepository } from './product-repository.ts';
 import type { AppRole } from '../users/user.ts';
 
 /**

@@ -1,7 +1,8 @@
 import type { Actor } from '../actor.ts';
 import type { Awaitable } from '../awaitable.ts';
 import { AppError } from '../errors.ts';
-import type { Product, Repositories, Store } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { Product } from './product-repository.ts';
 
 /**
  * Lists the catalogue, products sorted by name (docs/contract.md Part B, Products): at once

@@ -1,5 +1,6 @@
 import { foldEmail, isAsciiEmail } from '../users/email.ts';
-import type { Store, Workspace } from '../ports.ts';
+import type { Store } from '../ports.ts';
+import type { Workspace } from '../workspaces/workspace-repository.ts';
 import type { SignedInPerson } from './sessions-service.ts';
 import { SignInRefusedError } from './sign-in-refused.ts';
 

@@ -4,7 +4,8 @@ import { hashApiKey } from '../api-keys/api-key-secret.ts';
 import { EVERY_SCOPE } from '../api-keys/scopes.ts';
 import type { Tenant } from '../api-keys/authenticate.ts';
 import { AppError } from '../errors.ts';
-import type { AuditEntry, Store } from '../ports.ts';
+import type { Store } from '../ports.ts';
+import type { AuditEntry } from '../audit/audit-repository.ts';
 
 /** How long sessions live (docs/security.md, "Console sessions"). */
 export interface SessionLifetime {

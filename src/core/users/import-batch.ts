@@ -1,6 +1,8 @@
 import type { Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
-import type { Product, ProductRepository, Repositories, UserChangeRecord } from '../ports.ts';
+import type { Repositories } from '../ports.ts';
+import type { Product, ProductRepository } from '../products/product-repository.ts';
+import type { UserChangeRecord } from './user-repository.ts';
 import { assertAppsExist } from '../products/apps.ts';
 import { foldEmail } from './email.ts';
 import type { ImportRowResult, PendingImportRow } from './import-job.ts';

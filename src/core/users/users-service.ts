@@ -1,8 +1,10 @@
 import type { Actor } from '../actor.ts';
 import { requireScopeOf } from '../api-keys/scopes.ts';
 import { AppError } from '../errors.ts';
-import { paginate, pageOffset, type Page, type PageRequest } from '../pagination.ts';
-import type { AuditEntry, AuditEvent, Repositories, Slice, Store, UserChangeRecord } from '../ports.ts';
+import { paginate, pageOffset, type Page, type PageRequest, type Slice } from '../pagination.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { AuditEntry, AuditEvent } from '../audit/audit-repository.ts';
+import type { UserChangeRecord } from './user-repository.ts';
 import { appsInCatalogue, assertAppsExist, dedupeApps } from '../products/apps.ts';
 import type { RowWindow, UserCondition, UserQuery } from './user-query.ts';
 import { auditSnapshot, previousWireFields } from './wire-user.ts';

@@ -2,10 +2,10 @@ import type { WorkspaceEvent } from '../events/event.ts';
 import type { DeliveryAttempt } from './webhook-endpoint.ts';
 
 /*
- * The ports the webhook delivery worker and the retention pass (server/retention.ts) run on (implemented in storage/:
- * deliveries.queries.ts and events.queries.ts; wired by the composition root). A claim leases
- * due deliveries so that the workers of several processes never send the same one; an outcome
- * is recorded only while the delivery is still as claimed.
+ * The ports the webhook delivery worker runs on (implemented in storage/deliveries.queries.ts;
+ * wired by the composition root). A claim leases due deliveries so that the workers of several
+ * processes never send the same one; an outcome is recorded only while the delivery is still as
+ * claimed.
  */
 
 /** A delivery claimed for one attempt, with what the attempt needs. */
@@ -82,12 +82,3 @@ export interface DeliveryQueue {
  * and never throws: it only signals (the worker, or other processes, do the work).
  */
 export type DeliveriesDue = () => void;
-
-/** Deletes events past their retention, batch by batch. */
-export interface EventPruning {
-  /**
-   * Deletes up to `batchSize` events created more than `retentionDays` days ago (with their
-   * deliveries), oldest first; resolves with how many it deleted.
-   */
-  prune(retentionDays: number, batchSize: number): Promise<number>;
-}

@@ -1,7 +1,8 @@
 import { SYSTEM_ACTOR, type Actor } from '../actor.ts';
 import { AppError } from '../errors.ts';
 import { paginate, type Page, type PageRequest } from '../pagination.ts';
-import type { Repositories, Store, Workspace } from '../ports.ts';
+import type { Repositories, Store } from '../ports.ts';
+import type { Workspace } from '../workspaces/workspace-repository.ts';
 import { requireWorkspace } from '../workspaces/require-workspace.ts';
 import {
   generateWebhookSecret,

@@ -1,5 +1,6 @@
 import { AppError } from '../errors.ts';
-import type { Repositories, Workspace } from '../ports.ts';
+import type { Repositories } from '../ports.ts';
+import type { Workspace } from './workspace-repository.ts';
 
 /**
  * Finds a workspace by subdomain, case-insensitively.

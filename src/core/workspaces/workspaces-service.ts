@@ -1,7 +1,8 @@
 import type { Actor } from '../actor.ts';
 import { insertApiKey, type CreatedApiKey } from '../api-keys/api-keys-service.ts';
 import { paginate, type Page, type PageRequest } from '../pagination.ts';
-import type { Store, Workspace } from '../ports.ts';
+import type { Store } from '../ports.ts';
+import type { Workspace } from './workspace-repository.ts';
 import { requireWorkspace } from './require-workspace.ts';
 
 /** A created workspace with its first API key (plaintext shown once). */

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import * as oidc from 'openid-client';
 import { isLoopbackUrl } from '../../config/loopback.ts';
-import type { IdentityProvider } from '../../core/ports.ts';
+import type { IdentityProvider } from '../../core/identity-providers/identity-provider-repository.ts';
 import type { VerifiedIdentity } from '../../core/sessions/person-sign-in.ts';
 import { guardedFetch } from '../../outbound/guarded-fetch.ts';
 import { assertOutboundUrlAllowed, OutboundRefusedError, parseOutboundUrl, type OutboundPolicy } from '../../outbound/outbound-guard.ts';

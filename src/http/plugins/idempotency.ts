@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import stringify from 'safe-stable-stringify';
 import { AppError, databaseUnavailable } from '../../core/errors.ts';
-import type { IdempotencyOutcome, IdempotencyStore, RequestTransaction } from '../../core/request-ports.ts';
+import type { IdempotencyOutcome, IdempotencyStore } from '../../core/idempotency/idempotency-store.ts';
+import type { RequestTransaction } from '../../core/idempotency/request-transaction.ts';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '../problem.ts';
 import { addRouteHook } from '../hooks.ts';
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { ExpiryPolicy, InactivityPolicy } from '../../core/lifecycle/policy.ts';
-import type { ActivityResult } from '../../core/ports.ts';
+import type { ActivityResult } from '../../core/users/user-repository.ts';
 import { StringEnum, Timestamp } from './common.ts';
 
 /*

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { Product } from '../../core/ports.ts';
+import type { Product } from '../../core/products/product-repository.ts';
 import { Timestamp } from './common.ts';
 
 /** Product and role names: letters, digits and `._-`, 1-64 characters, case-sensitive. */

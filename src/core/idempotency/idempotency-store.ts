@@ -1,18 +1,10 @@
-/*
- * Ports of the storage behind a request that the HTTP adapter uses besides the domain's
- * store: the idempotency records and the request transaction (implemented in storage/
- * by idempotency.queries.ts and request-transaction.ts, handed to the app by the
- * composition root). Declared here so that http/ needs nothing from storage/.
- */
+import type { PendingStatement } from './request-transaction.ts';
 
-/**
- * A statement prepared by the storage to run later, opaque to its callers: what
- * {@link IdempotencyStore.completion} returns and {@link RequestTransaction.commit} runs.
+/*
+ * The idempotency records behind `Idempotency-Key`, a port of the storage that the HTTP adapter
+ * uses besides the domain's store (storage/idempotency.queries.ts implements it; the composition
+ * root hands it to the app), so that http/ needs nothing from storage/.
  */
-export interface PendingStatement {
-  readonly [pending]: true;
-}
-declare const pending: unique symbol;
 
 /** A stored first response. */
 export interface StoredResponse {
@@ -53,18 +45,4 @@ export interface IdempotencyStore {
   release(workspaceId: number, key: string): Promise<void>;
   /** Deletes records past their 24 hours; returns how many. */
   purgeExpired(): Promise<number>;
-}
-
-/** An open transaction spanning one request; exactly one of `commit` or `rollback` ends it. */
-export interface RequestTransaction {
-  /** Runs `work` with this transaction as the database of every storage call it makes. */
-  run<T>(work: () => T): T;
-  /**
-   * Runs `last` (a statement with its values) and commits, in one round trip. Rejects when
-   * `last` failed, the commit failed, or its outcome is unknown (the connection broke, no reply
-   * in time); the caller must then not report success.
-   */
-  commit(last?: PendingStatement): Promise<void>;
-  /** Rolls back; never rejects (a broken connection rolls back by itself). */
-  rollback(): Promise<void>;
 }
