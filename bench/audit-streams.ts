@@ -8,12 +8,17 @@
  *   run (goal ≥ 0.9×): the streams' reading and sending beside the requests;
  * - changes (`POST /users` and `PATCH /users/{email}`, one audit row each) paced at a fixed rate,
  *   and per destination the lag from each audit row's `occurred_at` to its first arrival at the
- *   receiver: p50, p99, max, and how many of the window's rows arrived (all must; goal p99 ≤ 2 s).
+ *   receiver: p50, p99, max, and how many of the window's rows arrived (all must; goal p99 ≤ 2 s);
+ * - an import job of many users (one audit row each, written in set-based batches), the way a
+ *   customer base arrives and the way a 2-core machine writes more than 1,000 audited changes a
+ *   second (one request per change tops out below that here): the rate of audit rows it wrote,
+ *   and the same lag per destination over its rows.
  */
 import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
@@ -42,6 +47,8 @@ export interface AuditStreamsBench extends SectionBench {
   readonly pacedSeconds: number;
   /** The streams' format (docs/api.md, "Audit streams"). */
   readonly format: 'json' | 'ocsf';
+  /** Users of the import job whose audit rows are the last window (0: no import window). */
+  readonly importUsers: number;
 }
 
 /** Goals of docs/performance.md, "Audit streams". */
@@ -49,6 +56,10 @@ const LAG_P99_GOAL_MS = 2_000;
 const RATIO_GOAL = 0.9;
 /** Connections of the paced load: enough that each waits between requests at 1,000/s (autocannon paces per connection). */
 const PACED_CONNECTIONS = 32;
+/** The audited changes a second the streams are to keep up with (docs/performance.md, "Audit streams"). */
+const CHANGES_GOAL = 1_000;
+/** Longest wait for an import job to finish. */
+const IMPORT_TIMEOUT_MS = 600_000;
 /** Longest wait for the rows of a load to reach every receiver. */
 const DRAIN_TIMEOUT_MS = 180_000;
 const HEC_TOKEN = 'bench-hec-token-0123456789';
@@ -235,6 +246,9 @@ async function auditIds(url: string, workspaceId: number) {
   };
 }
 
+/** The audit ids of the benchmark's workspace, read from the database. */
+type AuditIds = Awaited<ReturnType<typeof auditIds>>;
+
 /**
  * The lag row of one destination over the window's audit ids: the rate they arrived at, p50 and
  * p99 (max and the count in the label), the missing ones as errors, and how full its batches were.
@@ -284,6 +298,48 @@ async function drained(destinations: Destinations, through: number): Promise<num
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * The import window: one job of `bench.importUsers` new users (JSON Lines, as `POST /users`
+ * takes them) on a server whose streams are drained first; the audit rows it wrote a second,
+ * against {@link CHANGES_GOAL}, and each destination's lag over them.
+ * @throws Error when the job is refused, fails, or does not finish within {@link IMPORT_TIMEOUT_MS}.
+ */
+async function importWindow(bench: AuditStreamsBench, port: number, ids: AuditIds, destinations: Destinations): Promise<ReportRow[]> {
+  const ws = bench.workspace;
+  const request = { host: headersOf(ws).host, headers: { 'x-api-key': ws.apiKey } };
+  const from = await ids.latest();
+  await drained(destinations, from);
+  for (const arrivals of Object.values(destinations.arrivals)) arrivals.reset(from);
+  const lines = Array.from({ length: bench.importUsers }, (_, i) =>
+    JSON.stringify({ user: { email: `imported-${i}@${ws.subdomain}.bench.example`, role: 'non_owner', first_name: 'Imported', apps: [{ name: 'crm', role: 'member' }] } }),
+  );
+  const started = performance.now();
+  const created = await sendRequest(port, 'POST', `${API}/users/imports`, { ...request, raw: { body: lines.join('\n'), type: 'application/x-ndjson' }, timeoutMs: 120_000 });
+  if (created.status !== 202) throw new Error(`the import job was refused: ${created.status} ${created.body}`);
+  const jobId = (created.json() as { id: string }).id;
+  for (;;) {
+    const job = (await sendRequest(port, 'GET', `${API}/users/imports/${jobId}`, request)).json() as { status: string };
+    if (job.status === 'completed') break;
+    if (job.status === 'failed' || job.status === 'cancelled') throw new Error(`the import job ended ${job.status}`);
+    if (performance.now() - started > IMPORT_TIMEOUT_MS) throw new Error('the import job did not finish in time');
+    await sleep(100);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const through = await ids.latest();
+  const window = await ids.between(from, through);
+  const perSecond = window.length / seconds;
+  const drainMs = await drained(destinations, through);
+  bench.log(`import job of ${bench.importUsers} users: ${window.length} audit rows in ${seconds.toFixed(1)} s (${perSecond.toFixed(0)}/s); all at every receiver ${(drainMs / 1000).toFixed(1)} s after the job`);
+  return [
+    {
+      scenario: `import job of ${bench.importUsers} users (JSON Lines; one audit row each), upload to completed`,
+      note: `${perSecond.toFixed(0)} audit rows/s (${window.length} in ${seconds.toFixed(1)} s)`,
+      target: { text: `≥ ${CHANGES_GOAL} audited changes/s`, met: perSecond >= CHANGES_GOAL },
+    },
+    ...Object.values(destinations.arrivals).map((arrivals) => lagRow(arrivals, window, seconds)),
+  ];
 }
 
 /**
@@ -372,6 +428,7 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
     rows.push(pacedRow);
     bench.log(`paced at ${bench.rate}/s: ${paced.measured.perSecond.toFixed(0)}/s reached, ${window.length} audit rows in the window; all at every receiver ${(drainMs / 1000).toFixed(1)} s after the load`);
     for (const arrivals of Object.values(destinations.arrivals)) rows.push(lagRow(arrivals, window, paced.measured.seconds));
+    if (bench.importUsers > 0) rows.push(...(await importWindow(bench, port, ids, destinations)));
     return { title: `Audit streams (PostgreSQL, ${bench.format}, one stream of each type, receivers on 127.0.0.1)`, rows };
   } finally {
     await server?.stop();
