@@ -1,10 +1,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort } from './free-port.ts';
+
+/** Re-exported for the harness modules and tests that find a port beside a cluster. */
+export { freePort };
 
 /** A throw-away PostgreSQL server started for tests or benchmarks. */
 export interface PostgresCluster {
@@ -13,18 +16,6 @@ export interface PostgresCluster {
   /** The same database through the server's Unix-domain socket. */
   readonly socketUrl: string;
   stop(): void;
-}
-
-/** A free TCP port on the loopback interface. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 function onPath(binary: string): boolean {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDebianProgram } from './debian-programs.ts';
-import { freePort } from './postgres-cluster.ts';
+import { freePort } from './free-port.ts';
 
 /** A throw-away redis-server on loopback, started by a test or a benchmark. */
 export interface RedisServer {

@@ -4,7 +4,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from './postgres-cluster.ts';
+import { freePort } from './free-port.ts';
 
 /*
  * Debian's rsyslog receiving RFC 5425 (syslog over TLS, GnuTLS driver) on 127.0.0.1, writing

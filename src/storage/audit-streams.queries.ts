@@ -12,10 +12,10 @@ import { isUuid } from './uuid.ts';
  * Audit streams (docs/api.md, "Audit streams"): the streams themselves, and the worker's
  * statements. A stream's rows are read by audit id after its cursor; since ids are taken before
  * their transaction commits, a row may become visible after one with a greater id. A read
- * therefore stops before the first row whose transaction ended after the oldest snapshot still
- * held in this database began (`age(xmin)` against the oldest `backend_xmin`): any transaction
- * open now took its ids after every row before that point, so nothing can later appear behind
- * the cursor. docs/operations.md, "Audit streams", says what a long-open transaction does to lag.
+ * therefore stops before the first row whose transaction ended after the oldest snapshot or
+ * transaction still open in this database began (`age(xmin)` against the oldest `backend_xmin`
+ * and `backend_xid`: a writer idle between its statements holds no snapshot, only its xid), so
+ * that a row committed while another writer is still open is not passed. docs/operations.md, "Audit streams", says what a long-open transaction does to lag.
  */
 
 interface StreamRow {
@@ -226,8 +226,8 @@ export function createStreamQueue(db: Database): StreamQueue {
     async readRows(stream, limit): Promise<StreamRows> {
       const rows = rowsOf<AuditRow>(
         await db.execute(sql`with horizon as (
-            select coalesce(max(age(backend_xmin)), -1) as age from pg_stat_activity
-            where backend_xmin is not null and datname = current_database()
+            select coalesce(max(greatest(age(backend_xmin), age(backend_xid))), -1) as age from pg_stat_activity
+            where (backend_xmin is not null or backend_xid is not null) and datname = current_database()
           )
           select a.id, a.workspace_id, w.subdomain, a.occurred_at, a.actor_type, a.actor_id, a.actor_label, a.request_id,
             a.action, a.target_type, a.target_id, a.user_id, a.before, a.after, age(a.xmin) > h.age as settled
