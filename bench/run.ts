@@ -471,7 +471,7 @@ async function main(): Promise<void> {
     await settle();
     // One audit stream of each type: POST /users against none; lag at 1,000 changes/s (bench/audit-streams.ts).
     // The small workspace is read no more after this point: its users are the ones renamed.
-    const streams = { ...onPostgres, databaseUrl: url, workspace: seeded.small, rate: 1_000, pacedSeconds: args.quick ? 10 : 60, format: 'json' as const, importUsers: args.quick ? 10_000 : 60_000 };
+    const streams = { ...onPostgres, databaseUrl: url, workspace: seeded.small, rate: 1_000, pacedSeconds: args.quick ? 10 : 60, format: 'json' as const, importWindow: true };
     sections.push(
       await measureAuditStreams(streams).catch((error: Error) => {
         log(`audit streams not measured: ${error.message}`);

@@ -3,6 +3,7 @@ import { SYSTEM_ACTOR } from '../core/actor.ts';
 import { joinDestination, type AuditStream, type StreamCredentials } from '../core/audit-streams/audit-stream.ts';
 import { pauseFailingStreams, type StreamTestSend } from '../core/audit-streams/audit-streams-service.ts';
 import type { ClaimedStream, StreamQueue } from '../core/audit-streams/stream-queue.ts';
+import { createSettledHorizon } from '../core/audit-streams/settled-horizon.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Store } from '../core/ports.ts';
 import type { StreamedAuditEvent } from '../core/audit-streams/audit-stream-repository.ts';
@@ -30,23 +31,33 @@ export interface StreamWorkerOptions {
   readonly settings: StreamWorkerSettings;
   readonly log: Logger;
   readonly registry: Registry;
-  /**
-   * False: the caller runs {@link StreamWorker.checkPauses} every {@link PAUSE_CHECK_MS} (the
-   * server's scheduler); default true, the worker times the checks itself.
-   */
-  readonly ownPauseTimer?: boolean;
 }
 
 /** A running stream worker. */
 export interface StreamWorker {
-  /** Pauses the streams failing for longer than `pauseAfterMs` (one check at a time); never rejects. */
+  /**
+   * Pauses the streams failing for longer than `pauseAfterMs` (one check at a time); never
+   * rejects. The caller runs it every {@link PAUSE_CHECK_MS} (the server's scheduler).
+   */
   checkPauses(): Promise<void>;
   /** Stops claiming, waits for the batches in flight (each ends within the timeout). */
   stop(): Promise<void>;
 }
 
-/** Most rows in one batch. */
-export const BATCH_ROWS = 500;
+/**
+ * Most rows in one batch, by destination type (docs/api.md, "Audit streams"). A request to an
+ * HTTP receiver stays well under the body limits collectors set (Splunk's HEC and most JSON
+ * endpoints accept a few MB); an S3 object or a syslog connection costs the same whatever it
+ * carries, so a stream that fell behind catches up in fewer, larger ones: at 500 rows, one
+ * PUT or TLS handshake per 500 rows kept those two streams behind an import's 2,800 rows/s
+ * (docs/performance.md, "Audit streams").
+ */
+export const BATCH_ROWS: { readonly [T in AuditStream['destination']['type']]: number } = {
+  https: 500,
+  splunk_hec: 500,
+  s3: 5_000,
+  syslog: 5_000,
+};
 /** How often the worker looks for streams with rows to send, in ms: rows wait at most about this long to leave. */
 const POLL_MS = 250;
 /** After a batch that was not full, how long a stream gathers rows before the next, in ms (batches of up to N rows or about 1 s). */
@@ -156,13 +167,14 @@ export function createStreamTestSend(settings: Pick<StreamWorkerSettings, 'polic
 
 /**
  * Starts the audit stream worker of this process (docs/api.md, "Audit streams"; docs/operations.md,
- * "Audit streams"): every 250 ms it claims streams with rows after their cursor (one process at a
- * time per stream: `FOR UPDATE SKIP LOCKED`, then a lease), reads up to {@link BATCH_ROWS} rows in
- * audit id order, writes them in the stream's format, sends them with the destination type's
+ * "Audit streams"): every 250 ms (and whenever a batch ends) it samples the audit ids for its
+ * settled horizon (core/audit-streams/settled-horizon.ts), claims streams with rows after their
+ * cursor up to that horizon (one process at a time per stream: `FOR UPDATE SKIP LOCKED`, then a
+ * lease), reads up to {@link BATCH_ROWS} rows of the destination's type in audit id order, writes them in the stream's format, sends them with the destination type's
  * sender and, once accepted, moves the cursor in the statement that releases the claim (at least
  * once: a crash before that sends the batch again). A failed send keeps the cursor, marks the
- * stream `failing` and retries with backoff; every 2 s streams failing for longer than
- * `pauseAfterMs` are paused, audited and counted.
+ * stream `failing` and retries with backoff; {@link StreamWorker.checkPauses} pauses, audits
+ * and counts the streams failing for longer than `pauseAfterMs`.
  */
 export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
   const { queue, store, settings, log } = options;
@@ -180,9 +192,10 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
       };
     }).finally(() => (wakeUp = undefined));
 
-  async function deliver(claim: ClaimedStream): Promise<void> {
+  async function deliver(claim: ClaimedStream, settledThrough: number): Promise<void> {
     const { stream } = claim;
-    const { rows, through } = await queue.readRows(stream, BATCH_ROWS);
+    const batchRows = BATCH_ROWS[stream.destination.type];
+    const { rows, through } = await queue.readRows(stream, batchRows, settledThrough);
     if (rows.length === 0) {
       // Only rows of other actions (or none settled yet): the cursor moves past them, nothing is sent.
       if (through > stream.cursor) await queue.recordDelivered(claim, through, GATHER_MS, false);
@@ -201,13 +214,13 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
       await queue.recordFailed(claim, message, retryInMs);
       return;
     }
-    if (await queue.recordDelivered(claim, through, rows.length === BATCH_ROWS ? 0 : GATHER_MS, true)) {
+    if (await queue.recordDelivered(claim, through, rows.length === batchRows ? 0 : GATHER_MS, true)) {
       m.rows.inc({ stream: stream.id }, rows.length);
     }
   }
 
-  function run(claim: ClaimedStream): void {
-    const task = deliver(claim)
+  function run(claim: ClaimedStream, settledThrough: number): void {
+    const task = deliver(claim, settledThrough)
       .catch((err: unknown) => log.error({ err, stream: claim.stream.id }, 'could not send an audit stream batch'))
       .finally(() => {
         tasks.delete(task);
@@ -216,15 +229,19 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
     tasks.add(task);
   }
 
+  const horizon = createSettledHorizon();
   async function loop(): Promise<void> {
     while (!stopping) {
-      if (tasks.size < MAX_STREAMS) {
-        try {
-          for (const claim of await queue.claimDue(MAX_STREAMS - tasks.size, settings.timeoutMs + LEASE_MARGIN_MS)) run(claim);
-        } catch (err) {
-          if (stopping) return;
-          log.warn({ err }, 'could not claim audit streams');
+      try {
+        // Sampled on every pass, busy or not, so that rows settle one pass after they commit.
+        const sample = await queue.sampleAuditIds();
+        const settledThrough = sample ? horizon.observe(sample) : 0;
+        if (sample && tasks.size < MAX_STREAMS) {
+          for (const claim of await queue.claimDue(MAX_STREAMS - tasks.size, settings.timeoutMs + LEASE_MARGIN_MS, settledThrough)) run(claim, settledThrough);
         }
+      } catch (err) {
+        if (stopping) return;
+        log.warn({ err }, 'could not claim audit streams');
       }
       await sleep(POLL_MS);
     }
@@ -242,15 +259,12 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
   }
   let pausing: Promise<void> | undefined;
   const checkPausesOnce = () => (pausing ??= checkPauses().finally(() => (pausing = undefined)));
-  // The server's scheduler runs the checks (`ownPauseTimer: false`); alone, the worker times them itself.
-  const pauseTimer = options.ownPauseTimer === false ? undefined : setInterval(() => void checkPausesOnce(), PAUSE_CHECK_MS);
 
   const running = loop();
   return {
     checkPauses: checkPausesOnce,
     async stop() {
       stopping = true;
-      clearInterval(pauseTimer);
       wakeUp?.();
       await running;
       await Promise.all(tasks);

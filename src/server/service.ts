@@ -221,7 +221,6 @@ export async function startService(config: Config, options: ServiceOptions = {})
     settings: { policy: config.outbound, timeoutMs: config.webhooks.timeoutMs, pauseAfterMs: config.auditStreams.pauseAfterMs },
     log: app.log.child({ component: 'audit-streams' }),
     registry,
-    ownPauseTimer: false,
   });
   scheduler.add({ name: 'audit-stream-pauses', intervalMs: PAUSE_CHECK_MS, run: () => streamWorker.checkPauses() });
   const imports = startImportWorker({

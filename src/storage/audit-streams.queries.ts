@@ -10,14 +10,11 @@ import { isUuid } from './uuid.ts';
 
 /*
  * Audit streams (docs/api.md, "Audit streams"): the streams themselves, and the worker's
- * statements. A stream's rows are read by audit id after its cursor; since ids are taken before
- * their transaction commits, a row may become visible after one with a greater id. A read
- * therefore stops before the first row whose transaction ended after the oldest snapshot or
- * transaction still open in this database began (`age(xmin)` against the oldest `backend_xmin`
- * and `backend_xid`: a writer idle between its statements holds no snapshot, only its xid), so
- * that a row committed while another writer is still open is not passed. docs/operations.md, "Audit streams", says what a long-open transaction does to lag.
+ * statements. A stream's rows are read by audit id after its cursor, and only up to the id the
+ * worker's settled horizon says is final (core/audit-streams/settled-horizon.ts), since ids are
+ * taken before their transaction commits; docs/operations.md, "Audit streams", says what a
+ * long-open transaction does to lag.
  */
-
 interface StreamRow {
   id: string;
   workspace_id: number | string | null;
@@ -196,7 +193,6 @@ interface AuditRow {
   user_id: string | null;
   before: unknown;
   after: unknown;
-  settled: boolean;
 }
 
 /** Rows read past the cursor per batch, at most, before the action filter. */
@@ -205,12 +201,31 @@ const SCAN_FACTOR = 4;
 /** The stream worker's queue over `db` (the statements above). */
 export function createStreamQueue(db: Database): StreamQueue {
   return {
-    async claimDue(max, leaseMs) {
+    async sampleAuditIds() {
+      // Two statements, in this order: a transaction that took an id before the first had its
+      // xid by then (migration 0019), so the second lists it while it is open. The open ones are
+      // read from pg_stat_activity, not from a snapshot: PostgreSQL reuses a backend's snapshot
+      // while no transaction has ended, and a transaction started since is then past its xmax,
+      // in no xip list.
+      const [last] = rowsOf<{ last_id: number | string; streaming: boolean }>(
+        await db.execute(sql`select case when is_called then last_value else 0 end as last_id,
+            exists (select 1 from audit_streams where status <> 'paused') as streaming
+          from audit_events_id_seq`),
+      );
+      if (!last?.streaming) return undefined;
+      const [open] = rowsOf<{ xids: string[] }>(await db.execute(sql`select array(select backend_xid::text from pg_stat_activity
+            where datname = current_database() and backend_xid is not null) as xids`));
+      return { lastId: Number(last.last_id), openTransactions: open?.xids ?? [] };
+    },
+
+    async claimDue(max, leaseMs, settledThrough) {
       const rows = rowsOf<StreamRow & { claim_id: string; credentials: string; failures: number }>(
         await db.execute(sql`with due as (
             select s.id from audit_streams s
             where s.status <> 'paused' and s.next_attempt_at <= now() and (s.claimed_until is null or s.claimed_until < now())
-              and exists (select 1 from audit_events a where a.id > s.cursor and (s.workspace_id is null or a.workspace_id = s.workspace_id))
+              and s.cursor < ${settledThrough}::int8
+              and exists (select 1 from audit_events a where a.id > s.cursor and a.id <= ${settledThrough}::int8
+                and (s.workspace_id is null or a.workspace_id = s.workspace_id))
             order by s.next_attempt_at limit ${max}::int
             for update of s skip locked
           ),
@@ -223,28 +238,25 @@ export function createStreamQueue(db: Database): StreamQueue {
       return rows.map((row) => ({ stream: toStream(row), claimId: row.claim_id, credentials: row.credentials, failures: Number(row.failures) }));
     },
 
-    async readRows(stream, limit): Promise<StreamRows> {
+    async readRows(stream, limit, settledThrough): Promise<StreamRows> {
+      const scan = limit * SCAN_FACTOR;
       const rows = rowsOf<AuditRow>(
-        await db.execute(sql`with horizon as (
-            select coalesce(max(greatest(age(backend_xmin), age(backend_xid))), -1) as age from pg_stat_activity
-            where (backend_xmin is not null or backend_xid is not null) and datname = current_database()
-          )
-          select a.id, a.workspace_id, w.subdomain, a.occurred_at, a.actor_type, a.actor_id, a.actor_label, a.request_id,
-            a.action, a.target_type, a.target_id, a.user_id, a.before, a.after, age(a.xmin) > h.age as settled
-          from audit_events a left join workspaces w on w.id = a.workspace_id, horizon h
-          where a.id > ${stream.cursor}::int8 and ${rowsOfStream(stream.workspaceId)}
-          order by a.id limit ${limit * SCAN_FACTOR}::int`),
+        await db.execute(sql`select a.id, a.workspace_id, w.subdomain, a.occurred_at, a.actor_type, a.actor_id, a.actor_label, a.request_id,
+            a.action, a.target_type, a.target_id, a.user_id, a.before, a.after
+          from audit_events a left join workspaces w on w.id = a.workspace_id
+          where a.id > ${stream.cursor}::int8 and a.id <= ${settledThrough}::int8 and ${rowsOfStream(stream.workspaceId)}
+          order by a.id limit ${scan}::int`),
       );
       const picked: StreamedAuditEvent[] = [];
       let through = stream.cursor;
       for (const row of rows) {
-        // Past an unsettled row a lower id may still commit: stop before it.
-        if (!row.settled) break;
         const wanted = stream.actions === null || stream.actions.includes(row.action);
-        if (wanted && picked.length === limit) break;
+        if (wanted && picked.length === limit) return { rows: picked, through };
         through = Number(row.id);
         if (wanted) picked.push(toStreamedEvent(row));
       }
+      // A scan that came back short saw every row through the horizon: the gaps after the last are final too.
+      if (rows.length < scan) through = Math.max(through, settledThrough);
       return { rows: picked, through };
     },
 

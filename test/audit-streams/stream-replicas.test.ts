@@ -3,8 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
-import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
+import { startTestStreamWorker, type TestStreamWorker } from '../helpers/stream-worker.ts';
 import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { json } from '../helpers/json.ts';
@@ -31,7 +30,7 @@ describe(`audit streams: two workers on one database deliver a stream's batches 
   let receiver: StreamReceiver;
   let second: FastifyInstance;
   const registries = [new Registry(), new Registry()];
-  const workers: StreamWorker[] = [];
+  const workers: TestStreamWorker[] = [];
 
   before(async () => {
     ctx = await createTestContext(ENV);
@@ -65,13 +64,7 @@ describe(`audit streams: two workers on one database deliver a stream's batches 
     const stream = created.json() as { id: string; cursor: number };
     for (const registry of registries) {
       workers.push(
-        startStreamWorker({
-          queue: createStreamQueue(ctx.database.db),
-          store: ctx.store,
-          settings: { policy: ctx.config.outbound, timeoutMs: 5000, pauseAfterMs: 3_600_000 },
-          log: { info() {}, warn() {}, error() {}, debug() {}, child() { return this; } } as never,
-          registry,
-        }),
+        startTestStreamWorker(ctx, { timeoutMs: 5000, pauseAfterMs: 3_600_000, registry }),
       );
     }
 

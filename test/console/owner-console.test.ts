@@ -10,9 +10,7 @@ import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-pr
 import { ADMIN_TOKEN, API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
-import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
-import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
-import { Registry } from 'prom-client';
+import { startTestStreamWorker, type TestStreamWorker } from '../helpers/stream-worker.ts';
 import { json } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 120_000 };
@@ -38,7 +36,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
   let op: TestOpenIdProvider;
   let receiver: WebhookReceiver;
   let streamReceiver: StreamReceiver;
-  let worker: StreamWorker | undefined;
+  let worker: TestStreamWorker | undefined;
   let ws: TestWorkspace;
   let origin: string;
   let opened: WatchedPage[] = [];
@@ -209,13 +207,7 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
 
   test('an owner streams the audit trail to a receiver on 127.0.0.1: the secret once, the health, pause and resume, test, replay, delete', TEST_TIMEOUT, async () => {
     // The server's worker, as every process runs it, on this test's database.
-    worker = startStreamWorker({
-      queue: createStreamQueue(ctx.database.db),
-      store: ctx.store,
-      settings: { policy: ctx.config.outbound, timeoutMs: 2000, pauseAfterMs: 86_400_000 },
-      log: { info() {}, warn() {}, error() {}, debug() {}, child() { return this; } } as never,
-      registry: new Registry(),
-    });
+    worker = startTestStreamWorker(ctx, { timeoutMs: 2000, pauseAfterMs: 86_400_000 });
     const received = (email: string) => streamReceiver.rows().some((r) => r.action === 'user.created' && r.target_id === email);
     const until = async (what: string, done: () => boolean) => {
       const deadline = Date.now() + 30_000;

@@ -6,10 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { Registry } from 'prom-client';
 import S3rver from 's3rver';
-import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
-import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
+import { startTestStreamWorker, type TestStreamWorker } from '../helpers/stream-worker.ts';
 import { startRsyslog, type RsyslogReceiver } from '../../harness/rsyslog-receiver.ts';
 import { startJsonLinesReceiver, type StreamReceiver } from '../../harness/stream-receivers.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
@@ -30,7 +28,7 @@ const S3_KEYS = { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' };
 describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () => {
   let ctx: TestContext;
   let ws: TestWorkspace;
-  let worker: StreamWorker;
+  let worker: TestStreamWorker;
   let s3Dir: string;
   let s3: S3rver;
   let s3Endpoint: string;
@@ -49,13 +47,7 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
     await reader.send(new CreateBucketCommand({ Bucket: 'audit' }));
     syslog = await startRsyslog();
     jsonl = await startJsonLinesReceiver();
-    worker = startStreamWorker({
-      queue: createStreamQueue(ctx.database.db),
-      store: ctx.store,
-      settings: { policy: ctx.config.outbound, timeoutMs: 10_000, pauseAfterMs: 3_600_000 },
-      log: { info() {}, warn() {}, error() {}, debug() {}, child() { return this; } } as never,
-      registry: new Registry(),
-    });
+    worker = startTestStreamWorker(ctx, { timeoutMs: 10_000, pauseAfterMs: 3_600_000 });
   });
   after(async () => {
     await worker?.stop();

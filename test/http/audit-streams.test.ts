@@ -5,8 +5,7 @@ import { sql } from 'drizzle-orm';
 import type { LightMyRequestResponse } from 'fastify';
 import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
-import { startStreamWorker, type StreamWorker } from '../../src/audit-streams/stream-worker.ts';
-import { createStreamQueue } from '../../src/storage/audit-streams.queries.ts';
+import { startTestStreamWorker, type TestStreamWorker } from '../helpers/stream-worker.ts';
 import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
@@ -46,7 +45,7 @@ describe(`audit streams [${BACKEND}]`, () => {
   let ws: TestWorkspace;
   let jsonl: StreamReceiver;
   let hec: StreamReceiver;
-  let worker: StreamWorker | undefined;
+  let worker: TestStreamWorker | undefined;
   let webhooks: WebhookReceiver;
   let deliveries: DeliveryWorker;
   const registry = new Registry();
@@ -70,13 +69,7 @@ describe(`audit streams [${BACKEND}]`, () => {
   });
 
   function startWorker(): void {
-    worker = startStreamWorker({
-      queue: createStreamQueue(ctx.database.db),
-      store: ctx.store,
-      settings: { policy: ctx.config.outbound, timeoutMs: 2000, pauseAfterMs: PAUSE_AFTER_MS },
-      log: { info() {}, warn() {}, error() {}, debug() {}, child() { return this; } } as never,
-      registry,
-    });
+    worker = startTestStreamWorker(ctx, { timeoutMs: 2000, pauseAfterMs: PAUSE_AFTER_MS, registry });
   }
 
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {

@@ -1,5 +1,6 @@
 import type { StreamedAuditEvent } from './audit-stream-repository.ts';
 import type { AuditStream } from './audit-stream.ts';
+import type { AuditIdSample } from './settled-horizon.ts';
 
 /*
  * The port the stream worker runs on (storage/audit-streams.queries.ts implements it). A claim
@@ -32,16 +33,22 @@ export interface StreamRows {
 /** Where the stream worker takes its work from and records what came of it. */
 export interface StreamQueue {
   /**
-   * Claims up to `max` streams not paused, due, unclaimed (or whose lease ran out) and with
-   * audit rows after their cursor, each for `leaseMs`.
+   * The last audit id handed out, read first, then the transactions open at that moment (the
+   * settled horizon's input: settled-horizon.ts); `undefined` when no stream is active or
+   * failing, so an idle process asks nothing more.
    */
-  claimDue(max: number, leaseMs: number): Promise<ClaimedStream[]>;
+  sampleAuditIds(): Promise<AuditIdSample | undefined>;
   /**
-   * Up to `limit` rows after the stream's cursor, in id order, of its workspace (every one for
-   * an operator's stream) and actions, stopping before the first row a transaction still open
-   * could be followed by a lower id (so the cursor never passes a row that commits later).
+   * Claims up to `max` streams not paused, due, unclaimed (or whose lease ran out) and with
+   * audit rows after their cursor up to `settledThrough`, each for `leaseMs`.
    */
-  readRows(stream: AuditStream, limit: number): Promise<StreamRows>;
+  claimDue(max: number, leaseMs: number, settledThrough: number): Promise<ClaimedStream[]>;
+  /**
+   * Up to `limit` rows after the stream's cursor and up to `settledThrough` (every row through
+   * it final: a gap below it is never filled), in id order, of its workspace (every one for an
+   * operator's stream) and actions.
+   */
+  readRows(stream: AuditStream, limit: number, settledThrough: number): Promise<StreamRows>;
   /**
    * Records a delivered batch (`sent`; else rows skipped as of other actions) and releases the
    * claim in one statement: the cursor moves to `through`, and after a send the stream is
