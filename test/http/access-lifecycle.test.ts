@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createLifecycleSweeper, type LifecycleSweeper } from '../../src/lifecycle/sweeper.ts';
 import { ADMIN_TOKEN, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, userData } from '../helpers/json.ts';
 
 /*
  * Access that ends on time (docs/contract.md Part B): the fields, filters, activity reports and
@@ -27,22 +28,23 @@ describe(`access that ends on time [${BACKEND}]`, () => {
   async function add(ws: TestWorkspace, email: string, user: Record<string, unknown> = {}) {
     const res = await ctx.api(ws, 'POST', '/users', { body: userBody(email, user) });
     assert.equal(res.statusCode, 201, res.body);
-    return res.json();
+    return json<'addUser'>(res);
   }
   async function get(ws: TestWorkspace, email: string) {
     const res = await ctx.api(ws, 'GET', `/users/${encodeURIComponent(email)}`);
     assert.equal(res.statusCode, 200, res.body);
-    return res.json();
+    return json<'getUser'>(res);
   }
   async function events(ws: TestWorkspace) {
     const res = await ctx.api(ws, 'GET', '/events', { query: { limit: '1000' } });
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().events as Array<{ type: string; actor: { type: string; id: string }; data: Record<string, any> }>;
+    // Every event of these workspaces is a user's (none has an audit stream).
+    return json<'listEvents'>(res).events.map((e) => ({ type: e.type, actor: e.actor, data: userData(e) }));
   }
   async function policyAudit(ws: TestWorkspace) {
     const res = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?actor_type=policy&page_size=100`);
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().audit_events as Array<{ action: string; actor: { type: string; id: string }; target_id: string }>;
+    return json<'listWorkspaceAuditEvents'>(res).audit_events;
   }
   /** Sweeps with the clock at `at`. */
   async function sweepAt(at: string | Date) {
@@ -59,26 +61,26 @@ describe(`access that ends on time [${BACKEND}]`, () => {
 
     const past = await ctx.api(ws, 'POST', '/users', { body: userBody('late@example.com', { expires_at: inHours(-1) }) });
     assert.equal(past.statusCode, 422);
-    assert.equal(past.json().code, 'expires_at_not_in_future');
+    assert.equal(json<'Problem'>(past).code, 'expires_at_not_in_future');
     assert.equal((await ctx.api(ws, 'GET', '/users/late@example.com')).statusCode, 404);
 
     const now = await ctx.api(ws, 'PATCH', '/users/temp@example.com', { body: { user: { expires_at: new Date().toISOString() } } });
     assert.equal(now.statusCode, 422);
-    assert.equal(now.json().code, 'expires_at_not_in_future');
+    assert.equal(json<'Problem'>(now).code, 'expires_at_not_in_future');
     assert.equal((await get(ws, 'temp@example.com')).expires_at, new Date(ends).toISOString());
 
     const later = inHours(48);
     const patched = await ctx.api(ws, 'PATCH', '/users/temp@example.com', { body: { user: { expires_at: later } } });
     assert.equal(patched.statusCode, 200, patched.body);
-    assert.equal(patched.json().expires_at, new Date(later).toISOString());
+    assert.equal(json<'updateUser'>(patched).expires_at, new Date(later).toISOString());
     const cleared = await ctx.api(ws, 'PATCH', '/users/temp@example.com', { body: { user: { expires_at: null } } });
-    assert.equal(cleared.json().expires_at, null);
+    assert.equal(json<'updateUser'>(cleared).expires_at, null);
 
     const grant = await ctx.api(ws, 'POST', '/users', {
       body: userBody('grant@example.com', { apps: [{ name: 'crm', role: 'admin', expires_at: inHours(-2) }] }),
     });
     assert.equal(grant.statusCode, 422);
-    assert.equal(grant.json().errors[0].field, 'user.apps[0].expires_at');
+    assert.equal(json<'Problem'>(grant).errors![0]!.field, 'user.apps[0].expires_at');
   });
 
   test('GET /users: expires_before and inactive_since filter, sort=expires_at orders (never-expiring last), items carry the fields', async () => {
@@ -87,17 +89,17 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     await add(ws, 'late@example.com', { expires_at: inHours(72) });
     await add(ws, 'soon@example.com', { expires_at: inHours(2), apps: [{ name: 'crm', role: 'admin', expires_at: inHours(1) }] });
     const soon = await ctx.api(ws, 'GET', '/users', { query: { expires_before: inHours(24) } });
-    assert.deepEqual(soon.json().users.map((u: { email: string }) => u.email), ['soon@example.com']);
-    assert.equal(soon.json().users[0].apps[0].expires_at.length, 24);
+    assert.deepEqual(json<'listUsers'>(soon).users.map((u) => u.email), ['soon@example.com']);
+    assert.equal(json<'listUsers'>(soon).users[0]!.apps[0]!.expires_at!.length, 24);
     const sorted = await ctx.api(ws, 'GET', '/users', { query: { sort: 'expires_at' } });
-    assert.deepEqual(sorted.json().users.map((u: { email: string }) => u.email), ['soon@example.com', 'late@example.com', 'never@example.com']);
+    assert.deepEqual(json<'listUsers'>(sorted).users.map((u) => u.email), ['soon@example.com', 'late@example.com', 'never@example.com']);
     const reversed = await ctx.api(ws, 'GET', '/users', { query: { sort: '-expires_at' } });
-    assert.deepEqual(reversed.json().users.map((u: { email: string }) => u.email), ['late@example.com', 'soon@example.com', 'never@example.com']);
+    assert.deepEqual(json<'listUsers'>(reversed).users.map((u) => u.email), ['late@example.com', 'soon@example.com', 'never@example.com']);
 
     const reported = await ctx.api(ws, 'POST', '/users/activity', { body: { activity: [{ email: 'never@example.com', at: inHours(1) }] } });
     assert.equal(reported.statusCode, 200, reported.body);
     const inactive = await ctx.api(ws, 'GET', '/users', { query: { inactive_since: inHours(0.5) } });
-    assert.deepEqual(inactive.json().users.map((u: { email: string }) => u.email).sort(), ['late@example.com', 'soon@example.com']);
+    assert.deepEqual(json<'listUsers'>(inactive).users.map((u) => u.email).sort(), ['late@example.com', 'soon@example.com']);
   });
 
   test('POST /users/activity: moves last_active_at forward only, reports unknown emails, needs activity:write and nothing else', async () => {
@@ -109,10 +111,10 @@ describe(`access that ends on time [${BACKEND}]`, () => {
       body: { activity: [{ email: 'ADA@example.com', at: t1 }, { email: 'ghost@example.com', at: t1 }] },
     });
     assert.equal(first.statusCode, 200, first.body);
-    assert.deepEqual(first.json(), { updated: 1, unchanged: 0, unknown: ['ghost@example.com'] });
+    assert.deepEqual(json<'reportActivity'>(first), { updated: 1, unchanged: 0, unknown: ['ghost@example.com'] });
     assert.equal((await get(ws, 'ada@example.com')).last_active_at, t1);
     const older = await ctx.api(ws, 'POST', '/users/activity', { body: { activity: [{ email: 'ada@example.com', at: t0 }] } });
-    assert.deepEqual(older.json(), { updated: 0, unchanged: 1, unknown: [] });
+    assert.deepEqual(json<'reportActivity'>(older), { updated: 0, unchanged: 1, unknown: [] });
     assert.equal((await get(ws, 'ada@example.com')).last_active_at, t1);
 
     const tooMany = Array.from({ length: 1001 }, (_, i) => ({ email: `u${i}@example.com`, at: t1 }));
@@ -120,40 +122,40 @@ describe(`access that ends on time [${BACKEND}]`, () => {
 
     const key = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`, { name: 'reporter', scopes: ['activity:write'] });
     assert.equal(key.statusCode, 201, key.body);
-    const reporter = { ...ws, apiKey: key.json().key as string };
+    const reporter = { ...ws, apiKey: json<'createApiKey'>(key).key };
     assert.equal((await ctx.api(reporter, 'POST', '/users/activity', { body: { activity: [{ email: 'ada@example.com', at: t1 }] } })).statusCode, 200);
     const refused = await ctx.api(reporter, 'POST', '/users', { body: userBody('new@example.com') });
     assert.equal(refused.statusCode, 403);
-    assert.equal(refused.json().code, 'insufficient_scope');
+    assert.equal(json<'Problem'>(refused).code, 'insufficient_scope');
     const policy = await ctx.api(reporter, 'PUT', '/policies/expiry', { body: { warn_before: 'P7D' } });
     assert.equal(policy.statusCode, 403);
   });
 
   test('policies: PUT answers as written, GET reads it back, DELETE removes it; too short → 422 invalid_duration; each change audited', async () => {
     const ws = await ctx.createWorkspace();
-    assert.equal((await ctx.api(ws, 'GET', '/policies/inactivity')).json().code, 'policy_not_found');
+    assert.equal(json<'Problem'>(await ctx.api(ws, 'GET', '/policies/inactivity')).code, 'policy_not_found');
     const body = { deactivate_after: 'P90D', applies_to: 'all', warn_before: 'P7D' };
     const put = await ctx.api(ws, 'PUT', '/policies/inactivity', { body });
     assert.equal(put.statusCode, 200, put.body);
-    assert.deepEqual(put.json(), body);
-    assert.deepEqual((await ctx.api(ws, 'GET', '/policies/inactivity')).json(), body);
+    assert.deepEqual(json<'putInactivityPolicy'>(put), body);
+    assert.deepEqual(json<'getInactivityPolicy'>(await ctx.api(ws, 'GET', '/policies/inactivity')), body);
     assert.equal((await ctx.api(ws, 'DELETE', '/policies/inactivity')).statusCode, 204);
     assert.equal((await ctx.api(ws, 'GET', '/policies/inactivity')).statusCode, 404);
     assert.equal((await ctx.api(ws, 'DELETE', '/policies/inactivity')).statusCode, 404);
 
     const short = await ctx.api(ws, 'PUT', '/policies/inactivity', { body: { deactivate_after: 'PT0.5S', applies_to: 'all' } });
     assert.equal(short.statusCode, 422);
-    assert.equal(short.json().code, 'invalid_duration');
+    assert.equal(json<'Problem'>(short).code, 'invalid_duration');
     const months = await ctx.api(ws, 'PUT', '/policies/inactivity', { body: { deactivate_after: 'P3M', applies_to: 'all' } });
-    assert.equal(months.json().code, 'invalid_duration');
+    assert.equal(json<'Problem'>(months).code, 'invalid_duration');
 
-    assert.deepEqual((await ctx.api(ws, 'GET', '/policies/expiry')).json(), { warn_before: null });
-    assert.deepEqual((await ctx.api(ws, 'PUT', '/policies/expiry', { body: { warn_before: 'P7D' } })).json(), { warn_before: 'P7D' });
-    assert.deepEqual((await ctx.api(ws, 'GET', '/policies/expiry')).json(), { warn_before: 'P7D' });
+    assert.deepEqual(json<'getExpiryPolicy'>(await ctx.api(ws, 'GET', '/policies/expiry')), { warn_before: null });
+    assert.deepEqual(json<'putExpiryPolicy'>(await ctx.api(ws, 'PUT', '/policies/expiry', { body: { warn_before: 'P7D' } })), { warn_before: 'P7D' });
+    assert.deepEqual(json<'getExpiryPolicy'>(await ctx.api(ws, 'GET', '/policies/expiry')), { warn_before: 'P7D' });
 
     // Each change is evidence: who set which policy to what (refused writes leave no row).
     const trail = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
-    const rows = (trail.json().audit_events as Array<{ action: string; target_type: string; target_id: string; actor: { type: string }; before: unknown; after: unknown }>)
+    const rows = json<'listWorkspaceAuditEvents'>(trail).audit_events
       .filter((row) => row.target_type === 'policy')
       .map(({ action, target_id, actor, before, after }) => ({ action, target_id, actor: actor.type, before, after }));
     assert.deepEqual(rows, [
@@ -191,10 +193,10 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     assert.equal((await get(ws, 'brief@example.com')).status, 'deactivated');
     const back = await ctx.api(ws, 'POST', '/users', { body: userBody('brief@example.com') });
     assert.equal(back.statusCode, 201, back.body);
-    assert.equal(back.json().status, 'active');
-    assert.equal(back.json().expires_at, null);
+    assert.equal(json<'addUser'>(back).status, 'active');
+    assert.equal(json<'addUser'>(back).expires_at, null);
     const patchedBack = await ctx.api(ws, 'PATCH', '/users/temp@example.com', { body: { user: { status: 'active' } } });
-    assert.equal(patchedBack.json().expires_at, new Date(ends).toISOString(), 'an expiry still ahead is kept on reactivation');
+    assert.equal(json<'updateUser'>(patchedBack).expires_at, new Date(ends).toISOString(), 'an expiry still ahead is kept on reactivation');
   });
 
   test('a grant past its expires_at is removed, the user stays active: one user.updated with previous.apps and reason grant_expired', async () => {
@@ -211,7 +213,7 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     assert.equal(updated.length, 1);
     assert.equal(updated[0]!.data.reason, 'grant_expired');
     assert.deepEqual(updated[0]!.actor.id, 'grant_expiry');
-    assert.equal(updated[0]!.data.previous.apps.length, 3);
+    assert.equal((updated[0]!.data.previous!.apps as unknown[]).length, 3);
     assert.equal((await policyAudit(ws)).length, 1);
   });
 
@@ -251,7 +253,7 @@ describe(`access that ends on time [${BACKEND}]`, () => {
     await sweepAt(new Date(Date.now() + 26 * day));
     const warnings = (await events(ws)).filter((e) => e.type === 'user.access_expiring');
     assert.deepEqual(warnings.map((w) => [w.data.user.email, w.data.reason]), [['idle@example.com', 'inactive']]);
-    assert.ok(Date.parse(warnings[0]!.data.ends_at) > Date.now() + 29 * day);
+    assert.ok(Date.parse(warnings[0]!.data.ends_at!) > Date.now() + 29 * day);
 
     await sweepAt(new Date(Date.now() + 31 * day));
     assert.equal((await get(ws, 'idle@example.com')).status, 'deactivated');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
@@ -11,7 +12,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, code);
+    assert.equal(json<'Problem'>(res).code, code);
   }
 
   async function put(name: string, roles: unknown): Promise<LightMyRequestResponse> {
@@ -23,14 +24,14 @@ describe(`admin API: products [${BACKEND}]`, () => {
     const res = await ctx.admin('GET', `/products/${encodeURIComponent(name)}`);
     if (res.statusCode === 404) return undefined;
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().roles;
+    return json<'getCatalogueProduct'>(res).roles;
   }
 
   /** The product as the external API of `ws` lists it. */
   async function externalRolesOf(ws: TestWorkspace, name: string): Promise<string[] | undefined> {
     const res = await ctx.api(ws, 'GET', '/products');
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().products.find((p: { name: string }) => p.name === name)?.roles;
+    return json<'listProducts'>(res).products.find((p) => p.name === name)?.roles;
   }
 
   before(async () => {
@@ -41,7 +42,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
   test('PUT creates → 201 with the product, roles in the given order; visible on both APIs', async () => {
     const res = await put('prod-create', ['zeta', 'alpha', 'mid']);
     assert.equal(res.statusCode, 201, res.body);
-    const product = res.json();
+    const product = json<'putCatalogueProduct'>(res);
     assert.equal(product.name, 'prod-create');
     assert.deepEqual(product.roles, ['zeta', 'alpha', 'mid']);
     assert.match(product.created_at, TIMESTAMP);
@@ -49,19 +50,20 @@ describe(`admin API: products [${BACKEND}]`, () => {
 
     const fetched = await ctx.admin('GET', '/products/prod-create');
     assert.equal(fetched.statusCode, 200);
-    assert.deepEqual(fetched.json(), product);
+    assert.deepEqual(json<'getCatalogueProduct'>(fetched), product);
     const ws = await ctx.createWorkspace('prod');
     assert.deepEqual(await externalRolesOf(ws, 'prod-create'), ['zeta', 'alpha', 'mid']);
   });
 
   test('PUT on an existing product replaces its roles → 200, keeping created_at', async () => {
-    const created = (await put('prod-replace', ['a', 'b'])).json();
+    const created = json<'putCatalogueProduct'>(await put('prod-replace', ['a', 'b']));
     const res = await put('prod-replace', ['c', 'b', 'a']);
     assert.equal(res.statusCode, 200, res.body);
-    assert.equal(res.json().name, 'prod-replace');
-    assert.deepEqual(res.json().roles, ['c', 'b', 'a']);
-    assert.equal(res.json().created_at, created.created_at);
-    assert.ok(Date.parse(res.json().updated_at) >= Date.parse(created.updated_at));
+    const replaced = json<'putCatalogueProduct'>(res);
+    assert.equal(replaced.name, 'prod-replace');
+    assert.deepEqual(replaced.roles, ['c', 'b', 'a']);
+    assert.equal(replaced.created_at, created.created_at);
+    assert.ok(Date.parse(replaced.updated_at) >= Date.parse(created.updated_at));
     assert.deepEqual(await rolesOf('prod-replace'), ['c', 'b', 'a']);
     const same = await put('prod-replace', ['c', 'b', 'a']);
     assert.equal(same.statusCode, 200, 'putting the same roles again is a replace too');
@@ -95,13 +97,13 @@ describe(`admin API: products [${BACKEND}]`, () => {
       for (const name of ['prod-valid', 'prod-never']) {
         const res = await ctx.admin('PUT', `/products/${name}`, body);
         assertProblem(res, 400, 'validation_failed');
-        assert.ok(res.json().errors.length > 0, JSON.stringify(body));
+        assert.ok(json<'Problem'>(res).errors!.length > 0, JSON.stringify(body));
       }
     }
     const extra = await ctx.admin('PUT', '/products/prod-valid', { roles: ['ok'], extra: 1 });
-    assert.deepEqual(extra.json().errors.map((e: { field: string }) => e.field), ['extra']);
+    assert.deepEqual(json<'Problem'>(extra).errors!.map((e) => e.field), ['extra']);
     const dup = await ctx.admin('PUT', '/products/prod-valid', { roles: ['a', 'a'] });
-    assert.deepEqual(dup.json().errors.map((e: { field: string }) => e.field), ['roles']);
+    assert.deepEqual(json<'Problem'>(dup).errors!.map((e) => e.field), ['roles']);
     assert.deepEqual(await rolesOf('prod-valid'), ['one']);
     assert.equal(await rolesOf('prod-never'), undefined);
   });
@@ -112,7 +114,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
       assert.equal(res.statusCode, 400, `${name}: ${res.body}`);
       assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
     }
-    const names = (await ctx.admin('GET', '/products')).json().products.map((p: { name: string }) => p.name);
+    const names = json<'listCatalogueProducts'>(await ctx.admin('GET', '/products')).products.map((p) => p.name);
     assert.ok(!names.includes('-bad') && !names.includes('a b'));
   });
 
@@ -122,7 +124,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     await put('Prod-list-c', ['only']);
     const res = await ctx.admin('GET', '/products');
     assert.equal(res.statusCode, 200);
-    const products: { name: string; roles: string[]; created_at: string; updated_at: string }[] = res.json().products;
+    const products: { name: string; roles: string[]; created_at: string; updated_at: string }[] = json<'listCatalogueProducts'>(res).products;
     const names = products.map((p) => p.name);
     assert.deepEqual(names, [...names].sort(), 'sorted by name (byte order)');
     const mine = products.filter((p) => /^prod-list-/i.test(p.name));
@@ -151,7 +153,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     assert.equal(res.body, '');
     assertProblem(await ctx.admin('GET', '/products/prod-delete'), 404, 'product_not_found');
     assertProblem(await ctx.admin('DELETE', '/products/prod-delete'), 404, 'product_not_found');
-    const names = (await ctx.admin('GET', '/products')).json().products.map((p: { name: string }) => p.name);
+    const names = json<'listCatalogueProducts'>(await ctx.admin('GET', '/products')).products.map((p) => p.name);
     assert.ok(!names.includes('prod-delete'));
     const ws = await ctx.createWorkspace('prod');
     assert.equal(await externalRolesOf(ws, 'prod-delete'), undefined);
@@ -168,7 +170,7 @@ describe(`admin API: products [${BACKEND}]`, () => {
     assert.deepEqual(await rolesOf('prod-held'), ['admin', 'member']);
     assert.deepEqual(await externalRolesOf(ws, 'prod-held'), ['admin', 'member']);
     const user = await ctx.api(ws, 'GET', '/users/holder@example.com');
-    assert.deepEqual(user.json().apps, [{ name: 'prod-held', role: 'member' }]);
+    assert.deepEqual(json<'User'>(user).apps, [{ name: 'prod-held', role: 'member' }]);
   });
 
   test('an active user in any workspace keeps a product in use (products are global)', async () => {
@@ -193,10 +195,10 @@ describe(`admin API: products [${BACKEND}]`, () => {
 
     const dropGuest = await put('prod-drop', ['member', 'admin', 'owner']);
     assert.equal(dropGuest.statusCode, 200, dropGuest.body);
-    assert.deepEqual(dropGuest.json().roles, ['member', 'admin', 'owner']);
+    assert.deepEqual(json<'putCatalogueProduct'>(dropGuest).roles, ['member', 'admin', 'owner']);
     assert.deepEqual(await rolesOf('prod-drop'), ['member', 'admin', 'owner']);
     const user = await ctx.api(ws, 'GET', '/users/a@example.com');
-    assert.deepEqual(user.json().apps, [{ name: 'prod-drop', role: 'admin' }]);
+    assert.deepEqual(json<'User'>(user).apps, [{ name: 'prod-drop', role: 'admin' }]);
   });
 
   test('allowed when only deactivated users hold it; their list items still show the apps they held', async () => {
@@ -218,16 +220,16 @@ describe(`admin API: products [${BACKEND}]`, () => {
 
     const list = await ctx.api(ws, 'GET', '/users', { query: { status: 'deactivated' } });
     assert.equal(list.statusCode, 200);
-    const item = list.json().users.find((u: { email: string }) => u.email === 'old@example.com');
+    const item = json<'listUsers'>(list).users.find((u) => u.email === 'old@example.com');
     assert.ok(item, 'the deactivated user is listed');
     assert.equal(item.status, 'deactivated');
     assert.deepEqual(item.apps, apps);
-    assert.deepEqual((await ctx.api(ws, 'GET', '/users/old@example.com')).json().apps, apps);
+    assert.deepEqual(json<'User'>(await ctx.api(ws, 'GET', '/users/old@example.com')).apps, apps);
 
     const reactivate = await ctx.api(ws, 'POST', '/users', { body: userBody('old@example.com', { apps }) });
     assertProblem(reactivate, 422, 'unknown_product');
     const stillDeactivated = await ctx.api(ws, 'GET', '/users/old@example.com');
-    assert.equal(stillDeactivated.json().status, 'deactivated');
+    assert.equal(json<'User'>(stillDeactivated).status, 'deactivated');
   });
 
   test('product names are case-sensitive: CRM and crm are two products', async () => {

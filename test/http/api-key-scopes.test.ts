@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { testClock } from '../helpers/test-clock.ts';
+import { json, type ScimError } from '../helpers/json.ts';
 
 /** Named, scoped, expiring API keys and the actor they leave in the trail (docs/security.md, "API keys and scopes"). */
 describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
@@ -22,13 +23,13 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
   async function keyFor(ws: TestWorkspace, body: unknown): Promise<{ ws: TestWorkspace; id: string; prefix: string }> {
     const res = await createKey(ws, body);
     assert.equal(res.statusCode, 201, res.body);
-    const { key, id, prefix } = res.json();
+    const { key, id, prefix } = json<'createApiKey'>(res);
     return { ws: { ...ws, apiKey: key, apiKeyId: id }, id, prefix };
   }
 
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
-    assert.equal(res.json().code, code, res.body);
+    assert.equal(json<'Problem'>(res).code, code, res.body);
   }
 
   test('a key is created with a name, scopes and an expiry, and lists them with its creator', async () => {
@@ -36,23 +37,24 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
     const expiresAt = new Date(Date.now() + 90 * 86_400_000).toISOString();
     const res = await createKey(ws, { name: 'provisioning', scopes: ['users:write', 'users:read'], expires_at: expiresAt });
     assert.equal(res.statusCode, 201, res.body);
-    const created = res.json();
+    const created = json<'createApiKey'>(res);
     assert.equal(created.name, 'provisioning');
     assert.deepEqual(created.scopes, ['users:read', 'users:write'], 'in the canonical order');
-    assert.equal(new Date(created.expires_at).toISOString(), expiresAt);
+    assert.equal(new Date(created.expires_at!).toISOString(), expiresAt);
     assert.deepEqual(created.created_by, { type: 'operator', id: null, label: 'operator' });
 
-    const listed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys;
-    const key = listed.find((k: { id: string }) => k.id === created.id);
+    const listed = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys;
+    const key = listed.find((k) => k.id === created.id)!;
     assert.equal(key.name, 'provisioning');
     assert.deepEqual(key.scopes, ['users:read', 'users:write']);
-    assert.equal(new Date(key.expires_at).toISOString(), expiresAt);
-    assert.equal(key.key, undefined, 'never the plaintext');
+    assert.equal(new Date(key.expires_at!).toISOString(), expiresAt);
+    assert.equal('key' in key, false, 'never the plaintext');
 
-    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`, undefined)).json().audit_events;
-    const event = audit.find((e: { action: string; target_id: string }) => e.action === 'api_key.created' && e.target_id === created.id);
-    assert.deepEqual(event.after.scopes, ['users:read', 'users:write']);
-    assert.equal(event.after.name, 'provisioning');
+    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`, undefined)).audit_events;
+    const event = audit.find((e) => e.action === 'api_key.created' && e.target_id === created.id)!;
+    const recorded = event.after as { scopes: string[]; name: string };
+    assert.deepEqual(recorded.scopes, ['users:read', 'users:write']);
+    assert.equal(recorded.name, 'provisioning');
   });
 
   test('bad key requests are 400 validation_failed: unknown scope, no scope, past expiry, unknown field', async () => {
@@ -68,7 +70,7 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
     ]) {
       assertProblem(await createKey(ws, body), 400, 'validation_failed');
     }
-    const keys = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys;
+    const keys = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys;
     assert.equal(keys.length, 1, 'no refused request made a key');
   });
 
@@ -81,7 +83,7 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
     assert.equal((await ctx.api(reader, 'GET', '/users/kept@example.com')).statusCode, 200);
     const refused = await ctx.api(reader, 'POST', '/users', { body: userBody('new@example.com') });
     assertProblem(refused, 403, 'insufficient_scope');
-    assert.match(refused.json().detail, /users:write/);
+    assert.match(json<'Problem'>(refused).detail, /users:write/);
     assert.match(refused.headers['content-type'] as string, /^application\/problem\+json/);
     assertProblem(await ctx.api(reader, 'DELETE', '/users/kept@example.com'), 403, 'insufficient_scope');
     assertProblem(await ctx.api(reader, 'GET', '/products'), 403, 'insufficient_scope');
@@ -93,9 +95,9 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
       'insufficient_scope',
     );
 
-    const users = (await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).json().users;
-    assert.deepEqual(users.map((u: { email: string }) => u.email), ['kept@example.com']);
-    assert.equal(users[0].status, 'active');
+    const users = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { status: 'all' } })).users;
+    assert.deepEqual(users.map((u) => u.email), ['kept@example.com']);
+    assert.equal(users[0]!.status, 'active');
   });
 
   test('SCIM needs the scim scope, and a scim key cannot use the native API', async () => {
@@ -108,7 +110,7 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
     assert.equal((await list(scim)).statusCode, 200);
     const refused = await list(writer);
     assert.equal(refused.statusCode, 403, refused.body);
-    assert.match(refused.json().detail, /scim/);
+    assert.match(json<ScimError>(refused).detail!, /scim/);
     assertProblem(await ctx.api(scim, 'GET', '/users'), 403, 'insufficient_scope');
   });
 
@@ -131,17 +133,17 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
     assert.equal((await ctx.api(named, 'POST', '/users', { body: userBody('ada@example.com') })).statusCode, 201);
     const expected = { type: 'api_key', id, label: `hr-sync (${prefix})` };
 
-    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).json().audit_events;
-    const created = audit.find((e: { action: string }) => e.action === 'user.created');
+    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`)).audit_events;
+    const created = audit.find((e) => e.action === 'user.created')!;
     assert.deepEqual(created.actor, expected);
     assert.equal(created.actor_type, 'api_key');
     assert.equal(created.actor_id, id);
 
-    const history = (await ctx.api(ws, 'GET', '/users/ada@example.com/audit-events')).json().audit_events;
-    assert.deepEqual(history[0].actor, expected);
+    const history = json<'listUserAuditEvents'>(await ctx.api(ws, 'GET', '/users/ada@example.com/audit-events')).audit_events;
+    assert.deepEqual(history[0]!.actor, expected);
 
-    const events = (await ctx.api(ws, 'GET', '/events')).json().events;
-    assert.deepEqual(events[0].actor, expected);
+    const events = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events;
+    assert.deepEqual(events[0]!.actor, expected);
 
     const scim = (await keyFor(ws, { name: 'okta', scopes: ['scim'] }));
     const scimAdd = await ctx.app.inject({
@@ -151,23 +153,23 @@ describe(`API keys: names, scopes, expiry, actors [${BACKEND}]`, () => {
       payload: { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'grace@example.com' },
     });
     assert.equal(scimAdd.statusCode, 201, scimAdd.body);
-    const feed = (await ctx.api(ws, 'GET', '/events')).json().events;
-    assert.deepEqual(feed.at(-1).actor, { type: 'scim', id: scim.id, label: `okta (${scim.prefix})` });
+    const feed = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events;
+    assert.deepEqual(feed.at(-1)!.actor, { type: 'scim', id: scim.id, label: `okta (${scim.prefix})` });
 
-    const byOperator = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`, undefined)).json().audit_events;
-    assert.deepEqual(byOperator[0].actor, { type: 'operator', id: null, label: 'operator' }, 'the workspace was made by the operator');
+    const byOperator = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events`, undefined)).audit_events;
+    assert.deepEqual(byOperator[0]!.actor, { type: 'operator', id: null, label: 'operator' }, 'the workspace was made by the operator');
   });
 
   test('last_used_at is recorded once the key is used', async () => {
     const ws = await ctx.createWorkspace('scoped-used');
     const { ws: used, id } = await keyFor(ws, { name: 'used' });
-    const before = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys;
-    assert.equal(before.find((k: { id: string }) => k.id === id).last_used_at, null);
+    const before = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys;
+    assert.equal(before.find((k) => k.id === id)!.last_used_at, null);
     assert.equal((await ctx.api(used, 'GET', '/users')).statusCode, 200);
     let lastUsed: string | null = null;
     for (let i = 0; i < 50 && !lastUsed; i += 1) {
       await sleep(20);
-      lastUsed = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).json().api_keys.find((k: { id: string }) => k.id === id).last_used_at;
+      lastUsed = json<'listApiKeys'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/api-keys`)).api_keys.find((k) => k.id === id)!.last_used_at;
     }
     assert.ok(lastUsed, 'recorded');
   });

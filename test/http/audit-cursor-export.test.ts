@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 interface Event {
   id: number;
@@ -54,7 +55,7 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     for (let page = 1; ; page += 1) {
       const res = await own(`/audit-events?page_size=100&page_number=${page}&sort=${sort}`, target);
       assert.equal(res.statusCode, 200, res.body);
-      const items: Event[] = res.json().audit_events;
+      const items = json<Listing>(res).audit_events;
       if (items.length === 0) return all;
       all.push(...items);
     }
@@ -74,9 +75,9 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     const expectedSince = events.filter((e) => e.occurred_at >= pivot.occurred_at).map((e) => e.id);
     const expectedUntil = events.filter((e) => e.occurred_at < pivot.occurred_at).map((e) => e.id);
     const since = encodeURIComponent(pivot.occurred_at);
-    const ids = (res: { statusCode: number; body: string; json(): Listing }) => {
+    const ids = (res: { statusCode: number; body: string }) => {
       assert.equal(res.statusCode, 200, res.body);
-      return res.json().audit_events.map((e) => e.id);
+      return json<Listing>(res).audit_events.map((e) => e.id);
     };
     assert.deepEqual(ids(await own(`/audit-events?sort=occurred_at&page_size=100&since=${since}`)), expectedSince);
     assert.deepEqual(ids(await own(`/audit-events?sort=occurred_at&page_size=100&until=${since}`)), expectedUntil);
@@ -112,18 +113,18 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
       ]) {
         assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
         assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-        assert.equal(res.json().code, 'invalid_parameter', query);
+        assert.equal(json<'Problem'>(res).code, 'invalid_parameter', query);
       }
     }
     for (const query of ['format=xml', 'since=soon', 'until=2025-01-01']) {
       for (const res of [await own(`/audit-events/export?${query}`), await ctx.admin('GET', `/audit-events/export?${query}`)]) {
         assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
-        assert.equal(res.json().code, 'invalid_parameter', query);
+        assert.equal(json<'Problem'>(res).code, 'invalid_parameter', query);
       }
     }
     const missing = await ctx.admin('GET', '/workspaces/no-such-workspace/audit-events/export');
     assert.equal(missing.statusCode, 404);
-    assert.equal(missing.json().code, 'workspace_not_found');
+    assert.equal(json<'Problem'>(missing).code, 'workspace_not_found');
   });
 
   for (const sort of ['occurred_at', '-occurred_at'] as const) {
@@ -137,7 +138,7 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
       while (path) {
         const res = await own(path, target);
         assert.equal(res.statusCode, 200, res.body);
-        const body: Listing = res.json();
+        const body = json<Listing>(res);
         seen.push(...body.audit_events);
         const next = nextLink(res.headers.link as string | undefined);
         if (body.next_cursor === null) assert.equal(next, undefined, 'no next link at the end');
@@ -163,21 +164,21 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
 
   test('next_cursor on a page-number page continues it; the operator listings take the cursor too', async () => {
     const first = await own('/audit-events?sort=occurred_at&page_size=2');
-    const body: Listing = first.json();
+    const body = json<Listing>(first);
     assert.equal(body.next_cursor, body.audit_events[1]!.id);
     const second = await own('/audit-events?sort=occurred_at&page_size=2&page_number=2');
     const byCursor = await own(`/audit-events?sort=occurred_at&page_size=2&starting_after=${body.next_cursor}`);
-    assert.deepEqual(byCursor.json().audit_events, second.json().audit_events);
+    assert.deepEqual(json<Listing>(byCursor).audit_events, json<Listing>(second).audit_events);
     const last = await own('/audit-events?sort=occurred_at&page_size=100');
-    assert.equal(last.json().next_cursor, null, 'null at the end');
+    assert.equal(json<Listing>(last).next_cursor, null, 'null at the end');
 
     const events = await everything('occurred_at');
     const opWs = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=2&starting_after=${events[1]!.id}`);
     assert.equal(opWs.statusCode, 200, opWs.body);
-    assert.deepEqual(opWs.json().audit_events.map((e: Event) => e.id), [events[2]!.id, events[3]!.id]);
-    assert.equal('total_count' in opWs.json() || 'pagination' in opWs.json(), false, 'read by cursor, nothing is counted');
+    assert.deepEqual(json<Listing>(opWs).audit_events.map((e) => e.id), [events[2]!.id, events[3]!.id]);
+    assert.equal('total_count' in json<Listing>(opWs) || 'pagination' in json<Listing>(opWs), false, 'read by cursor, nothing is counted');
     const opAll = await ctx.admin('GET', `/audit-events?page_size=1&workspace=${ws.subdomain}&starting_after=${events[1]!.id}`);
-    assert.deepEqual(opAll.json().audit_events.map((e: Event) => [e.id, e.workspace]), [[events[2]!.id, ws.subdomain]]);
+    assert.deepEqual(json<Listing>(opAll).audit_events.map((e) => [e.id, e.workspace]), [[events[2]!.id, ws.subdomain]]);
     assert.equal(nextLink(opAll.headers.link as string)?.includes(`starting_after=${events[2]!.id}`), true);
   });
 
@@ -188,13 +189,13 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     assert.equal(res.headers['content-disposition'], `attachment; filename="audit-events-${ws.subdomain}.jsonl"`);
     const lines = res.body.split('\n');
     assert.equal(lines.pop(), '', 'every line ends with a newline');
-    assert.deepEqual(lines.map((line) => JSON.parse(line)), await everything('occurred_at'));
+    assert.deepEqual(lines.map((line) => json<Event>(line)), await everything('occurred_at'));
 
     const events = await everything('occurred_at');
     const since = events[2]!.occurred_at;
     const narrowed = await own(`/audit-events/export?action=user.created&since=${encodeURIComponent(since)}`);
     assert.deepEqual(
-      narrowed.body.trim().split('\n').map((line) => JSON.parse(line).id),
+      narrowed.body.trim().split('\n').map((line) => json<Event>(line).id),
       events.filter((e) => e.action === 'user.created' && e.occurred_at >= since).map((e) => e.id),
     );
     const none = await own('/audit-events/export?until=2000-01-01T00:00:00Z');
@@ -234,10 +235,10 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
     const res = await ctx.admin('GET', '/audit-events/export');
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(res.headers['content-disposition'], 'attachment; filename="audit-events-all.jsonl"');
-    const exported: Event[] = res.body.trim().split('\n').map((line) => JSON.parse(line));
+    const exported = res.body.trim().split('\n').map((line) => json<Event>(line));
     const listed: Event[] = [];
     for (let page = 1; ; page += 1) {
-      const items: Event[] = (await ctx.admin('GET', `/audit-events?page_size=100&page_number=${page}`)).json().audit_events;
+      const items = json<Listing>(await ctx.admin('GET', `/audit-events?page_size=100&page_number=${page}`)).audit_events;
       if (items.length === 0) break;
       listed.push(...items);
     }
@@ -263,7 +264,7 @@ describe(`audit trail: since/until, cursor pagination, export [${BACKEND}]`, () 
         select ${workspaceId}, 'system', 'test.seeded', 'test', 'row-' || n from generate_series(1, 2500) as n`,
     );
     const res = await own('/audit-events/export?action=test.seeded', target);
-    const ids = res.body.trim().split('\n').map((line) => JSON.parse(line) as Event);
+    const ids = res.body.trim().split('\n').map((line) => json<Event>(line));
     assert.equal(ids.length, 2500);
     assert.deepEqual(ids.map((e) => e.target_id), Array.from({ length: 2500 }, (_, i) => `row-${i + 1}`));
   });

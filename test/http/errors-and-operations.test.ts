@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 const PROBLEM_MEMBERS = ['code', 'detail', 'request_id', 'status', 'title', 'type'];
 
@@ -9,7 +10,7 @@ const PROBLEM_MEMBERS = ['code', 'detail', 'request_id', 'status', 'title', 'typ
 function assertProblem(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.statusCode, status, res.body);
   assert.match(res.headers['content-type'] as string, /^application\/problem\+json(;|$)/);
-  const body = res.json();
+  const body = json<'Problem'>(res);
   const keys = Object.keys(body).sort();
   for (const member of PROBLEM_MEMBERS) assert.ok(keys.includes(member), `${code}: has ${member}`);
   assert.deepEqual(
@@ -19,7 +20,7 @@ function assertProblem(res: LightMyRequestResponse, status: number, code: string
   );
   assert.equal(body.status, status);
   assert.equal(body.code, code);
-  for (const member of ['type', 'title', 'detail', 'request_id']) {
+  for (const member of ['type', 'title', 'detail', 'request_id'] as const) {
     assert.equal(typeof body[member], 'string', `${code}: ${member} is a string`);
     assert.ok(body[member].length > 0, `${code}: ${member} is not empty`);
   }
@@ -181,9 +182,9 @@ describe(`errors, request ids and operations endpoints [${BACKEND}]`, () => {
       assert.equal(ok.headers['x-request-id'], 'abc-123');
       const failed = await ctx.api(ws, 'GET', '/users/nobody%40example.com', { headers: { 'x-request-id': 'trace.42:x/y' } });
       assert.equal(failed.headers['x-request-id'], 'trace.42:x/y');
-      assert.equal(failed.json().request_id, 'trace.42:x/y');
+      assert.equal(json<'Problem'>(failed).request_id, 'trace.42:x/y');
       const unauth = await ctx.api(ws, 'GET', '/users', { noKey: true, headers: { 'x-request-id': 'abc-123' } });
-      assert.equal(unauth.json().request_id, 'abc-123');
+      assert.equal(json<'Problem'>(unauth).request_id, 'abc-123');
       const uuid = '6f1c1a52-6f0c-4a53-9f1e-6a1d9f0b6a11';
       assert.equal((await ctx.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': uuid } })).headers['x-request-id'], uuid);
     });
@@ -195,7 +196,7 @@ describe(`errors, request ids and operations endpoints [${BACKEND}]`, () => {
         assert.equal(typeof id, 'string');
         assert.notEqual(id, incoming);
         assert.match(id as string, /^[A-Za-z0-9-]{8,128}$/);
-        assert.equal(res.json().request_id, id);
+        assert.equal(json<'Problem'>(res).request_id, id);
       }
     });
   });
@@ -250,10 +251,10 @@ describe(`errors, request ids and operations endpoints [${BACKEND}]`, () => {
         const res = await ctx.app.inject({ method: 'GET', url: `${API}/openapi.json`, headers });
         assert.equal(res.statusCode, 200, JSON.stringify(headers));
         assert.match(res.headers['content-type'] as string, /^application\/json/);
-        const doc = res.json();
+        const doc = json<{ openapi: string; paths: Record<string, Record<string, object>> }>(res);
         assert.equal(doc.openapi, '3.1.0');
         assert.ok(doc.paths[`${API}/users`], 'has the users collection');
-        assert.ok(doc.paths[`${API}/users`].get && doc.paths[`${API}/users`].post);
+        assert.ok(doc.paths[`${API}/users`]?.get && doc.paths[`${API}/users`]?.post);
         assert.ok(doc.paths[`${API}/users/{email}`]?.delete, 'has DELETE /users/{email}');
         assert.ok(doc.paths[`${API}/products`]?.get, 'has GET /products');
       }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ScimError, type ScimGroup, type ScimList } from '../helpers/json.ts';
 
 /*
  * SCIM Groups are product roles (docs/contract.md Part B, SCIM 2.0 provisioning): linking, members as
@@ -11,6 +12,9 @@ import { BACKEND, createTestContext, type TestContext, type TestWorkspace } from
 
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+
+/** A group as read back, with the resource metadata the tests look at (RFC 7643 §3.1). */
+type Group = ScimGroup & { meta: { resourceType: string } };
 
 describe(`SCIM Groups [${BACKEND}]`, () => {
   let ctx: TestContext;
@@ -28,17 +32,17 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
 
   function expectError(res: LightMyRequestResponse, status: number, scimType?: string): void {
     assert.equal(res.statusCode, status, res.body);
-    assert.equal(res.json().status, String(status));
-    assert.equal(res.json().scimType, scimType);
+    assert.equal(json<ScimError>(res).status, String(status));
+    assert.equal(json<ScimError>(res).scimType, scimType);
   }
 
   /** The product roles a user holds, through the native API. */
   async function appsOf(email: string): Promise<string[]> {
     const res = await ctx.api(ws, 'GET', `/users/${email}`);
-    return res.json().apps.map((a: { name: string; role: string }) => `${a.name}:${a.role}`).sort();
+    return json<'User'>(res).apps.map((a) => `${a.name}:${a.role}`).sort();
   }
 
-  const memberIds = (res: LightMyRequestResponse) => (res.json().members ?? []).map((m: { value: string }) => m.value).sort();
+  const memberIds = (res: LightMyRequestResponse) => (json<ScimGroup>(res).members ?? []).map((m) => m.value).sort();
 
   before(async () => {
     ctx = await createTestContext();
@@ -47,7 +51,7 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     for (const name of ['ann', 'bob', 'cid', 'dee']) {
       const res = await scim('POST', '/Users', { userName: `${name}@example.com`, displayName: name.toUpperCase() });
       assert.equal(res.statusCode, 201, res.body);
-      ids[name] = res.json().id;
+      ids[name] = json<{ id: string }>(res).id;
     }
   });
   after(() => ctx.close());
@@ -55,22 +59,22 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
   test('POST links a catalogue role as a group; its members are granted the role', async () => {
     const res = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'crm:admin', externalId: 'okta-g1', members: [{ value: ids.ann, display: 'ignored' }] });
     assert.equal(res.statusCode, 201, res.body);
-    const group = res.json();
+    const group = json<Group>(res);
     assert.equal(group.displayName, 'crm:admin');
     assert.equal(group.externalId, 'okta-g1');
     assert.equal(res.headers.location, `http://${ws.host}/scim/v2/Groups/${group.id}`);
     assert.deepEqual(group.members, [{ value: ids.ann, display: 'ANN', type: 'User', $ref: `http://${ws.host}/scim/v2/Users/${ids.ann}` }]);
     assert.equal(group.meta.resourceType, 'Group');
     assert.deepEqual(await appsOf('ann@example.com'), ['crm:admin']);
-    const user = (await scim('GET', `/Users/${ids.ann}`)).json();
+    const user = json<{ roles?: Array<{ value: string }> }>(await scim('GET', `/Users/${ids.ann}`));
     assert.deepEqual(user.roles, [{ value: 'crm:admin' }]);
-    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events;
-    const linked = audit.find((e: { action: string }) => e.action === 'group.linked');
+    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events;
+    const linked = audit.find((e) => e.action === 'group.linked')!;
     assert.equal(linked.actor_type, 'scim');
     assert.equal(linked.target_id, 'crm:admin');
-    const granted = audit.filter((e: { action: string; target_id: string }) => e.action === 'user.updated' && e.target_id === 'ann@example.com');
+    const granted = audit.filter((e) => e.action === 'user.updated' && e.target_id === 'ann@example.com');
     assert.equal(granted.length, 1);
-    assert.equal(granted[0].actor_type, 'scim');
+    assert.equal(granted[0]!.actor_type, 'scim');
     ids.admins = group.id;
   });
 
@@ -82,7 +86,7 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     expectError(await scim('POST', '/Groups', { members: [] }), 400, 'invalidValue');
     expectError(await scim('POST', '/Groups', { displayName: 'crm:member', members: [{ value: 5 }] }), 400, 'invalidValue');
     assert.deepEqual(await appsOf('bob@example.com'), []);
-    assert.equal((await scim('GET', '/Groups')).json().totalResults, 1);
+    assert.equal(json<ScimList>(await scim('GET', '/Groups')).totalResults, 1);
   });
 
   test('members are the users holding the role, whoever granted it', async () => {
@@ -132,8 +136,8 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     let res = await scim('PATCH', `/Groups/${ids.admins}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { id: ids.admins, displayName: 'crm:admin', externalId: 'okta-g2' } }] });
     assert.equal(res.statusCode, 204);
     res = await scim('GET', `/Groups/${ids.admins}?excludedAttributes=members`);
-    assert.equal(res.json().externalId, 'okta-g2');
-    assert.equal(res.json().members, undefined);
+    assert.equal(json<ScimGroup>(res).externalId, 'okta-g2');
+    assert.equal(json<ScimGroup>(res).members, undefined);
   });
 
   test('PUT replaces members when given and keeps them when not', async () => {
@@ -142,7 +146,7 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     assert.deepEqual(memberIds(res), [ids.ann, ids.dee].sort());
     res = await scim('PUT', `/Groups/${ids.admins}`, { schemas: [GROUP], displayName: 'crm:admin', members: [{ value: ids.bob }] });
     assert.deepEqual(memberIds(res), [ids.bob]);
-    assert.equal(res.json().externalId, undefined, 'PUT replaces externalId');
+    assert.equal(json<ScimGroup>(res).externalId, undefined, 'PUT replaces externalId');
   });
 
   test('bad group PATCH bodies are 400 with their scimType and change nothing', async () => {
@@ -163,13 +167,13 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
 
   test('filters: displayName, externalId, and the membership check Entra ID sends', async () => {
     const member = await scim('POST', '/Groups', { displayName: 'helpdesk:agent', externalId: 'aad-9', members: [{ value: ids.cid }] });
-    ids.agents = member.json().id;
+    ids.agents = json<ScimGroup>(member).id;
     const list = async (filter: string, extra = '') => {
       const res = await scim('GET', `/Groups?filter=${encodeURIComponent(filter)}${extra}`);
       assert.equal(res.statusCode, 200, res.body);
-      return res.json();
+      return json<ScimList<ScimGroup>>(res);
     };
-    assert.deepEqual((await list('displayName eq "HELPDESK:agent"')).Resources.map((g: { id: string }) => g.id), [ids.agents]);
+    assert.deepEqual((await list('displayName eq "HELPDESK:agent"')).Resources.map((g) => g.id), [ids.agents]);
     assert.equal((await list('externalId eq "aad-9"')).totalResults, 1);
     // The other group has no externalId: a textual comparison with it is false, not an error.
     for (const textual of ['externalId sw ""', 'externalId co "AD"', 'externalId ew "9"', 'not (externalId sw "x")']) {
@@ -177,12 +181,13 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     }
     const check = await list(`id eq "${ids.agents}" and members[value eq "${ids.cid}"]`, '&excludedAttributes=members');
     assert.equal(check.totalResults, 1);
-    assert.equal(check.Resources[0].members, undefined);
+    assert.equal(check.Resources[0]!.members, undefined);
     assert.equal((await list(`id eq "${ids.agents}" and members[value eq "${ids.ann}"]`)).totalResults, 0);
     assert.equal((await list(`members.value eq "${ids.cid}"`)).totalResults, 1);
     assert.equal((await list('meta.created gt "2000-01-01T00:00:00Z"')).totalResults, 2);
     const page = await scim('GET', '/Groups?startIndex=2&count=1');
-    assert.deepEqual([page.json().totalResults, page.json().itemsPerPage, page.json().startIndex], [2, 1, 2]);
+    const paged = json<ScimList<ScimGroup>>(page);
+    assert.deepEqual([paged.totalResults, paged.itemsPerPage, paged.startIndex], [2, 1, 2]);
     for (const bad of ['members co "x"', 'title eq "x"', 'displayName eq']) {
       expectError(await scim('GET', `/Groups?filter=${encodeURIComponent(bad)}`), 400, 'invalidFilter');
     }
@@ -192,7 +197,7 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     assert.equal((await scim('DELETE', `/Users/${ids.cid}`)).statusCode, 204);
     assert.deepEqual(memberIds(await scim('GET', `/Groups/${ids.agents}`)), []);
     await scim('PATCH', `/Groups/${ids.admins}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: ids.cid }] }] });
-    assert.ok(!memberIds(await scim('GET', `/Groups/${ids.admins}`)).includes(ids.cid));
+    assert.ok(!memberIds(await scim('GET', `/Groups/${ids.admins}`)).includes(ids.cid!));
   });
 
   test('DELETE unlinks the group and revokes its role from every holder; it is 404 afterwards', async () => {
@@ -203,8 +208,8 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     expectError(await scim('GET', `/Groups/${ids.admins}`), 404);
     expectError(await scim('DELETE', `/Groups/${ids.admins}`), 404);
     expectError(await scim('PATCH', `/Groups/${ids.admins}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [] }] }), 404);
-    const audit = (await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).json().audit_events;
-    assert.ok(audit.some((e: { action: string; actor_type: string }) => e.action === 'group.unlinked' && e.actor_type === 'scim'));
+    const audit = json<'listWorkspaceAuditEvents'>(await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`)).audit_events;
+    assert.ok(audit.some((e) => e.action === 'group.unlinked' && e.actor_type === 'scim'));
     // The role can be linked again.
     assert.equal((await scim('POST', '/Groups', { displayName: 'crm:admin' })).statusCode, 201);
   });
@@ -223,11 +228,11 @@ describe(`SCIM Groups [${BACKEND}]`, () => {
     assert.equal(linked.statusCode, 201, linked.body);
     const dropRole = await ctx.admin('PUT', '/products/linked-only', { roles: ['guest'] });
     assert.equal(dropRole.statusCode, 409);
-    assert.equal(dropRole.json().code, 'product_in_use');
-    assert.match(dropRole.json().detail, /SCIM groups link "user"/);
-    assert.equal((await ctx.admin('DELETE', '/products/linked-only')).json().code, 'product_in_use');
+    assert.equal(json<'Problem'>(dropRole).code, 'product_in_use');
+    assert.match(json<'Problem'>(dropRole).detail, /SCIM groups link "user"/);
+    assert.equal(json<'Problem'>(await ctx.admin('DELETE', '/products/linked-only')).code, 'product_in_use');
     assert.equal((await ctx.admin('PUT', '/products/linked-only', { roles: ['user'] })).statusCode, 200, 'an unlinked role may go');
-    assert.equal((await ownScim('DELETE', `/Groups/${linked.json().id}`)).statusCode, 204);
+    assert.equal((await ownScim('DELETE', `/Groups/${json<ScimGroup>(linked).id}`)).statusCode, 204);
     assert.equal((await ctx.admin('DELETE', '/products/linked-only')).statusCode, 204);
   });
 });

@@ -4,6 +4,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { LightMyRequestResponse } from 'fastify';
 import { lintOpenApiDocument } from '../../scripts/lint-openapi.ts';
+import { json, type ScimError, type ScimGroup, type ScimList } from '../helpers/json.ts';
 import { SCIM_PATCH_OP, SCIM_USER, SCIM_WUM, scimRequest } from '../helpers/scim-request.ts';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
@@ -86,7 +87,7 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
     // An owner besides the users SCIM creates, so deleting them is no last-owner refusal.
     assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody('owner@example.com', { role: 'owner' }) })).statusCode, 201);
     const res = await ctx.app.inject({ method: 'GET', url: DOCUMENT, headers: { host: ws.host } });
-    document = res.json();
+    document = json<Document>(res);
     ajv = new Ajv2020.default({ strict: false, allErrors: true });
     addFormats.default(ajv);
     ajv.addSchema({ $id: 'scim-openapi', components: document.components });
@@ -112,7 +113,7 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
   });
 
   test('the main document points at it', async () => {
-    const main = (await ctx.app.inject({ method: 'GET', url: `${API}/openapi.json`, headers: { host: ws.host } })).json();
+    const main = json<{ info: { description: string } }>(await ctx.app.inject({ method: 'GET', url: `${API}/openapi.json`, headers: { host: ws.host } }));
     assert.match(main.info.description, /\/scim\/v2\/openapi\.json/);
   });
 
@@ -139,7 +140,7 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
       [SCIM_WUM]: { workspaceRole: 'non_owner' },
     });
     assert.equal(created.statusCode, 201);
-    const id = created.json().id as string;
+    const id = json<{ id: string }>(created).id;
     assert.equal((await call('GET', '/Users/{id}', `/Users/${id}`)).statusCode, 200);
     assert.equal((await call('GET', '/Users/{id}', `/Users/${id}?attributes=userName`)).statusCode, 200);
     assert.equal((await call('GET', '/Users', `/Users?filter=${encodeURIComponent('userName eq "grace@example.com"')}&startIndex=1&count=10`)).statusCode, 200);
@@ -158,10 +159,10 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
   });
 
   test('groups: link, read, list, patch (204 and 200), replace, unlink, as declared', async () => {
-    const member = (await call('POST', '/Users', '/Users', { schemas: [SCIM_USER], userName: 'alan@example.com' })).json().id as string;
+    const member = json<{ id: string }>(await call('POST', '/Users', '/Users', { schemas: [SCIM_USER], userName: 'alan@example.com' })).id;
     const created = await call('POST', '/Groups', '/Groups', { schemas: [GROUP], displayName: 'crm:member', externalId: 'okta-g1', members: [{ value: member }] });
     assert.equal(created.statusCode, 201);
-    const id = created.json().id as string;
+    const id = json<ScimGroup>(created).id;
     assert.equal((await call('GET', '/Groups/{id}', `/Groups/${id}`)).statusCode, 200);
     assert.equal((await call('GET', '/Groups', `/Groups?filter=${encodeURIComponent('displayName eq "crm:member"')}`)).statusCode, 200);
     const remove = { schemas: [SCIM_PATCH_OP], Operations: [{ op: 'remove', path: `members[value eq "${member}"]` }] };
@@ -174,7 +175,7 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
   });
 
   test('errors: 400 invalidFilter and invalidValue, 401, 404, 409 uniqueness, 412, 415, as declared SCIM errors', async () => {
-    const scimType = (res: LightMyRequestResponse) => res.json().scimType as string | undefined;
+    const scimType = (res: LightMyRequestResponse) => json<ScimError>(res).scimType;
     const filter = await call('GET', '/Users', `/Users?filter=${encodeURIComponent('userName eq')}`);
     assert.deepEqual([filter.statusCode, scimType(filter)], [400, 'invalidFilter']);
     const count = await call('GET', '/Users', '/Users?count=many');
@@ -189,7 +190,7 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
     assert.equal((await call('POST', '/Groups', '/Groups', group)).statusCode, 201);
     const linked = await call('POST', '/Groups', '/Groups', group);
     assert.deepEqual([linked.statusCode, scimType(linked)], [409, 'uniqueness']);
-    const stale = await call('DELETE', '/Users/{id}', `/Users/${first.json().id as string}`, undefined, { 'if-match': '"99"' });
+    const stale = await call('DELETE', '/Users/{id}', `/Users/${json<{ id: string }>(first).id}`, undefined, { 'if-match': '"99"' });
     assert.equal(stale.statusCode, 412);
     const untyped = await ctx.app.inject({ method: 'POST', url: '/scim/v2/Users', headers: { host: ws.host, authorization: `Bearer ${ws.apiKey}`, 'content-type': 'text/plain' }, payload: 'x' });
     assert.equal(untyped.statusCode, 415);
@@ -198,10 +199,10 @@ describe(`the SCIM OpenAPI document [${BACKEND}]`, () => {
 
   test('discovery: the service provider configuration, resource types and schemas, as declared', async () => {
     assert.equal((await call('GET', '/ServiceProviderConfig', '/ServiceProviderConfig')).statusCode, 200);
-    const types = (await call('GET', '/ResourceTypes', '/ResourceTypes')).json().Resources as Array<{ id: string }>;
+    const types = json<ScimList>(await call('GET', '/ResourceTypes', '/ResourceTypes')).Resources;
     for (const type of types) assert.equal((await call('GET', '/ResourceTypes/{id}', `/ResourceTypes/${type.id}`)).statusCode, 200);
     assert.equal((await call('GET', '/ResourceTypes/{id}', '/ResourceTypes/Printer')).statusCode, 404);
-    const schemas = (await call('GET', '/Schemas', '/Schemas')).json().Resources as Array<{ id: string }>;
+    const schemas = json<ScimList>(await call('GET', '/Schemas', '/Schemas')).Resources;
     assert.equal(schemas.length, 4);
     for (const schema of schemas) assert.equal((await call('GET', '/Schemas/{id}', `/Schemas/${schema.id}`)).statusCode, 200);
     assert.equal((await call('GET', '/Schemas/{id}', '/Schemas/urn:example:nothing')).statusCode, 404);
