@@ -25,12 +25,6 @@ const untypedTests = [
   'test/http/errors-and-operations.test.ts',
   'test/http/scim-groups.test.ts',
   'test/http/scim-openapi.test.ts',
-  'test/http/scim-users.test.ts',
-  'test/http/tenancy.test.ts',
-  'test/http/user-imports.test.ts',
-  'test/http/users-find.test.ts',
-  'test/http/users-update.test.ts',
-  'test/http/webhooks.test.ts',
 ];
 
 export default tseslint.config(
