@@ -4,28 +4,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** The rules that guard values typed `any`; parsed JSON (a response body, a file) is `any`. */
-const unsafeAny = [
-  'no-unsafe-member-access',
-  'no-unsafe-assignment',
-  'no-unsafe-call',
-  'no-unsafe-argument',
-  'no-unsafe-return',
-].map((rule) => `@typescript-eslint/${rule}`);
-
-/**
- * Test files whose answers are not all read through the typed reader (test/helpers/json.ts) yet:
- * the rules above are off there, and on everywhere else.
- */
-const untypedTests = [
-  'test/http/scim-users.test.ts',
-  'test/http/tenancy.test.ts',
-  'test/http/user-imports.test.ts',
-  'test/http/users-find.test.ts',
-  'test/http/users-update.test.ts',
-  'test/http/webhooks.test.ts',
-];
-
 export default tseslint.config(
   { ignores: ['**/node_modules/', 'dist/', 'bundle/', 'console/dist/', 'data/', 'sdk/schema.ts', '**/*.js', '**/*.mjs'] },
   {
@@ -53,10 +31,6 @@ export default tseslint.config(
       // Fastify hooks, handlers and port implementations are async by signature even when one does no await.
       '@typescript-eslint/require-await': 'off',
     },
-  },
-  {
-    files: untypedTests,
-    rules: Object.fromEntries(unsafeAny.map((rule) => [rule, 'off'])),
   },
   {
     files: ['test/**/*.ts', 'scripts/scim-conformance/**/*.ts'],

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, type ScimError, type ScimList } from '../helpers/json.ts';
+import type { ScimResourceType, ScimSchema, ScimServiceProviderConfig, ScimUser } from '../helpers/scim-types.ts';
 
 /*
  * SCIM 2.0 Users (docs/contract.md Part B, SCIM 2.0 provisioning; RFC 7643, RFC 7644): the mapping,
@@ -35,25 +37,25 @@ describe(`SCIM Users [${BACKEND}]`, () => {
   function expectError(res: LightMyRequestResponse, status: number, scimType?: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(String(res.headers['content-type']), /^application\/scim\+json/);
-    const body = res.json();
+    const body = json<ScimError>(res);
     assert.deepEqual(body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error']);
     assert.equal(body.status, String(status));
     assert.equal(body.scimType, scimType);
     assert.ok(body.detail);
   }
 
-  async function create(userName: string, extra: Record<string, unknown> = {}): Promise<Record<string, any>> {
+  async function create(userName: string, extra: Record<string, unknown> = {}): Promise<ScimUser> {
     const res = await scim('POST', '/Users', { schemas: [USER], userName, ...extra });
     assert.equal(res.statusCode, 201, res.body);
-    return res.json();
+    return json<ScimUser>(res);
   }
 
   const filter = async (text: string, query = '') => {
     const res = await scim('GET', `/Users?filter=${encodeURIComponent(text)}${query}`);
     assert.equal(res.statusCode, 200, `${text}: ${res.body}`);
-    return res.json() as { totalResults: number; Resources: Array<Record<string, any>>; itemsPerPage: number; startIndex: number };
+    return json<ScimList<ScimUser>>(res);
   };
-  const names = (list: { Resources: Array<Record<string, any>> }) => list.Resources.map((r) => r.userName as string).sort();
+  const names = (list: { Resources: ScimUser[] }) => list.Resources.map((r) => r.userName).sort();
 
   before(async () => {
     ctx = await createTestContext();
@@ -85,7 +87,7 @@ describe(`SCIM Users [${BACKEND}]`, () => {
     });
     assert.equal(res.statusCode, 201, res.body);
     assert.match(String(res.headers['content-type']), /^application\/scim\+json/);
-    const user = res.json();
+    const user = json<ScimUser>(res);
     assert.match(user.id, /^[0-9a-f-]{36}$/);
     assert.equal(res.headers.location, `http://${ws.host}/scim/v2/Users/${user.id}`);
     assert.equal(res.headers.etag, '"1"');
@@ -111,17 +113,17 @@ describe(`SCIM Users [${BACKEND}]`, () => {
 
     const native = await ctx.api(ws, 'GET', '/users/ada.lovelace@example.com');
     assert.equal(native.statusCode, 200);
-    assert.equal(native.json().id, user.id);
-    assert.equal(native.json().role, 'owner');
-    assert.equal(native.json().first_name, 'Ada');
-    assert.deepEqual(native.json().apps, [{ name: 'crm', role: 'admin' }, { name: 'helpdesk', role: 'agent' }]);
+    assert.equal(json<'getUser'>(native).id, user.id);
+    assert.equal(json<'getUser'>(native).role, 'owner');
+    assert.equal(json<'getUser'>(native).first_name, 'Ada');
+    assert.deepEqual(json<'getUser'>(native).apps, [{ name: 'crm', role: 'admin' }, { name: 'helpdesk', role: 'agent' }]);
 
     const read = await scim('GET', `/Users/${user.id}`);
-    assert.deepEqual(read.json(), user, 'reads back what it wrote');
+    assert.deepEqual(json<ScimUser>(read), user, 'reads back what it wrote');
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?page_size=100`);
-    const created = audit.json().audit_events.find((e: { action: string; target_id: string }) => e.action === 'user.created' && e.target_id === 'Ada.Lovelace@Example.com');
-    assert.equal(created.actor_type, 'scim');
-    assert.equal(created.actor_id, ws.apiKeyId);
+    const created = json<'listWorkspaceAuditEvents'>(audit).audit_events.find((e) => e.action === 'user.created' && e.target_id === 'Ada.Lovelace@Example.com');
+    assert.equal(created!.actor_type, 'scim');
+    assert.equal(created!.actor_id, ws.apiKeyId);
   });
 
   test('POST without optional attributes gives the defaults; an active userName again is 409 uniqueness', async () => {
@@ -204,19 +206,19 @@ describe(`SCIM Users [${BACKEND}]`, () => {
 
   test('startIndex and count page the list; count defaults to 100 and is at most 1,000', async () => {
     const all = await scim('GET', '/Users');
-    const total = all.json().totalResults;
+    const total = json<ScimList<ScimUser>>(all).totalResults;
     assert.ok(total >= 6);
-    assert.equal(all.json().itemsPerPage, total);
-    const page = (await scim('GET', '/Users?startIndex=2&count=2')).json();
+    assert.equal(json<ScimList<ScimUser>>(all).itemsPerPage, total);
+    const page = json<ScimList<ScimUser>>(await scim('GET', '/Users?startIndex=2&count=2'));
     assert.equal(page.totalResults, total);
     assert.equal(page.startIndex, 2);
     assert.equal(page.itemsPerPage, 2);
-    assert.deepEqual(page.Resources.map((r: { id: string }) => r.id), all.json().Resources.slice(1, 3).map((r: { id: string }) => r.id));
-    assert.equal((await scim('GET', '/Users?count=0')).json().itemsPerPage, 0);
-    assert.equal((await scim('GET', '/Users?count=-5')).json().itemsPerPage, 0);
-    assert.equal((await scim('GET', '/Users?startIndex=0&count=1')).json().startIndex, 1);
-    assert.equal((await scim('GET', `/Users?startIndex=${total + 1}`)).json().itemsPerPage, 0);
-    assert.equal((await scim('GET', '/Users?count=5000')).json().itemsPerPage, total, 'lowered to 1,000, all here');
+    assert.deepEqual(page.Resources.map((r) => r.id), json<ScimList<ScimUser>>(all).Resources.slice(1, 3).map((r) => r.id));
+    assert.equal(json<ScimList<ScimUser>>(await scim('GET', '/Users?count=0')).itemsPerPage, 0);
+    assert.equal(json<ScimList<ScimUser>>(await scim('GET', '/Users?count=-5')).itemsPerPage, 0);
+    assert.equal(json<ScimList<ScimUser>>(await scim('GET', '/Users?startIndex=0&count=1')).startIndex, 1);
+    assert.equal(json<ScimList<ScimUser>>(await scim('GET', `/Users?startIndex=${total + 1}`)).itemsPerPage, 0);
+    assert.equal(json<ScimList<ScimUser>>(await scim('GET', '/Users?count=5000')).itemsPerPage, total, 'lowered to 1,000, all here');
     expectError(await scim('GET', '/Users?count=ten'), 400, 'invalidValue');
     expectError(await scim('GET', '/Users?startIndex=1.5'), 400, 'invalidValue');
   });
@@ -238,21 +240,21 @@ describe(`SCIM Users [${BACKEND}]`, () => {
     const user = await create('okta@example.com', { name: { givenName: 'O', familyName: 'K' } });
     let res = await scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] });
     assert.equal(res.statusCode, 200, res.body);
-    assert.equal(res.json().active, false);
+    assert.equal(json<ScimUser>(res).active, false);
     assert.equal(res.headers.etag, '"2"');
     res = await scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'True' }] });
-    assert.equal(res.json().active, true);
+    assert.equal(json<ScimUser>(res).active, true);
     res = await scim('PATCH', `/Users/${user.id}`, {
       schemas: [PATCH_OP],
       Operations: [{ op: 'replace', value: { 'name.givenName': 'Olive', 'name.familyName': 'Kite', title: 'Pilot', [`${ENTERPRISE}:department`]: 'Air', customAttribute: 'ignored' } }],
     });
     assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json().name, { givenName: 'Olive', familyName: 'Kite' });
-    assert.equal(res.json().title, 'Pilot');
-    assert.deepEqual(res.json()[ENTERPRISE], { department: 'Air' });
+    assert.deepEqual(json<ScimUser>(res).name, { givenName: 'Olive', familyName: 'Kite' });
+    assert.equal(json<ScimUser>(res).title, 'Pilot');
+    assert.deepEqual(json<ScimUser>(res)[ENTERPRISE], { department: 'Air' });
     const native = await ctx.api(ws, 'GET', '/users/okta@example.com');
-    assert.equal(native.json().first_name, 'Olive');
-    assert.equal(native.json().status, 'active');
+    assert.equal(json<'getUser'>(native).first_name, 'Olive');
+    assert.equal(json<'getUser'>(native).status, 'active');
   });
 
   test('PATCH as Entra ID sends it: capitalised ops, paths with filters, roles, userName, the wum extension', async () => {
@@ -270,7 +272,7 @@ describe(`SCIM Users [${BACKEND}]`, () => {
       ],
     });
     assert.equal(res.statusCode, 200, res.body);
-    const patched = res.json();
+    const patched = json<ScimUser>(res);
     assert.equal(patched.displayName, 'Ent Ra');
     assert.deepEqual(patched.phoneNumbers, [{ value: '555', type: 'mobile' }]);
     assert.equal(patched.name.familyName, 'Ra');
@@ -278,12 +280,12 @@ describe(`SCIM Users [${BACKEND}]`, () => {
     assert.equal(patched[WUM].workspaceRole, 'owner');
     assert.equal(patched.externalId, 'aad-1');
     let next = await scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: 'phoneNumbers[type eq "mobile"]' }, { op: 'remove', path: 'roles' }] });
-    assert.equal(next.json().phoneNumbers, undefined);
-    assert.deepEqual(next.json().roles, []);
+    assert.equal(json<ScimUser>(next).phoneNumbers, undefined);
+    assert.deepEqual(json<ScimUser>(next).roles, []);
     next = await scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'userName', value: 'entra.renamed@example.com' }] });
-    assert.equal(next.json().userName, 'entra.renamed@example.com');
-    assert.equal(next.json().emails[0].value, 'entra.renamed@example.com');
-    assert.equal((await ctx.api(ws, 'GET', '/users/entra.renamed@example.com')).json().id, user.id, 'renamed in place, same id');
+    assert.equal(json<ScimUser>(next).userName, 'entra.renamed@example.com');
+    assert.equal(json<ScimUser>(next).emails[0]!.value, 'entra.renamed@example.com');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/entra.renamed@example.com')).id, user.id, 'renamed in place, same id');
     expectError(await scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'userName', value: 'owner@example.com' }] }), 409, 'uniqueness');
   });
 
@@ -311,14 +313,14 @@ describe(`SCIM Users [${BACKEND}]`, () => {
     }
     const after = await scim('GET', `/Users/${user.id}`);
     assert.equal(after.headers.etag, '"1"', 'nothing changed');
-    assert.equal(after.json().title, undefined);
+    assert.equal(json<ScimUser>(after).title, undefined);
   });
 
   test('PUT replaces the profile, keeps roles and the workspace role when not given, and checks the body', async () => {
     const user = await create('put@example.com', { displayName: 'Old', title: 'Old title', roles: [{ value: 'crm:member' }], name: { givenName: 'P', familyName: 'Ut' } });
     const res = await scim('PUT', `/Users/${user.id}`, { schemas: [USER], id: 'ignored', userName: 'put@example.com', displayName: 'New', name: { givenName: 'Pat' }, active: true, meta: { created: '2001-01-01T00:00:00Z' } });
     assert.equal(res.statusCode, 200, res.body);
-    const replaced = res.json();
+    const replaced = json<ScimUser>(res);
     assert.equal(replaced.id, user.id);
     assert.equal(replaced.displayName, 'New');
     assert.equal(replaced.title, undefined, 'an omitted profile attribute is cleared');
@@ -326,8 +328,8 @@ describe(`SCIM Users [${BACKEND}]`, () => {
     assert.deepEqual(replaced.roles, [{ value: 'crm:member' }], 'roles granted (e.g. through groups) stay when not given');
     assert.equal(replaced.meta.created, user.meta.created);
     const withRoles = await scim('PUT', `/Users/${user.id}`, { userName: 'put@example.com', roles: [], active: false });
-    assert.deepEqual(withRoles.json().roles, []);
-    assert.equal(withRoles.json().active, false);
+    assert.deepEqual(json<ScimUser>(withRoles).roles, []);
+    assert.equal(json<ScimUser>(withRoles).active, false);
     expectError(await scim('PUT', `/Users/${user.id}`, { displayName: 'no userName' }), 400, 'invalidValue');
     expectError(await scim('PUT', '/Users/00000000-0000-4000-8000-000000000000', { userName: 'x@example.com' }), 404);
   });
@@ -354,12 +356,12 @@ describe(`SCIM Users [${BACKEND}]`, () => {
         headers: { host: ws2.host, authorization: `Bearer ${ws2.apiKey}`, ...(body ? { 'content-type': 'application/scim+json' } : {}) },
         ...(body ? { payload: JSON.stringify(body) } : {}),
       });
-    const id = (await as2('GET', '/Users')).json().Resources[0].id;
+    const id = json<ScimList<ScimUser>>(await as2('GET', '/Users')).Resources[0]!.id;
     expectError(await as2('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] }), 409);
     expectError(await as2('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: `${WUM}:workspaceRole`, value: 'non_owner' }] }), 409);
     expectError(await as2('PUT', `/Users/${id}`, { userName: 'solo@example.com', active: false }), 409);
     expectError(await as2('DELETE', `/Users/${id}`), 409);
-    assert.equal((await ctx.api(ws2, 'GET', '/users/solo@example.com')).json().status, 'active');
+    assert.equal(json<'getUser'>(await ctx.api(ws2, 'GET', '/users/solo@example.com')).status, 'active');
   });
 
   test('DELETE deactivates: the user answers 404 and leaves lists, the native API still shows it; POST of its userName reactivates it', async () => {
@@ -373,21 +375,21 @@ describe(`SCIM Users [${BACKEND}]`, () => {
     expectError(await scim('PUT', `/Users/${user.id}`, { userName: 'leaver@example.com' }), 404);
     assert.equal((await filter('userName eq "leaver@example.com"')).totalResults, 0);
     const native = await ctx.api(ws, 'GET', '/users/leaver@example.com');
-    assert.equal(native.json().status, 'deactivated', 'wum never erases a user');
+    assert.equal(json<'getUser'>(native).status, 'deactivated', 'wum never erases a user');
 
     const again = await scim('POST', '/Users', { userName: 'LEAVER@example.com', name: { givenName: 'Back' } });
     assert.equal(again.statusCode, 201, again.body);
-    assert.equal(again.json().id, user.id, 'the same user, reactivated');
-    assert.equal(again.json().active, true);
-    assert.equal(again.json().name.givenName, 'Back');
-    assert.deepEqual(again.json().roles, [], 'roles are replaced by the supplied ones');
+    assert.equal(json<ScimUser>(again).id, user.id, 'the same user, reactivated');
+    assert.equal(json<ScimUser>(again).active, true);
+    assert.equal(json<ScimUser>(again).name.givenName, 'Back');
+    assert.deepEqual(json<ScimUser>(again).roles, [], 'roles are replaced by the supplied ones');
     assert.equal((await filter('userName eq "leaver@example.com"')).totalResults, 1);
   });
 
   test('PATCH active:false keeps the user visible and findable (unlike DELETE)', async () => {
     const user = await create('paused@example.com');
     await scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
-    assert.equal((await scim('GET', `/Users/${user.id}`)).json().active, false);
+    assert.equal(json<ScimUser>(await scim('GET', `/Users/${user.id}`)).active, false);
     assert.equal((await filter('userName eq "paused@example.com" and active eq false')).totalResults, 1);
   });
 
@@ -412,22 +414,22 @@ describe(`SCIM Users [${BACKEND}]`, () => {
   });
 
   test('discovery: ServiceProviderConfig, ResourceTypes and Schemas', async () => {
-    const config = (await scim('GET', '/ServiceProviderConfig')).json();
+    const config = json<ScimServiceProviderConfig>(await scim('GET', '/ServiceProviderConfig'));
     assert.equal(config.patch.supported, true);
     assert.equal(config.filter.maxResults, 1000);
     assert.equal(config.etag.supported, true);
     assert.equal(config.bulk.supported, false);
-    assert.equal(config.authenticationSchemes[0].type, 'oauthbearertoken');
-    const types = (await scim('GET', '/ResourceTypes')).json();
-    assert.deepEqual(types.Resources.map((r: { endpoint: string }) => r.endpoint), ['/Users', '/Groups']);
-    assert.equal((await scim('GET', '/ResourceTypes/User')).json().schema, USER);
-    const schemas = (await scim('GET', '/Schemas')).json();
-    assert.deepEqual(schemas.Resources.map((s: { id: string }) => s.id), [USER, 'urn:ietf:params:scim:schemas:core:2.0:Group', ENTERPRISE, WUM]);
-    const user = (await scim('GET', `/Schemas/${USER}`)).json();
+    assert.equal(config.authenticationSchemes[0]!.type, 'oauthbearertoken');
+    const types = json<ScimList<ScimResourceType>>(await scim('GET', '/ResourceTypes'));
+    assert.deepEqual(types.Resources.map((r) => r.endpoint), ['/Users', '/Groups']);
+    assert.equal(json<ScimResourceType>(await scim('GET', '/ResourceTypes/User')).schema, USER);
+    const schemas = json<ScimList<ScimSchema>>(await scim('GET', '/Schemas'));
+    assert.deepEqual(schemas.Resources.map((s) => s.id), [USER, 'urn:ietf:params:scim:schemas:core:2.0:Group', ENTERPRISE, WUM]);
+    const user = json<ScimSchema>(await scim('GET', `/Schemas/${USER}`));
     assert.equal(user.description, 'User Account');
-    assert.ok(user.attributes.some((a: { name: string }) => a.name === 'userName'));
-    const wum = schemas.Resources.find((s: { id: string }) => s.id === WUM);
-    assert.deepEqual(wum.attributes.map((a: { name: string; canonicalValues: string[] }) => [a.name, a.canonicalValues]), [['workspaceRole', ['owner', 'non_owner']]]);
+    assert.ok(user.attributes.some((a) => a.name === 'userName'));
+    const wum = schemas.Resources.find((s) => s.id === WUM);
+    assert.deepEqual(wum!.attributes.map((a) => [a.name, a.canonicalValues]), [['workspaceRole', ['owner', 'non_owner']]]);
     expectError(await scim('GET', '/Schemas/urn:nope'), 404);
   });
 });

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { API, BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 /*
  * Every request with a wrong key counts against the per-address limit of failed keys (20 a
@@ -12,8 +13,8 @@ import { API, BACKEND, createTestContext, userBody, type TestContext, type TestW
 function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
   assert.equal(res.statusCode, status, res.body);
   assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-  assert.equal(res.json().code, code);
-  assert.equal(res.json().status, status);
+  assert.equal(json<'Problem'>(res).code, code);
+  assert.equal(json<'Problem'>(res).status, status);
 }
 
 function randomKey(): string {
@@ -55,7 +56,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
     for (const host of hosts) {
       const res = await raw('GET', '/users', { host, 'x-api-key': ws.apiKey });
       assert.equal(res.statusCode, 200, host);
-      assert.deepEqual(res.json().users.map((u: { email: string }) => u.email), ['resident@example.com'], host);
+      assert.deepEqual(json<'listUsers'>(res).users.map((u) => u.email), ['resident@example.com'], host);
     }
   });
 
@@ -107,7 +108,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
   test("another workspace's key, a revoked key and an unknown key all → the same 401 invalid_api_key", async () => {
     const extra = await ctx.admin('POST', `/workspaces/${ws.subdomain}/api-keys`);
     assert.equal(extra.statusCode, 201, extra.body);
-    const { id, key } = extra.json();
+    const { id, key } = json<'createApiKey'>(extra);
     assert.equal((await raw('GET', '/users', { host: ws.host, 'x-api-key': key })).statusCode, 200, 'the new key works');
     assert.equal((await ctx.admin('DELETE', `/workspaces/${ws.subdomain}/api-keys/${id}`)).statusCode, 204);
 
@@ -116,7 +117,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
     const unknown = await raw('GET', '/users', { host: ws.host, 'x-api-key': randomKey() });
     for (const res of [foreign, revoked, unknown]) assertProblem(res, 401, 'invalid_api_key');
     const shapes = [foreign, revoked, unknown].map((r) => {
-      const { title, detail, type, code, status } = r.json();
+      const { title, detail, type, code, status } = json<'Problem'>(r);
       return { title, detail, type, code, status };
     });
     assert.deepEqual(shapes[1], shapes[0]);
@@ -127,7 +128,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
   test('rotation: two live keys at once, then the old one revoked', async () => {
     const rot = await ctx.createWorkspace('rotate');
     const created = await ctx.admin('POST', `/workspaces/${rot.subdomain}/api-keys`);
-    const newKey = created.json().key as string;
+    const newKey = json<'createApiKey'>(created).key;
     assert.equal((await raw('GET', '/users', { host: rot.host, 'x-api-key': rot.apiKey })).statusCode, 200);
     assert.equal((await raw('GET', '/users', { host: rot.host, 'x-api-key': newKey })).statusCode, 200);
     assert.equal((await ctx.admin('DELETE', `/workspaces/${rot.subdomain}/api-keys/${rot.apiKeyId}`)).statusCode, 204);
@@ -160,7 +161,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
       assert.ok(!allow.includes(method as string), `${method} ${path}: Allow does not list ${method}`);
       assertProblem(await ctx.api(ws, method, path, { noKey: true }), 401, 'missing_api_key');
     }
-    assert.equal((await ctx.api(ws, 'GET', '/users/resident@example.com')).json().status, 'active', 'PUT/POST changed nothing');
+    assert.equal(json<'getUser'>(await ctx.api(ws, 'GET', '/users/resident@example.com')).status, 'active', 'PUT/POST changed nothing');
   });
 
   test('order of checks on POST /users: key → method → media type → JSON syntax → validation → domain rules', async () => {
@@ -204,7 +205,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
     );
     const res = await raw('GET', '/users', { host: ws.host, 'x-forwarded-host': other.host, 'x-api-key': ws.apiKey });
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json().users.map((u: { email: string }) => u.email), ['resident@example.com']);
+    assert.deepEqual(json<'listUsers'>(res).users.map((u) => u.email), ['resident@example.com']);
     assert.ok((res.headers.link as string).includes(`//${ws.host}/`), 'links use the Host, not the forwarded host');
   });
 
@@ -212,7 +213,7 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
     const proxied = await ctx.buildApp({ TRUST_PROXY: 'true' });
     const res = await raw('GET', '/users', { host: '10.0.0.7:8080', 'x-forwarded-host': ws.host, 'x-api-key': ws.apiKey }, undefined, proxied);
     assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json().users.map((u: { email: string }) => u.email), ['resident@example.com']);
+    assert.deepEqual(json<'listUsers'>(res).users.map((u) => u.email), ['resident@example.com']);
     assertProblem(
       await raw('GET', '/users', { host: ws.host, 'x-forwarded-host': 'localhost', 'x-api-key': ws.apiKey }, undefined, proxied),
       404,
@@ -249,11 +250,11 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
     test("A's user is invisible to B: GET 404, list excludes it, DELETE 404", async () => {
       assertProblem(await ctx.api(b, 'GET', '/users/shared%40example.com'), 404, 'user_not_found');
       const list = await ctx.api(b, 'GET', '/users', { query: { status: 'all' } });
-      assert.equal(list.json().total_count, 0);
-      assert.deepEqual(list.json().users, []);
+      assert.equal(json<'listUsers'>(list).total_count, 0);
+      assert.deepEqual(json<'listUsers'>(list).users, []);
       assertProblem(await ctx.api(b, 'DELETE', '/users/shared%40example.com'), 404, 'user_not_found');
       const inA = await ctx.api(a, 'GET', '/users/shared%40example.com');
-      assert.equal(inA.json().status, 'active', "B's DELETE did not touch A's user");
+      assert.equal(json<'getUser'>(inA).status, 'active', "B's DELETE did not touch A's user");
     });
 
     test("A's key cannot reach A's data through B's host", async () => {
@@ -269,18 +270,18 @@ describe(`addressing, authentication and the order of checks [${BACKEND}]`, () =
         body: userBody('SHARED@example.com', { first_name: 'InB', apps: [{ name: 'helpdesk', role: 'agent' }] }),
       });
       assert.equal(inB.statusCode, 201, 'not 409: the email is taken only in A');
-      assert.equal(inB.json().first_name, 'InB');
+      assert.equal(json<'addUser'>(inB).first_name, 'InB');
 
-      const userA = (await ctx.api(a, 'GET', '/users/shared%40example.com')).json();
+      const userA = json<'getUser'>(await ctx.api(a, 'GET', '/users/shared%40example.com'));
       assert.equal(userA.email, 'shared@example.com');
       assert.equal(userA.first_name, 'InA');
       assert.equal(userA.role, 'owner');
       assert.deepEqual(userA.apps, [{ name: 'crm', role: 'admin' }]);
 
       assert.equal((await ctx.api(b, 'DELETE', '/users/shared%40example.com')).statusCode, 204, "B's user is not A's last owner");
-      assert.equal((await ctx.api(a, 'GET', '/users/shared%40example.com')).json().status, 'active');
-      assert.equal((await ctx.api(b, 'GET', '/users/shared%40example.com')).json().status, 'deactivated');
-      assert.equal((await ctx.api(a, 'GET', '/users')).json().total_count, 1);
+      assert.equal(json<'getUser'>(await ctx.api(a, 'GET', '/users/shared%40example.com')).status, 'active');
+      assert.equal(json<'getUser'>(await ctx.api(b, 'GET', '/users/shared%40example.com')).status, 'deactivated');
+      assert.equal(json<'listUsers'>(await ctx.api(a, 'GET', '/users')).total_count, 1);
       assertProblem(await ctx.api(a, 'DELETE', '/users/shared%40example.com'), 409, 'last_owner');
     });
   });

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import { startImportWorker, type ImportWorker } from '../../src/server/import-worker.ts';
 import { rowsOf } from '../../src/storage/rows.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json, userData } from '../helpers/json.ts';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 
@@ -72,7 +73,7 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
 
   async function finished(ws: TestWorkspace, id: string) {
     for (let i = 0; i < 600; i += 1) {
-      const job = (await ctx.api(ws, 'GET', `/users/imports/${id}`)).json();
+      const job = json<'getUserImport'>(await ctx.api(ws, 'GET', `/users/imports/${id}`));
       if (['completed', 'failed', 'cancelled'].includes(job.status)) return job;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
@@ -96,7 +97,7 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     const ws = await seeded();
     const res = await upload(ws, CSV, 'text/csv');
     assert.equal(res.statusCode, 202, res.body);
-    const job = res.json();
+    const job = json<'startUserImport'>(res);
     assert.equal(res.headers.location, `/api/external/v2/users/imports/${job.id}`);
     assert.equal(job.status, 'queued');
     assert.equal(job.rows_total, 10);
@@ -104,22 +105,22 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     const done = await finished(ws, job.id);
     assert.equal(done.status, 'completed');
     assert.deepEqual(
-      Object.fromEntries(Object.keys(EXPECTED_COUNTS).map((k) => [k, done[k]])),
+      Object.fromEntries((Object.keys(EXPECTED_COUNTS) as Array<keyof typeof EXPECTED_COUNTS>).map((k) => [k, done[k]])),
       EXPECTED_COUNTS,
     );
     assert.ok(done.started_at && done.completed_at);
 
-    const report = (await ctx.api(ws, 'GET', `/users/imports/${job.id}/report`)).json();
+    const report = json<'getUserImportReport'>(await ctx.api(ws, 'GET', `/users/imports/${job.id}/report`));
     assert.deepEqual(
-      report.rows.map((r: Record<string, unknown>) => ({ row: r.row, email: r.email, outcome: r.outcome, code: r.code })),
+      report.rows.map((r) => ({ row: r.row, email: r.email, outcome: r.outcome, code: r.code })),
       EXPECTED_REPORT,
     );
-    assert.match(report.rows[4].detail, /unknown product "nosuch"/);
+    assert.match(report.rows[4]!.detail ?? '', /unknown product "nosuch"/);
 
-    const added = (await ctx.api(ws, 'GET', '/users/new1%40example.com')).json();
+    const added = json<'getUser'>(await ctx.api(ws, 'GET', '/users/new1%40example.com'));
     assert.equal(added.first_name, 'New');
     assert.deepEqual(added.apps, [{ name: 'crm', role: 'member' }, { name: 'analytics', role: 'viewer' }]);
-    const back = (await ctx.api(ws, 'GET', '/users/gone%40example.com')).json();
+    const back = json<'getUser'>(await ctx.api(ws, 'GET', '/users/gone%40example.com'));
     assert.equal(back.status, 'active');
     assert.equal(back.first_name, 'Gone');
     assert.deepEqual(back.apps, [{ name: 'helpdesk', role: 'agent' }]);
@@ -134,11 +135,11 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     assert.deepEqual(await changesOf(ws, 'active@example.com'), ['audit:user.created', 'event:user.created']);
 
     // The events are as POST /users writes them: the user as the API shows it, in sequence.
-    const feed = (await ctx.api(ws, 'GET', '/events', { query: { limit: '100' } })).json();
+    const feed = json<'listEvents'>(await ctx.api(ws, 'GET', '/events', { query: { limit: '100' } }));
     const { events } = feed;
-    const created = events.find((e: { type: string; data: { user: { email: string } } }) => e.type === 'user.created' && e.data.user.email === 'new1@example.com');
-    assert.deepEqual(created.data.user, added);
-    const sequences = events.map((e: { sequence: number }) => e.sequence);
+    const created = events.find((e) => e.type === 'user.created' && userData(e).user.email === 'new1@example.com');
+    assert.deepEqual(userData(created!).user, added);
+    const sequences = events.map((e) => e.sequence);
     assert.deepEqual(sequences, [...sequences].sort((a, b) => a - b));
     assert.equal(new Set(sequences).size, sequences.length, 'every event has its own sequence');
     const actors = rowsOf<{ actor_type: string; before: unknown; after: { email: string; apps: unknown } }>(
@@ -173,11 +174,11 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     const res = await upload(ws, lines, 'application/x-ndjson');
     assert.equal(res.statusCode, 202, res.body);
     startWorker();
-    const done = await finished(ws, res.json().id);
+    const done = await finished(ws, json<'startUserImport'>(res).id);
     assert.equal(done.status, 'completed');
-    const report = (await ctx.api(ws, 'GET', `/users/imports/${done.id}/report`)).json();
+    const report = json<'getUserImportReport'>(await ctx.api(ws, 'GET', `/users/imports/${done.id}/report`));
     assert.deepEqual(
-      report.rows.map((r: Record<string, unknown>) => [r.row, r.outcome, r.code]),
+      report.rows.map((r) => [r.row, r.outcome, r.code]),
       [
         [1, 'added', null],
         [2, 'skipped', 'user_already_exists'],
@@ -202,46 +203,46 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     assert.equal(first.statusCode, 202);
     const second = await upload(ws, 'email,role\nc@example.com,non_owner\n', 'text/csv');
     assert.equal(second.statusCode, 409);
-    assert.equal(second.json().code, 'import_in_progress');
+    assert.equal(json<'Problem'>(second).code, 'import_in_progress');
     // Another workspace is not held up.
     assert.equal((await upload(await ctx.createWorkspace(), 'email,role\nc@example.com,non_owner\n', 'text/csv')).statusCode, 202);
 
-    const cancelled = await ctx.api(ws, 'POST', `/users/imports/${first.json().id}/cancel`);
+    const cancelled = await ctx.api(ws, 'POST', `/users/imports/${json<'startUserImport'>(first).id}/cancel`);
     assert.equal(cancelled.statusCode, 200);
-    assert.equal(cancelled.json().status, 'cancelled');
-    assert.ok(cancelled.json().completed_at);
-    const report = (await ctx.api(ws, 'GET', `/users/imports/${first.json().id}/report`)).json();
-    assert.deepEqual(report.rows.map((r: { outcome: string }) => r.outcome), ['not_attempted', 'not_attempted']);
-    const again = await ctx.api(ws, 'POST', `/users/imports/${first.json().id}/cancel`);
+    assert.equal(json<'cancelUserImport'>(cancelled).status, 'cancelled');
+    assert.ok(json<'cancelUserImport'>(cancelled).completed_at);
+    const report = json<'getUserImportReport'>(await ctx.api(ws, 'GET', `/users/imports/${json<'startUserImport'>(first).id}/report`));
+    assert.deepEqual(report.rows.map((r) => r.outcome), ['not_attempted', 'not_attempted']);
+    const again = await ctx.api(ws, 'POST', `/users/imports/${json<'startUserImport'>(first).id}/cancel`);
     assert.equal(again.statusCode, 409);
-    assert.equal(again.json().code, 'import_finished');
+    assert.equal(json<'Problem'>(again).code, 'import_finished');
     assert.equal((await ctx.api(ws, 'GET', '/users/a%40example.com')).statusCode, 404, 'a cancelled job adds nobody');
 
     const third = await upload(ws, 'email,role\nc@example.com,non_owner\n', 'text/csv');
     assert.equal(third.statusCode, 202);
     startWorker();
-    assert.equal((await finished(ws, third.json().id)).added, 1);
+    assert.equal((await finished(ws, json<'startUserImport'>(third).id)).added, 1);
 
     const list = await ctx.api(ws, 'GET', '/users/imports');
     assert.equal(list.statusCode, 200);
-    assert.deepEqual(list.json().imports.map((j: { id: string }) => j.id), [third.json().id, first.json().id]);
-    assert.equal(list.json().pagination.total_records, 2);
+    assert.deepEqual(json<'listUserImports'>(list).imports.map((j) => j.id), [json<'startUserImport'>(third).id, json<'startUserImport'>(first).id]);
+    assert.equal(json<'listUserImports'>(list).pagination.total_records, 2);
   });
 
   test('bad uploads are 4xx problems: no header, another media type, an unknown job', async () => {
     const ws = await ctx.createWorkspace();
     const noHeader = await upload(ws, 'a@example.com,non_owner\n', 'text/csv');
     assert.equal(noHeader.statusCode, 422);
-    assert.equal(noHeader.json().code, 'invalid_import_file');
+    assert.equal(json<'Problem'>(noHeader).code, 'invalid_import_file');
     const empty = await upload(ws, '', 'text/csv');
     assert.equal(empty.statusCode, 422);
-    const json = await ctx.api(ws, 'POST', '/users/imports', { body: { user: {} } });
-    assert.equal(json.statusCode, 415);
-    assert.equal(json.json().code, 'unsupported_media_type');
+    const jsonSent = await ctx.api(ws, 'POST', '/users/imports', { body: { user: {} } });
+    assert.equal(jsonSent.statusCode, 415);
+    assert.equal(json<'Problem'>(jsonSent).code, 'unsupported_media_type');
     const unknown = await ctx.api(ws, 'GET', '/users/imports/00000000-0000-4000-8000-000000000000');
     assert.equal(unknown.statusCode, 404);
-    assert.equal(unknown.json().code, 'import_not_found');
-    assert.equal((await ctx.api(ws, 'GET', '/users/imports/not-a-uuid')).json().code, 'import_not_found');
+    assert.equal(json<'Problem'>(unknown).code, 'import_not_found');
+    assert.equal(json<'Problem'>(await ctx.api(ws, 'GET', '/users/imports/not-a-uuid')).code, 'import_not_found');
     // A failed upload holds nothing up.
     assert.equal((await upload(ws, 'email,role\nz@example.com,non_owner\n', 'text/csv')).statusCode, 202);
   });

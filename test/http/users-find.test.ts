@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { json } from '../helpers/json.ts';
 
 interface Person {
   email: string;
@@ -44,7 +45,7 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
   const list = (query: Record<string, string>) => ctx.api(ws, 'GET', '/users', { query });
   const emails = (res: LightMyRequestResponse): string[] => {
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().users.map((u: { email: string }) => u.email);
+    return json<'listUsers'>(res).users.map((u) => u.email);
   };
   /** The people matching `keep`, in creation order, active unless `status` says otherwise. */
   const expected = (keep: (p: Person) => boolean, status: 'active' | 'all' | 'deactivated' = 'active') =>
@@ -58,8 +59,8 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
     const want = expected((p) => starts(p.email) || starts(p.first_name) || starts(p.last_name));
     assert.deepEqual(emails(res), want);
     assert.deepEqual(want, ['ada@example.com', 'alan@example.com', 'linus@example.com']);
-    assert.equal(res.json().total_count, 3);
-    assert.deepEqual(res.json().pagination, { total_records: 3, current_page_number: 1, total_pages: 1, page_size: 30 });
+    assert.equal(json<'listUsers'>(res).total_count, 3);
+    assert.deepEqual(json<'listUsers'>(res).pagination, { total_records: 3, current_page_number: 1, total_pages: 1, page_size: 30 });
     assert.deepEqual(emails(await list({ q: 'hop' })), ['grace@navy.example'], 'last name');
     assert.deepEqual(emails(await list({ q: 'EDSGER@ex' })), ['Edsger@Example.com'], 'email, case-insensitive');
     assert.deepEqual(emails(await list({ q: 'ovelace' })), [], 'a prefix, not a substring');
@@ -93,8 +94,8 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
     assert.deepEqual(emails(await list({ app: 'CRM' })), [], 'product names are case-sensitive');
     const none = await list({ app: 'crm:wizard' });
     assert.deepEqual(emails(none), []);
-    assert.equal(none.json().total_count, 0);
-    assert.equal(none.json().pagination.total_pages, 0);
+    assert.equal(json<'listUsers'>(none).total_count, 0);
+    assert.equal(json<'listUsers'>(none).pagination.total_pages, 0);
   });
 
   test('sort: created_at (default), -created_at, email and -email (ignoring case)', async () => {
@@ -119,14 +120,14 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
     const pages: string[] = [];
     for (let page = 1; page <= 4; page += 1) {
       const res = await list({ status: 'all', sort: 'email', page_size: '3', page_number: String(page) });
-      assert.equal(res.json().total_count, PEOPLE.length);
-      assert.equal(res.json().pagination.total_pages, 3);
+      assert.equal(json<'listUsers'>(res).total_count, PEOPLE.length);
+      assert.equal(json<'listUsers'>(res).pagination.total_pages, 3);
       pages.push(...emails(res));
     }
     assert.deepEqual(pages, all, 'the pages together are the whole listing, once each');
     const res = await list({ q: 'a', app: 'crm', role: 'non_owner', sort: '-email', status: 'all', page_size: '1', page_number: '1' });
     const link = res.headers.link as string;
-    assert.equal(res.json().total_count, 1);
+    assert.equal(json<'listUsers'>(res).total_count, 1);
     for (const rel of ['first', 'last']) {
       const match = new RegExp(`<([^>]+)>; rel="${rel}"`).exec(link);
       assert.ok(match, `${rel} in ${link}`);
@@ -155,8 +156,9 @@ describe(`GET /users: q, role, app, sort [${BACKEND}]`, () => {
     for (const [query, field] of cases) {
       const res = await ctx.api(ws, 'GET', `/users?${query}`);
       assert.equal(res.statusCode, 400, query);
-      assert.equal(res.json().code, 'invalid_parameter', query);
-      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${field}: ${res.body}`);
+      const problem = json<'Problem'>(res);
+      assert.equal(problem.code, 'invalid_parameter', query);
+      assert.ok(problem.errors?.some((e) => e.field === field), `${field}: ${res.body}`);
     }
   });
 

@@ -9,6 +9,8 @@ import { createDeliveryQueue } from '../../src/storage/deliveries.queries.ts';
 import { addressRefusal } from '../../src/outbound/outbound-guard.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { json } from '../helpers/json.ts';
+import type { AuditEventOf } from '../helpers/audit-types.ts';
 
 /** Short retries, so a test sees a whole schedule: three retries 100 ms apart. */
 const ENV = {
@@ -35,7 +37,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
   function assertProblem(res: LightMyRequestResponse, status: number, code: string): void {
     assert.equal(res.statusCode, status, res.body);
     assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-    assert.equal(res.json().code, code);
+    assert.equal(json<'Problem'>(res).code, code);
   }
 
   const base = (ws: TestWorkspace) => `/workspaces/${ws.subdomain}/webhook-endpoints`;
@@ -43,13 +45,13 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
   async function createEndpoint(ws: TestWorkspace, body: Record<string, unknown> = {}): Promise<Endpoint & { secret: string }> {
     const res = await ctx.admin('POST', base(ws), { url: receiver.url, ...body });
     assert.equal(res.statusCode, 201, res.body);
-    return res.json();
+    return json<'createWebhookEndpoint'>(res);
   }
 
   async function deliveries(ws: TestWorkspace, endpoint: Endpoint) {
     const res = await ctx.admin('GET', `${base(ws)}/${endpoint.id}/deliveries`);
     assert.equal(res.statusCode, 200, res.body);
-    return res.json().deliveries as Array<{ id: string; status: string; attempts: number; event_id: string; attempt_log: Array<{ response_status: number | null; error: string | null }> }>;
+    return json<'listWebhookDeliveries'>(res).deliveries;
   }
 
   async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
@@ -85,12 +87,12 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     assert.deepEqual(created.event_types, ['user.created']);
     const listed = await ctx.admin('GET', base(ws));
     assert.equal(listed.statusCode, 200);
-    assert.deepEqual(listed.json().webhook_endpoints.map((e: Endpoint) => e.id), [created.id]);
+    assert.deepEqual(json<'listWebhookEndpoints'>(listed).webhook_endpoints.map((e) => e.id), [created.id]);
     const got = await ctx.admin('GET', `${base(ws)}/${created.id}`);
     assert.equal(got.statusCode, 200);
     for (const body of [listed.body, got.body]) assert.ok(!body.includes(created.secret) && !body.includes('"secret"'), body);
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.created`);
-    assert.equal(audit.json().audit_events.length, 1);
+    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 1);
     assert.ok(!audit.body.includes(created.secret));
   });
 
@@ -99,13 +101,13 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     const added = await ctx.api(ws, 'POST', '/users', { body: userBody('signed@example.com') });
     assert.equal(added.statusCode, 201);
-    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+    const event = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events[0]!;
     const [delivery] = await until('the delivery', async () => sentFor(event.id), (r) => r.length >= 1);
     const verified = new Webhook(endpoint.secret).verify(delivery!.body, delivery!.headers as Record<string, string>);
     assert.deepEqual(verified, event, 'the body is the event exactly as GET /events lists it');
     assert.equal(delivery!.headers['content-type'], 'application/json');
     assert.match(delivery!.headers['webhook-timestamp'] as string, /^\d+$/);
-    assert.deepEqual((verified as { data: { user: unknown } }).data.user, added.json());
+    assert.deepEqual((verified as { data: { user: unknown } }).data.user, json<'addUser'>(added));
     assert.throws(() => new Webhook('whsec_' + Buffer.alloc(32, 1).toString('base64')).verify(delivery!.body, delivery!.headers as Record<string, string>));
     const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     assert.equal(row!.event_id, event.id);
@@ -118,7 +120,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     receiver.respondWith(503, 500, 204);
     await ctx.api(ws, 'POST', '/users', { body: userBody('retry@example.com') });
-    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+    const event = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events[0]!;
     const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     receiver.respondWith(204);
     assert.deepEqual(row!.attempt_log.map((a) => a.response_status), [503, 500, 204]);
@@ -136,14 +138,14 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const [row] = await until('a succeeded delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     const res = await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/${row!.id}/redeliver`);
     assert.equal(res.statusCode, 202, res.body);
-    assert.equal(res.json().status, 'pending');
+    assert.equal(json<'redeliverWebhook'>(res).status, 'pending');
     await until('a second request', async () => sentFor(row!.event_id), (r) => r.length >= 2);
     const [after] = await until('the redelivery recorded', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded' && d[0].attempt_log.length === 2);
     assert.equal(after!.attempts, 1);
     assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`), 404, 'webhook_delivery_not_found');
     assertProblem(await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/nope/redeliver`), 404, 'webhook_delivery_not_found');
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_delivery.redelivered`);
-    assert.equal(audit.json().audit_events.length, 1);
+    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 1);
   });
 
   test('an endpoint whose delivery uses up the retry schedule is disabled, and that is audited; enabling resumes it', async () => {
@@ -152,20 +154,20 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     try {
       failing.respondWith(500);
       const created = await ctx.admin('POST', base(ws), { url: failing.url });
-      const endpoint: Endpoint = created.json();
+      const endpoint: Endpoint = json<'createWebhookEndpoint'>(created);
       await ctx.api(ws, 'POST', '/users', { body: userBody('doomed@example.com') });
       const [row] = await until('a failed delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'failed');
       assert.equal(row!.attempts, 4, 'the first attempt and the three retries');
       const disabled: Endpoint = (
-        await until('the endpoint disabled', async () => (await ctx.admin('GET', `${base(ws)}/${endpoint.id}`)).json(), (e: Endpoint) => !e.enabled)
+        await until('the endpoint disabled', async () => json<'getWebhookEndpoint'>(await ctx.admin('GET', `${base(ws)}/${endpoint.id}`)), (e) => !e.enabled)
       );
       assert.equal(disabled.disabled_reason, 'failing');
       const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.disabled`);
-      const [entry] = audit.json().audit_events;
+      const entry = json<{ audit_events: Array<AuditEventOf<Endpoint>> }>(audit).audit_events[0]!;
       assert.equal(entry.actor_type, 'system');
       assert.equal(entry.target_id, endpoint.id);
-      assert.equal(entry.before.enabled, true);
-      assert.equal(entry.after.enabled, false);
+      assert.equal(entry.before!.enabled, true);
+      assert.equal(entry.after!.enabled, false);
 
       // While disabled: no delivery is made for new events, and redelivery is refused.
       await ctx.api(ws, 'POST', '/users', { body: userBody('unseen@example.com') });
@@ -175,7 +177,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       failing.respondWith(204);
       const enabled = await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { enabled: true });
       assert.equal(enabled.statusCode, 200, enabled.body);
-      assert.equal(enabled.json().disabled_reason, null);
+      assert.equal(json<'updateWebhookEndpoint'>(enabled).disabled_reason, null);
       assert.equal((await ctx.admin('POST', `${base(ws)}/${endpoint.id}/deliveries/${row!.id}/redeliver`)).statusCode, 202);
       await until('the redelivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     } finally {
@@ -188,20 +190,20 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     const rotated = await ctx.admin('POST', `${base(ws)}/${endpoint.id}/rotate-secret`);
     assert.equal(rotated.statusCode, 200, rotated.body);
-    const { secret, previous_secret_expires_at: expires } = rotated.json();
+    const { secret, previous_secret_expires_at: expires } = json<'rotateWebhookSecret'>(rotated);
     assert.match(secret, /^whsec_/);
     assert.notEqual(secret, endpoint.secret);
-    const hours = (Date.parse(expires) - Date.now()) / 3_600_000;
+    const hours = (Date.parse(expires!) - Date.now()) / 3_600_000;
     assert.ok(hours > 23.9 && hours <= 24, `old secret valid for 24 h, got ${hours}`);
     await ctx.api(ws, 'POST', '/users', { body: userBody('rotated@example.com') });
-    const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+    const event = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events[0]!;
     const [delivery] = await until('the delivery', async () => sentFor(event.id), (r) => r.length >= 1);
     const headers = delivery!.headers as Record<string, string>;
     assert.equal(headers['webhook-signature']!.split(' ').length, 2);
     new Webhook(secret).verify(delivery!.body, headers);
     new Webhook(endpoint.secret).verify(delivery!.body, headers);
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?action=webhook_endpoint.secret_rotated`);
-    assert.equal(audit.json().audit_events.length, 1);
+    assert.equal(json<'listWorkspaceAuditEvents'>(audit).audit_events.length, 1);
     assert.ok(!audit.body.includes(secret));
   });
 
@@ -214,7 +216,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const [row] = await until('the delivery', () => deliveries(ws, endpoint), (d) => d[0]?.status === 'succeeded');
     const all = await deliveries(ws, endpoint);
     assert.equal(all.length, 1);
-    const [event] = (await ctx.api(ws, 'GET', '/events', { query: { after: '2' } })).json().events;
+    const event = json<'listEvents'>(await ctx.api(ws, 'GET', '/events', { query: { after: '2' } })).events[0]!;
     assert.equal(event.type, 'user.deactivated');
     assert.equal(row!.event_id, event.id);
   });
@@ -224,8 +226,8 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const endpoint = await createEndpoint(ws);
     const patched = await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { description: 'New', event_types: null, url: `${receiver.url}?v=2` });
     assert.equal(patched.statusCode, 200, patched.body);
-    assert.equal(patched.json().url, `${receiver.url}?v=2`);
-    assert.equal(patched.json().description, 'New');
+    assert.equal(json<'updateWebhookEndpoint'>(patched).url, `${receiver.url}?v=2`);
+    assert.equal(json<'updateWebhookEndpoint'>(patched).description, 'New');
     assertProblem(await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { url: 'https://10.0.0.7/hook' }), 400, 'validation_failed');
     assertProblem(await ctx.admin('PATCH', `${base(ws)}/${endpoint.id}`, { secret: 'whsec_x' }), 400, 'validation_failed');
     assert.equal((await ctx.admin('DELETE', `${base(ws)}/${endpoint.id}`)).statusCode, 204);
@@ -234,7 +236,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     assertProblem(await ctx.admin('GET', `${base(ws)}/not-a-uuid/deliveries`), 404, 'webhook_endpoint_not_found');
     assertProblem(await ctx.admin('GET', `/workspaces/nobody-here/webhook-endpoints`), 404, 'workspace_not_found');
     const audit = await ctx.admin('GET', `/workspaces/${ws.subdomain}/audit-events?target_id=${endpoint.id}`);
-    assert.deepEqual(audit.json().audit_events.map((e: { action: string }) => e.action), [
+    assert.deepEqual(json<'listWorkspaceAuditEvents'>(audit).audit_events.map((e) => e.action), [
       'webhook_endpoint.created',
       'webhook_endpoint.updated',
       'webhook_endpoint.deleted',
@@ -265,11 +267,11 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     ]) {
       const res = await post(strict, url);
       assertProblem(res, 400, 'validation_failed');
-      assert.equal(res.json().errors[0].field, 'url', url);
+      assert.equal(json<'Problem'>(res).errors![0]!.field, 'url', url);
     }
     // With WEBHOOK_ALLOW_HTTP, http goes to loopback only.
     for (const url of ['http://10.1.2.3/hook', 'http://192.0.2.1/hook']) assertProblem(await post(ctx.app, url), 400, 'validation_failed');
-    assert.deepEqual((await ctx.admin('GET', base(ws))).json().webhook_endpoints, []);
+    assert.deepEqual(json<'listWebhookEndpoints'>(await ctx.admin('GET', base(ws))).webhook_endpoints, []);
     // An allow-list admits a network that is not public (https), and a public address needs none.
     const allowed = await ctx.buildApp({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' });
     assert.equal((await post(allowed, 'https://127.0.0.1:9/hook')).statusCode, 201);
@@ -287,7 +289,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     for (const url of ['https://[::127.0.0.1]/hook', 'https://[::7f00:1]/hook', 'https://[::10.0.0.1]/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://[::ffff:0:127.0.0.1]/hook', 'https://[64:ff9b::127.0.0.1]/hook']) {
       const res = await open.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
       assertProblem(res, 400, 'validation_failed');
-      assert.match(res.json().errors[0].message, /IPv6 form of an IPv4 address/, url);
+      assert.match(json<'Problem'>(res).errors![0]!.message, /IPv6 form of an IPv4 address/, url);
     }
     assert.equal((await open.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url: 'https://127.0.0.1:9/hook' } })).statusCode, 201);
   });
@@ -299,7 +301,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     for (const url of ['https://10.9.8.7/hook', 'https://[fd00::7]/hook']) {
       const res = await app.inject({ method: 'POST', url: `/admin/v1${base(ws)}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` }, payload: { url } });
       assertProblem(res, 400, 'validation_failed');
-      assert.match(res.json().errors[0].message, /WEBHOOK_LOOPBACK_ONLY/, url);
+      assert.match(json<'Problem'>(res).errors![0]!.message, /WEBHOOK_LOOPBACK_ONLY/, url);
     }
     assert.match(addressRefusal('192.0.2.1', 'https:', ctx.config.webhooks) ?? '', /outside loopback/);
     assert.equal(addressRefusal('127.0.0.2', 'http:', ctx.config.webhooks), undefined);
@@ -313,7 +315,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     const strict = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: strictConfig, log: ctx.app.log, registry: new Registry() });
     try {
       await ctx.api(ws, 'POST', '/users', { body: userBody('guarded@example.com') });
-      const [event] = (await ctx.api(ws, 'GET', '/events')).json().events;
+      const event = json<'listEvents'>(await ctx.api(ws, 'GET', '/events')).events[0]!;
       const [row] = await until('a refused attempt', () => deliveries(ws, endpoint), (d) => (d[0]?.attempt_log.length ?? 0) >= 1);
       assert.equal(row!.attempt_log[0]!.response_status, null);
       assert.match(row!.attempt_log[0]!.error!, /https/);
@@ -342,7 +344,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       Array.from({ length: 20 }, (_, i) => ctx.api(ws, 'POST', '/users', { body: userBody(`burst-${i}@example.com`) })),
     );
     assert.deepEqual(added.map((r) => r.statusCode), Array(20).fill(201));
-    const events = (await ctx.api(ws, 'GET', '/events?limit=100')).json().events as Array<{ id: string }>;
+    const events = json<'listEvents'>(await ctx.api(ws, 'GET', '/events?limit=100')).events;
     assert.equal(events.length, 20);
     const attempts = new Map<string, number>();
     for (const endpoint of endpoints) {
