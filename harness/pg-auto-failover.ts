@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDebianProgram } from './debian-programs.ts';
-import { freePort, withClient } from './postgres-cluster.ts';
+import { withClient } from './postgres-cluster.ts';
+import { freePort } from './free-port.ts';
 
 /*
  * A pg_auto_failover formation on one machine, for tests and benchmarks: a monitor and data

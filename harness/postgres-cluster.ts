@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port.ts';
 
-/** Re-exported for the harness modules and tests that find a port beside a cluster. */
+/** Re-exported only for the benchmarks that still import it from here; everything else imports free-port.ts. */
 export { freePort };
 
 /** A throw-away PostgreSQL server started for tests or benchmarks. */

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPostgresDatabase, type PostgresDatabase, freePort } from './postgres-cluster.ts';
+import { createPostgresDatabase, type PostgresDatabase } from './postgres-cluster.ts';
+import { freePort } from './free-port.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from './server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from './backend.ts';
 

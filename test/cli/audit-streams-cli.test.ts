@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuditStream, AuditStreamWithSecret, WumAdminClient, WumClient } from 'wum/sdk';
+import type { AuditStream, AuditStreamWithSecret } from 'wum/sdk';
 import { json } from '../helpers/json.ts';
 import { BACKEND } from '../helpers/test-context.ts';
-import type { StreamReceiver } from '../../harness/stream-receivers.ts';
 import { startStreamsServer, type StreamsServer } from '../helpers/streams-server.ts';
 import { runWum } from '../../harness/run-wum.ts';
 
@@ -20,18 +19,12 @@ const TIMEOUT = { timeout: 180_000 };
  */
 describe(`wum audit streams against a server process [${BACKEND}]`, () => {
   let running: StreamsServer;
-  let admin: WumAdminClient;
-  let wum: WumClient;
-  let receiver: StreamReceiver;
-  let env: Record<string, string>;
-  let adminEnv: Record<string, string>;
   let dir: string;
 
-  const streams = (...args: string[]) => runWum(['audit', 'streams', ...args], env);
+  const streams = (...args: string[]) => runWum(['audit', 'streams', ...args], running.env);
 
   before(async () => {
     running = await startStreamsServer('siem');
-    ({ admin, wum, receiver, env, adminEnv } = running);
     dir = mkdtempSync(join(tmpdir(), 'wum-streams-cli-'));
   }, TIMEOUT);
   after(async () => {
@@ -40,12 +33,12 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
   });
 
   test('create prints the https secret once; list shows health; pause, resume, get, test, replay, delete', TIMEOUT, async () => {
-    const created = await streams('create', 'SIEM', '--https-url', receiver.url, '--action', 'user.created');
+    const created = await streams('create', 'SIEM', '--https-url', running.receiver.url, '--action', 'user.created');
     assert.equal(created.code, 0, created.stderr);
     assert.match(created.stdout, /signing secret is shown only this once:\n\n {2}whsec_\S+\n/);
     const id = /audit stream (\S+) \(SIEM\)/.exec(created.stdout)![1]!;
 
-    await wum.users.add({ email: 'ada@example.com', role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] });
+    await running.wum.users.add({ email: 'ada@example.com', role: 'non_owner', apps: [{ name: 'crm', role: 'member' }] });
     const deadline = Date.now() + 30_000;
     for (;;) {
       const listed = json<AuditStream[]>(await streams('list', '--json'));
@@ -53,11 +46,11 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
       assert.ok(Date.now() < deadline, `still lagging: ${JSON.stringify(listed)}`);
       await sleep(200);
     }
-    assert.ok(receiver.rows().some((r) => r.action === 'user.created' && r.target_id === 'ada@example.com'));
+    assert.ok(running.receiver.rows().some((r) => r.action === 'user.created' && r.target_id === 'ada@example.com'));
     const table = await streams('list');
     assert.equal(table.code, 0, table.stderr);
     for (const column of ['status', 'lag_rows', 'lag_seconds', 'last_delivered_at', 'last_error']) assert.match(table.stdout, new RegExp(column));
-    assert.match(table.stdout, new RegExp(`${id}.*SIEM.*https ${receiver.url.replace(/[.]/g, '\\.')}.*active +│ 0 `));
+    assert.match(table.stdout, new RegExp(`${id}.*SIEM.*https ${running.receiver.url.replace(/[.]/g, '\\.')}.*active +│ 0 `));
 
     const paused = await streams('pause', id);
     assert.equal(paused.code, 0, paused.stderr);
@@ -73,9 +66,9 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
     const tested = await streams('test', id);
     assert.equal(tested.code, 0, tested.stderr);
     assert.match(tested.stdout, /accepted the test row/);
-    receiver.down(true);
+    running.receiver.down(true);
     const refused = await streams('test', id);
-    receiver.down(false);
+    running.receiver.down(false);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /refused the test row: HTTP 503/);
 
@@ -103,10 +96,10 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
         { type: 's3', endpoint: 'http://127.0.0.1:9', region: 'eu-west-1', bucket: 'audit', prefix: 'wum/', access_key_id: 'AKID', secret_access_key_set: true },
       ],
       [['--syslog-host', '127.0.0.1', '--syslog-port', '6514', '--syslog-ca-file', ca], {}, { type: 'syslog', host: '127.0.0.1', port: 6514, ca_certificate: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' }],
-      [['--destination', `{"type":"https","url":"${receiver.url}"}`], {}, { type: 'https', url: receiver.url }],
+      [['--destination', `{"type":"https","url":"${running.receiver.url}"}`], {}, { type: 'https', url: running.receiver.url }],
     ] as const;
     for (const [flags, secrets, destination] of made) {
-      const run = await runWum(['audit', 'streams', 'create', 'one', '--format', 'ocsf', '--json', ...flags], { ...env, ...secrets });
+      const run = await runWum(['audit', 'streams', 'create', 'one', '--format', 'ocsf', '--json', ...flags], { ...running.env, ...secrets });
       assert.equal(run.code, 0, run.stderr);
       assert.deepEqual(json<AuditStream>(run).destination, destination);
       assert.equal(json<AuditStream>(run).format, 'ocsf');
@@ -116,8 +109,8 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
 
     const usage: Array<[string[], RegExp]> = [
       [[], /give one destination/],
-      [['--https-url', receiver.url, '--syslog-host', '127.0.0.1'], /give one destination.*got https, syslog/],
-      [['--https-url', receiver.url, '--s3-region', 'eu-west-1'], /--s3-region is for s3 destinations/],
+      [['--https-url', running.receiver.url, '--syslog-host', '127.0.0.1'], /give one destination.*got https, syslog/],
+      [['--https-url', running.receiver.url, '--s3-region', 'eu-west-1'], /--s3-region is for s3 destinations/],
       [['--s3-region', 'eu-west-1'], /give one destination/],
       [['--splunk-url', 'http://127.0.0.1:9'], /needs --splunk-token/],
       [['--s3-bucket', 'b', '--s3-region', 'r', '--s3-access-key-id', 'k'], /needs --s3-secret-access-key/],
@@ -125,8 +118,8 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
       [['--syslog-host', '127.0.0.1', '--syslog-port', '70000'], /Not a port/],
       [['--syslog-host', '127.0.0.1', '--syslog-port', '6514', '--syslog-ca-file', join(dir, 'missing.pem')], /cannot read --syslog-ca-file/],
       [['--destination', '{nope'], /--destination is not JSON/],
-      [['--destination', '{}', '--https-url', receiver.url], /cannot be combined/],
-      [['--https-url', receiver.url, '--format', 'xml'], /Allowed choices are json, ocsf/],
+      [['--destination', '{}', '--https-url', running.receiver.url], /cannot be combined/],
+      [['--https-url', running.receiver.url, '--format', 'xml'], /Allowed choices are json, ocsf/],
     ];
     for (const [flags, message] of usage) {
       const run = await streams('create', 'bad', ...flags);
@@ -137,24 +130,24 @@ describe(`wum audit streams against a server process [${BACKEND}]`, () => {
     const refused = await streams('create', 'bad', '--https-url', 'http://10.0.0.1/audit');
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /validation_failed[\s\S]*destination\.url/);
-    assert.deepEqual(await wum.auditStreams.list(), []);
+    assert.deepEqual(await running.wum.auditStreams.list(), []);
   });
 
   test('wum admin audit-streams: a stream of every workspace or of one, with the workspace column', TIMEOUT, async () => {
-    const all = await runWum(['admin', 'audit-streams', 'create', 'Everything', '--https-url', receiver.url, '--json'], adminEnv);
+    const all = await runWum(['admin', 'audit-streams', 'create', 'Everything', '--https-url', running.receiver.url, '--json'], running.adminEnv);
     assert.equal(all.code, 0, all.stderr);
     assert.equal(json<AuditStreamWithSecret>(all).workspace, null);
     assert.match(json<AuditStreamWithSecret>(all).secret ?? '', /^whsec_/);
-    const one = await runWum(['admin', 'audit-streams', 'create', 'Siem only', '--workspace', 'siem', '--https-url', receiver.url], adminEnv);
+    const one = await runWum(['admin', 'audit-streams', 'create', 'Siem only', '--workspace', 'siem', '--https-url', running.receiver.url], running.adminEnv);
     assert.equal(one.code, 0, one.stderr);
-    const listed = await runWum(['admin', 'audit-streams', 'list'], adminEnv);
+    const listed = await runWum(['admin', 'audit-streams', 'list'], running.adminEnv);
     assert.match(listed.stdout, /workspace/);
     assert.match(listed.stdout, /Everything +│ \(all\)/);
     assert.match(listed.stdout, /Siem only +│ siem/);
-    assert.deepEqual((await wum.auditStreams.list()).map((s) => s.name), ['Siem only']);
-    const paused = await runWum(['admin', 'audit-streams', 'pause', json<AuditStreamWithSecret>(all).id, '--json'], adminEnv);
+    assert.deepEqual((await running.wum.auditStreams.list()).map((s) => s.name), ['Siem only']);
+    const paused = await runWum(['admin', 'audit-streams', 'pause', json<AuditStreamWithSecret>(all).id, '--json'], running.adminEnv);
     assert.equal(json<AuditStream>(paused).status, 'paused');
-    for (const s of await admin.auditStreams.list()) assert.equal((await runWum(['admin', 'audit-streams', 'delete', s.id], adminEnv)).code, 0);
-    assert.match((await runWum(['admin', 'audit-streams', 'list'], adminEnv)).stdout, /No audit streams\./);
+    for (const s of await running.admin.auditStreams.list()) assert.equal((await runWum(['admin', 'audit-streams', 'delete', s.id], running.adminEnv)).code, 0);
+    assert.match((await runWum(['admin', 'audit-streams', 'list'], running.adminEnv)).stdout, /No audit streams\./);
   });
 });

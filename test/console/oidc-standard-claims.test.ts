@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
 import { assertAccessible, launchChromium } from '../../harness/browser.ts';
-import { freePort } from '../../harness/postgres-cluster.ts';
+import { freePort } from '../../harness/free-port.ts';
 import { buildConsole } from '../../scripts/build-console.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { storageDependencies } from '../../src/server/app-dependencies.ts';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'wum/sdk';
-import { freePort } from '../../harness/postgres-cluster.ts';
+import { freePort } from '../../harness/free-port.ts';
 import { SERVER_ARGS, REPO_ROOT, spawnServer, waitForDemoKey, type ServerProcess } from '../../harness/server-process.ts';
 import { ADMIN_TOKEN, BACKEND } from '../helpers/test-context.ts';
 import { startOpenIdProvider, type TestOpenIdProvider } from '../helpers/oidc-provider.ts';

@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createPostgresDatabase, type PostgresDatabase, freePort } from '../../harness/postgres-cluster.ts';
+import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
+import { freePort } from '../../harness/free-port.ts';
 import { SERVER_ARGS, listeningPid, sendRequest, spawnServer, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { DEMO_KEY_FILE } from '../../src/server/demo-key.ts';
 import { BACKEND } from '../helpers/test-context.ts';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { freePort } from '../../harness/postgres-cluster.ts';
+import { freePort } from '../../harness/free-port.ts';
 import { sendRequest, type HttpResponse, type ServerProcess } from '../../harness/server-process.ts';
 import { LISTENING, START_TIMEOUT_MS, serverStorage, startServer, type ServerStorage } from '../reliability/support.ts';
 import { json } from './json.ts';

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { secretsEqual } from '../../src/core/api-keys/api-key-secret.ts';
-import { freePort } from '../../harness/postgres-cluster.ts';
+import { freePort } from '../../harness/free-port.ts';
 import { listeningPid, sendRequest, type ServerProcess } from '../../harness/server-process.ts';
 import { BACKEND, createTestContext, type TestContext } from '../helpers/test-context.ts';
 import { LISTENING, START_TIMEOUT_MS, serverStorage, sleep, startServer, type ServerStorage } from './support.ts';

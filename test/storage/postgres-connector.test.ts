@@ -8,12 +8,12 @@ import { createStore } from '../../src/storage/store.ts';
 import { assertProblem } from '../reliability/support.ts';
 import {
   createPostgresDatabase,
-  freePort,
   startPostgresCluster,
   withClient,
   type PostgresCluster,
   type PostgresDatabase,
 } from '../../harness/postgres-cluster.ts';
+import { freePort } from '../../harness/free-port.ts';
 import { ADMIN_TOKEN, API, BACKEND, testConfig, testKeyRing, userBody } from '../helpers/test-context.ts';
 import { json } from '../helpers/json.ts';
 
