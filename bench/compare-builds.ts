@@ -10,7 +10,8 @@
  * See docs/performance.md, "The fixed cost of a request".
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { freePort } from '../harness/free-port.ts';
+import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad } from './http-load.ts';
 import { sampleUsage, startServer } from './processes.ts';

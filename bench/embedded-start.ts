@@ -21,7 +21,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildBundles } from '../scripts/build-bundles.ts';
-import { freePort } from '../harness/postgres-cluster.ts';
+import { freePort } from '../harness/free-port.ts';
 import { sendRequest } from '../harness/server-process.ts';
 import { DEMO_KEY_FILE } from '../src/server/demo-key.ts';
 import { watchMachineLoad } from './machine-load.ts';

@@ -6,7 +6,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { freePort, withClient } from '../harness/postgres-cluster.ts';
+import { freePort } from '../harness/free-port.ts';
+import { withClient } from '../harness/postgres-cluster.ts';
 import { TEST_SECRETS_KEY } from '../harness/backend.ts';
 
 /**

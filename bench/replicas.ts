@@ -5,7 +5,7 @@
  * ratio says what adding replicas buys on this machine; and three replicas with REDIS_URL and
  * the limits on (set high enough never to refuse), which is what sharing them costs.
  */
-import { freePort } from '../harness/postgres-cluster.ts';
+import { freePort } from '../harness/free-port.ts';
 import { startHaproxy, type Haproxy } from '../harness/haproxy.ts';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';

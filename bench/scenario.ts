@@ -9,7 +9,8 @@
  * Use `npm run bench` for the record. See docs/performance.md.
  */
 import { parseArgs } from 'node:util';
-import { freePort, startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { freePort } from '../harness/free-port.ts';
+import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { runHttpLoad } from './http-load.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import type { HttpRequestSpec } from './http-load.ts';

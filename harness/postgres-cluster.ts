@@ -6,9 +6,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port.ts';
 
-/** Re-exported only for the benchmarks that still import it from here; everything else imports free-port.ts. */
-export { freePort };
-
 /** A throw-away PostgreSQL server started for tests or benchmarks. */
 export interface PostgresCluster {
   /** Superuser URL of the `postgres` database on 127.0.0.1. */
