@@ -56,6 +56,7 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
   const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
   let stopping = false;
   let wakeUp: (() => void) | undefined;
+  let woken = false;
   let batchSize = shared ? 200 : BATCH_SIZE;
 
   /** Runs a claimed job's batches until it is over, this worker stops, or its batches keep failing. */
@@ -86,6 +87,8 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
 
   const loop = (async () => {
     while (!stopping) {
+      // A wake that comes while this pass looks for a job is kept: the pass then looks again at once.
+      woken = false;
       let claim: ImportClaim | undefined;
       try {
         claim = await store.imports.claim(owner, IMPORT_LEASE_MS);
@@ -97,6 +100,7 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
         await work(claim);
         continue;
       }
+      if (woken) continue;
       await new Promise<void>((resolve) => {
         wakeUp = resolve;
         setTimeout(resolve, pollMs).unref();
@@ -106,7 +110,10 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
   })();
 
   return {
-    wake: () => wakeUp?.(),
+    wake: () => {
+      woken = true;
+      wakeUp?.();
+    },
     async stop() {
       stopping = true;
       wakeUp?.();

@@ -102,6 +102,8 @@ export async function startService(config: Config, options: ServiceOptions = {})
   let deliveriesDue = (): void => {};
   // Bound below, once the scheduler runs: a user written here may be due sooner than it sleeps.
   let userWritten = (): void => {};
+  // Bound below, once the import worker runs: a job queued here starts without waiting for its poll.
+  let importQueued = (): void => {};
   const store = createStore(database.db, {
     keyRing: keys.ring,
     cacheTtlMs: config.cacheTtlMs,
@@ -109,6 +111,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
       deliveriesDue();
       userWritten();
     },
+    onImportQueued: () => importQueued(),
     ...(options.onChange ? { onChange: options.onChange } : {}),
   });
   const registry = new Registry();
@@ -228,6 +231,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     log: app.log.child({ component: 'imports' }),
     sharedConnection: database.kind === 'pglite',
   });
+  importQueued = () => imports.wake();
   const maintenance = maintainEmbeddedStore(database, config.embeddedMaintenance, app.log.child({ component: 'embedded-maintenance' }), registry);
   if (maintenance && config.embeddedMaintenance) {
     scheduler.add({ name: 'embedded-maintenance', intervalMs: config.embeddedMaintenance.intervalMs, run: async () => maintenance.delayAfter(await maintenance.step()) });

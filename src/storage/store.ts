@@ -65,6 +65,8 @@ export interface StoreOptions {
    * a stream's pause; a redelivery): wakes the delivery worker.
    */
   readonly onDeliveriesDue?: DeliveriesDue;
+  /** Called after this store queued an import job (its upload complete): wakes the import worker. */
+  readonly onImportQueued?: () => void;
 }
 
 /** A {@link Store} that serves key look-ups and the catalogue from a {@link ReadCache}. */
@@ -145,6 +147,14 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
       resolve: (subdomain, keyHash) => cache.resolve(subdomain, keyHash, () => base.apiKeys.resolve(subdomain, keyHash)),
     },
     products: { ...base.products, findAll: () => cache.products(() => base.products.findAll()) },
+    imports: {
+      ...base.imports,
+      async uploaded(...args) {
+        const job = await base.imports.uploaded(...args);
+        options.onImportQueued?.();
+        return job;
+      },
+    },
     mapError: mapDatabaseError,
     openSecret: (stored) => decryptSecret(keyRing, stored),
     reencryptSecrets: (scope) => reencryptSecrets(db, keyRing, scope),

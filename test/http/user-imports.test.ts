@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { buildApp } from '../../src/http/app.ts';
+import { storageDependencies } from '../../src/server/app-dependencies.ts';
 import { startImportWorker, type ImportWorker } from '../../src/server/import-worker.ts';
 import { rowsOf } from '../../src/storage/rows.ts';
-import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
+import { createStore } from '../../src/storage/store.ts';
+import { API, BACKEND, createTestContext, testKeyRing, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { json, userData } from '../helpers/json.ts';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
@@ -245,5 +248,29 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     assert.equal(json<'Problem'>(await ctx.api(ws, 'GET', '/users/imports/not-a-uuid')).code, 'import_not_found');
     // A failed upload holds nothing up.
     assert.equal((await upload(ws, 'email,role\nz@example.com,non_owner\n', 'text/csv')).statusCode, 202);
+  });
+
+  test('a queued job wakes the import worker of its process: it starts without waiting for the next poll', async () => {
+    await stopWorker();
+    // A worker that would look for jobs again only in ten minutes, woken by the store the app writes through (as the server wires them).
+    const store = createStore(ctx.database.db, { keyRing: testKeyRing(), onImportQueued: () => sleeper.wake() });
+    const sleeper = startImportWorker({ store, log: silent, pollMs: 600_000, sharedConnection: BACKEND === 'pglite' });
+    const app = await buildApp(ctx.config, { ...storageDependencies(ctx.config, ctx.database, store), logger: false });
+    try {
+      const ws = await ctx.createWorkspace();
+      const res = await app.inject({
+        method: 'POST',
+        url: `${API}/users/imports`,
+        headers: { host: ws.host, 'x-api-key': ws.apiKey, 'content-type': 'text/csv' },
+        payload: 'email,role\nwoken@example.com,non_owner\n',
+      });
+      assert.equal(res.statusCode, 202, res.body);
+      const done = await finished(ws, json<'startUserImport'>(res).id);
+      assert.equal(done.status, 'completed');
+      assert.equal(done.added, 1);
+    } finally {
+      await app.close();
+      await sleeper.stop();
+    }
   });
 });
