@@ -82,7 +82,7 @@ function idAndTime(row: Record<string, unknown>): { id: number; occurredAt: numb
 class Arrivals {
   /** Audit id → lag (ms) of its first arrival, for ids after {@link from}. */
   readonly lagOf = new Map<number, number>();
-  from = Number.MAX_SAFE_INTEGER;
+  from = 0;
   maxSeen = 0;
   batches = 0;
   rows = 0;
@@ -90,9 +90,11 @@ class Arrivals {
 
   constructor(readonly name: string) {}
 
-  /** Starts a window: only ids after `from` are kept, the batch counts start again. */
+  /** Starts a window: only ids after `from` count, the batch counts start again. */
   reset(from: number): void {
-    this.lagOf.clear();
+    // Rows of the window may arrive while the window's start is being established (a request of
+    // the warm-up still in flight takes its id after it): those after `from` are kept.
+    for (const id of this.lagOf.keys()) if (id <= from) this.lagOf.delete(id);
     this.from = from;
     this.batches = 0;
     this.rows = 0;
@@ -378,29 +380,48 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
     const add = () => addRequest(ws);
     const rows: ReportRow[] = [];
 
-    const none = { scenario: `POST /users, no audit stream (${bench.connections} connections)`, ...(await measure(add, bench.seconds)) };
-    bench.log(`${none.scenario}: ${none.measured.perSecond.toFixed(0)}/s`);
-    rows.push(none);
-
-    for (const [type, destination] of Object.entries(destinations.destinations)) {
-      const created = await wum.auditStreams.create({ name: `bench ${type}`, format: bench.format, destination: destination as Parameters<WumClient['auditStreams']['create']>[0]['destination'] });
-      const tested = await wum.auditStreams.test(created.id);
-      if (!tested.ok) throw new Error(`the ${type} stream's test send failed: ${JSON.stringify(tested)}`);
+    // Turns: none, with, none (the streams paused: a paused stream costs nothing), with (resumed,
+    // its backlog delivered first), so that neither side has the fresh server or the later
+    // minutes to itself; the ratio is of the two turns' mean rates.
+    const streamIds: string[] = [];
+    const turns: Array<Awaited<ReturnType<typeof measure>>> = [];
+    const backlogs: number[] = [];
+    const drainAll = async () =>
+      drained(destinations, await ids.latest()).catch((error: Error) => {
+        bench.log(error.message);
+        return Number.NaN;
+      });
+    for (let turn = 0; turn < 4; turn += 1) {
+      const streaming = turn % 2 === 1;
+      if (turn === 1) {
+        for (const [type, destination] of Object.entries(destinations.destinations)) {
+          const created = await wum.auditStreams.create({ name: `bench ${type}`, format: bench.format, destination: destination as Parameters<WumClient['auditStreams']['create']>[0]['destination'] });
+          const tested = await wum.auditStreams.test(created.id);
+          if (!tested.ok) throw new Error(`the ${type} stream's test send failed: ${JSON.stringify(tested)}`);
+          streamIds.push(created.id);
+        }
+      } else if (turn === 2) {
+        for (const id of streamIds) await wum.auditStreams.pause(id);
+      } else if (turn === 3) {
+        for (const id of streamIds) await wum.auditStreams.resume(id);
+        await drainAll();
+      }
+      const measured = await measure(add, bench.seconds);
+      if (streaming) backlogs.push(await drainAll());
+      turns.push(measured);
+      bench.log(`POST /users, turn ${turn + 1}, ${streaming ? '4 audit streams' : 'no stream sending'}: ${measured.measured.perSecond.toFixed(0)}/s`);
     }
-
-    const withStreams = { scenario: `POST /users, 4 audit streams (${bench.connections} connections)`, ...(await measure(add, bench.seconds)) };
-    const ratio = withStreams.measured.perSecond / none.measured.perSecond;
-    const backlogMs = await drained(destinations, await ids.latest()).catch((error: Error) => {
-      bench.log(error.message);
-      return Number.NaN;
-    });
-    bench.log(`${withStreams.scenario}: ${withStreams.measured.perSecond.toFixed(0)}/s (${ratio.toFixed(2)}×); its rows reached every receiver ${(backlogMs / 1000).toFixed(1)} s after the load`);
+    const mean = (of: typeof turns) => of.reduce((sum, t) => sum + t.measured.perSecond, 0) / of.length;
+    const noneRate = mean([turns[0]!, turns[2]!]);
+    const withRate = mean([turns[1]!, turns[3]!]);
+    const ratio = withRate / noneRate;
+    turns.forEach((t, i) => rows.push({ scenario: `POST /users, turn ${i + 1}: ${i % 2 === 1 ? '4 audit streams' : 'no stream sending'} (${bench.connections} connections)`, ...t }));
     rows.push({
-      ...withStreams,
-      baseline: { label: 'no stream', perSecond: none.measured.perSecond },
-      target: { text: `≥ ${RATIO_GOAL}×`, met: ratio >= RATIO_GOAL && withStreams.measured.errors === 0 },
+      scenario: 'POST /users with 4 audit streams ÷ none, mean of two turns each',
+      note: `${withRate.toFixed(0)} / ${noneRate.toFixed(0)} req/s = ${ratio.toFixed(2)}×`,
+      target: { text: `≥ ${RATIO_GOAL}×`, met: ratio >= RATIO_GOAL && turns.every((t) => t.measured.errors === 0) },
     });
-    rows.push({ scenario: 'rows of the full-speed load: all at every receiver', note: `${(backlogMs / 1000).toFixed(1)} s after it ended` });
+    rows.push({ scenario: 'rows of the full-speed turns with streams: all at every receiver', note: backlogs.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(' and ') + ' after each ended' });
 
     // Paced: adds and renames alternate, each one audit row; the warm-up's rows are delivered before the window opens.
     let turn = 0;
