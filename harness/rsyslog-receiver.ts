@@ -96,6 +96,10 @@ export interface RsyslogReceiver {
   messages(count: number): Promise<string[]>;
   /** Each received message's parsed header fields and MSG, `|`-separated, once at least `count` have arrived. */
   headers(count: number): Promise<string[]>;
+  /** Stops the daemon and keeps its files: the port refuses connections until {@link RsyslogReceiver.up}. */
+  down(): Promise<void>;
+  /** Starts the daemon again on the same port, certificate and files. */
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -137,13 +141,30 @@ action(type="omfile" file="${arrivalsFile}" template="arrival")
 `,
   );
   let stderr = '';
-  const child = spawn(RSYSLOGD, ['-n', '-f', conf, '-i', join(dir, 'rsyslogd.pid')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    stderr = '';
+    const started = spawn(RSYSLOGD, ['-n', '-f', conf, '-i', join(dir, 'rsyslogd.pid')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    started.stdout.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    started.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child = started;
+    try {
+      await waitForListener(port, started, () => stderr);
+    } catch (error) {
+      started.kill('SIGKILL');
+      throw error;
+    }
+  };
+  const halt = async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child!.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  };
   try {
-    await waitForListener(port, child, () => stderr);
+    await launch();
   } catch (error) {
-    child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
@@ -163,12 +184,10 @@ action(type="omfile" file="${arrivalsFile}" template="arrival")
     arrivalsFile,
     messages: (count) => linesOf(messagesFile, count),
     headers: (count) => linesOf(headersFile, count),
+    down: halt,
+    up: launch,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -167,7 +167,7 @@ export function createStreamTestSend(settings: Pick<StreamWorkerSettings, 'polic
 
 /**
  * Starts the audit stream worker of this process (docs/api.md, "Audit streams"; docs/operations.md,
- * "Audit streams"): every 250 ms (and whenever a batch ends) it samples the audit ids for its
+ * "Audit streams"): every 250 ms (and at once after a full batch) it samples the audit ids for its
  * settled horizon (core/audit-streams/settled-horizon.ts), claims streams with rows after their
  * cursor up to that horizon (one process at a time per stream: `FOR UPDATE SKIP LOCKED`, then a
  * lease), reads up to {@link BATCH_ROWS} rows of the destination's type in audit id order, writes them in the stream's format, sends them with the destination type's
@@ -192,7 +192,8 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
       };
     }).finally(() => (wakeUp = undefined));
 
-  async function deliver(claim: ClaimedStream, settledThrough: number): Promise<void> {
+  /** Sends one batch of the claimed stream; resolves true when it was full (more rows are waiting: look again at once). */
+  async function deliver(claim: ClaimedStream, settledThrough: number): Promise<boolean> {
     const { stream } = claim;
     const batchRows = BATCH_ROWS[stream.destination.type];
     const { rows, through } = await queue.readRows(stream, batchRows, settledThrough);
@@ -200,7 +201,7 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
       // Only rows of other actions (or none settled yet): the cursor moves past them, nothing is sent.
       if (through > stream.cursor) await queue.recordDelivered(claim, through, GATHER_MS, false);
       else await queue.release(claim, GATHER_MS);
-      return;
+      return false;
     }
     try {
       const credentials = JSON.parse(store.openSecret(claim.credentials)) as StreamCredentials;
@@ -212,20 +213,23 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
       const retryInMs = streamRetryDelayMs(claim.failures + 1);
       log.warn({ stream: stream.id, error: message, retryInMs }, 'audit stream batch failed; retrying');
       await queue.recordFailed(claim, message, retryInMs);
-      return;
+      return false;
     }
-    if (await queue.recordDelivered(claim, through, rows.length === batchRows ? 0 : GATHER_MS, true)) {
+    const full = rows.length === batchRows;
+    if (await queue.recordDelivered(claim, through, full ? 0 : GATHER_MS, true)) {
       m.rows.inc({ stream: stream.id }, rows.length);
     }
+    return full;
   }
 
   function run(claim: ClaimedStream, settledThrough: number): void {
     const task = deliver(claim, settledThrough)
+      .then((full) => {
+        // A stream behind is due again at once; any other waits for the next pass.
+        if (full) wakeUp?.();
+      })
       .catch((err: unknown) => log.error({ err, stream: claim.stream.id }, 'could not send an audit stream batch'))
-      .finally(() => {
-        tasks.delete(task);
-        wakeUp?.();
-      });
+      .finally(() => tasks.delete(task));
     tasks.add(task);
   }
 
@@ -233,7 +237,7 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
   async function loop(): Promise<void> {
     while (!stopping) {
       try {
-        // Sampled on every pass, busy or not, so that rows settle one pass after they commit.
+        // Sampled on every pass, so that rows settle one pass after they commit.
         const sample = await queue.sampleAuditIds();
         const settledThrough = sample ? horizon.observe(sample) : 0;
         if (sample && tasks.size < MAX_STREAMS) {

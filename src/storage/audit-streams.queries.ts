@@ -241,9 +241,10 @@ export function createStreamQueue(db: Database): StreamQueue {
     async readRows(stream, limit, settledThrough): Promise<StreamRows> {
       const scan = limit * SCAN_FACTOR;
       const rows = rowsOf<AuditRow>(
-        await db.execute(sql`select a.id, a.workspace_id, w.subdomain, a.occurred_at, a.actor_type, a.actor_id, a.actor_label, a.request_id,
-            a.action, a.target_type, a.target_id, a.user_id, a.before, a.after
-          from audit_events a left join workspaces w on w.id = a.workspace_id
+        // A workspace's stream knows its subdomain: only an operator's stream of every workspace looks each row's up.
+        await db.execute(sql`select a.id, a.workspace_id, ${stream.workspaceId === null ? sql`(select w.subdomain from workspaces w where w.id = a.workspace_id)` : sql`${stream.workspace}::text`} as subdomain,
+            a.occurred_at, a.actor_type, a.actor_id, a.actor_label, a.request_id, a.action, a.target_type, a.target_id, a.user_id, a.before, a.after
+          from audit_events a
           where a.id > ${stream.cursor}::int8 and a.id <= ${settledThrough}::int8 and ${rowsOfStream(stream.workspaceId)}
           order by a.id limit ${scan}::int`),
       );

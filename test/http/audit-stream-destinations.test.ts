@@ -83,6 +83,19 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
     }
   }
 
+  /** The audit ids of the objects under `prefix`, in key order. */
+  async function s3IdsUnder(prefix: string): Promise<number[]> {
+    const listed = await reader.send(new ListObjectsV2Command({ Bucket: 'audit', Prefix: prefix }));
+    const keys = (listed.Contents ?? []).map((object) => object.Key!).sort();
+    const ids: number[] = [];
+    for (const key of keys) {
+      const object = await reader.send(new GetObjectCommand({ Bucket: 'audit', Key: key }));
+      const text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
+      ids.push(...text.trim().split('\n').map((line) => (JSON.parse(line) as { id: number }).id));
+    }
+    return ids;
+  }
+
   /** Drops repeats (at least once) and checks what is left is in audit order. */
   function assertInOrder(ids: number[], expected: number[]): void {
     const once = ids.filter((id, i) => ids.indexOf(id) === i);
@@ -98,17 +111,7 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
     }
     assert.equal((await ctx.api(ws, 'DELETE', '/users/sink0@example.com')).statusCode, 204);
 
-    const s3Ids = async () => {
-      const listed = await reader.send(new ListObjectsV2Command({ Bucket: 'audit', Prefix: 'wum/' }));
-      const keys = (listed.Contents ?? []).map((object) => object.Key!).sort();
-      const ids: number[] = [];
-      for (const key of keys) {
-        const object = await reader.send(new GetObjectCommand({ Bucket: 'audit', Key: key }));
-        const text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
-        ids.push(...text.trim().split('\n').map((line) => (JSON.parse(line) as { id: number }).id));
-      }
-      return ids;
-    };
+    const s3Ids = () => s3IdsUnder('wum/');
     const s3Expected = await auditIdsAfter(toS3.cursor);
     assertInOrder(await untilAll('s3', s3Expected, s3Ids), s3Expected);
 
@@ -131,6 +134,49 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
     for (const id of [toS3.id, toSyslog.id, inOcsf.id]) {
       const health = json<'getOwnAuditStream'>(await ctx.api(ws, 'GET', `/audit-streams/${id}`));
       assert.equal(health.last_error, null, JSON.stringify(health));
+    }
+  });
+
+  test('s3 and syslog down for a while, then back: failing with last_error, then every row in audit order', { timeout: 90_000 }, async () => {
+    const toS3 = await create({ name: 'Bucket, flaky', destination: { type: 's3', endpoint: s3Endpoint, region: 'us-east-1', bucket: 'audit', prefix: 'flaky/', ...S3_KEYS } });
+    const toSyslog = await create({ name: 'Syslog, flaky', destination: { type: 'syslog', host: '127.0.0.1', port: syslog.port, ca_certificate: syslog.caPem } });
+    await s3.close();
+    await syslog.down();
+    for (let i = 0; i < 3; i += 1) assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody(`down${i}@example.com`) })).statusCode, 201);
+
+    const health = async (id: string) => json<'getOwnAuditStream'>(await ctx.api(ws, 'GET', `/audit-streams/${id}`));
+    for (const id of [toS3.id, toSyslog.id]) {
+      const deadline = Date.now() + 30_000;
+      let seen = await health(id);
+      while (seen.status !== 'failing') {
+        assert.ok(Date.now() < deadline, `the stream failing: ${JSON.stringify(seen)}`);
+        await sleep(100);
+        seen = await health(id);
+      }
+      assert.match(seen.last_error ?? '', /ECONNREFUSED/, 'what the destination did, in last_error');
+      assert.ok(seen.lag_rows >= 3);
+    }
+
+    // Back on the same address, the bucket's objects kept.
+    s3 = new S3rver({ address: '127.0.0.1', port: Number(new URL(s3Endpoint).port), directory: s3Dir, silent: true });
+    await s3.run();
+    await syslog.up();
+    for (let i = 0; i < 2; i += 1) assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody(`back${i}@example.com`) })).statusCode, 201);
+
+    const s3Expected = await auditIdsAfter(toS3.cursor);
+    assertInOrder(await untilAll('s3', s3Expected, () => s3IdsUnder('flaky/')), s3Expected);
+    const syslogExpected = await auditIdsAfter(toSyslog.cursor);
+    const syslogIds = async () => (await syslog.messages(0)).map((line) => (JSON.parse(line) as { id: number }).id).filter((id) => id > toSyslog.cursor);
+    assertInOrder(await untilAll('syslog', syslogExpected, syslogIds), syslogExpected);
+    for (const id of [toS3.id, toSyslog.id]) {
+      const deadline = Date.now() + 30_000;
+      let seen = await health(id);
+      while (seen.status !== 'active' || seen.lag_rows !== 0) {
+        assert.ok(Date.now() < deadline, `the stream active again: ${JSON.stringify(seen)}`);
+        await sleep(100);
+        seen = await health(id);
+      }
+      assert.equal(seen.last_error, null);
     }
   });
 });
