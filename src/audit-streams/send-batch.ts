@@ -12,6 +12,8 @@ export interface StreamBatch {
   /** The first and last audit id of the batch (ids grow with time). */
   readonly firstAuditId: number;
   readonly lastAuditId: number;
+  /** When each row happened, in the order of `lines` (what a receiver files it under: HEC's `time`, syslog's TIMESTAMP). */
+  readonly occurredAt: readonly Date[];
   /** When the first and the last row of the batch happened. */
   readonly firstOccurredAt: Date;
   readonly lastOccurredAt: Date;

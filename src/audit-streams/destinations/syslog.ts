@@ -29,22 +29,6 @@ function hostnameField(): string {
 }
 
 /**
- * When the row happened, read from the line (`occurred_at` of the `json` format, `time` in ms
- * of `ocsf`), so that a receiver indexing by the syslog TIMESTAMP files the row at its own time;
- * the batch's first row's time for a line that says none.
- */
-function occurredAt(line: string, fallback: Date): Date {
-  try {
-    const row = JSON.parse(line) as { occurred_at?: unknown; time?: unknown };
-    const at = typeof row.occurred_at === 'string' ? new Date(row.occurred_at) : typeof row.time === 'number' ? new Date(row.time) : undefined;
-    if (at && !Number.isNaN(at.getTime())) return at;
-  } catch {
-    // Not JSON: the fallback says when.
-  }
-  return fallback;
-}
-
-/**
  * One RFC 5424 message in its RFC 5425 frame: `<len> <PRI>1 TIMESTAMP HOSTNAME wum - AUDIT - <line>`.
  * MSG is the line as UTF-8 without a BOM (RFC 5424 §6.4 allows MSG-ANY): a BOM would sit in
  * front of the JSON of every receiver that does not strip it. MSG-LEN counts octets, not characters.
@@ -109,7 +93,7 @@ export const sendSyslogBatch: SendBatch<SyslogDestination> = (destination, batch
       return reject(failure(error, destination));
     }
     const host = hostnameField();
-    const frames = Buffer.concat(batch.lines.map((line) => syslogFrame(line, occurredAt(line, batch.firstOccurredAt), host)));
+    const frames = Buffer.concat(batch.lines.map((line, i) => syslogFrame(line, batch.occurredAt[i] ?? batch.firstOccurredAt, host)));
     const literal = literalAddress(destination.host) !== undefined;
     let settled = false;
     const settle = (error?: unknown) => {
