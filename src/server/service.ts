@@ -100,17 +100,17 @@ export async function startService(config: Config, options: ServiceOptions = {})
   });
   // Who is told of committed deliveries: this process's worker, or (without one) the others'.
   let deliveriesDue = (): void => {};
-  // Bound below, once the scheduler runs: a user written here may be due sooner than it sleeps.
+  // Bound below, once the scheduler runs: a user written here may be due sooner than it sleeps
+  // (only such writes call it: a look after every write cost a quarter to a third of a write's CPU,
+  // docs/performance.md, "Writes against the plain SQL").
   let userWritten = (): void => {};
   // Bound below, once the import worker runs: a job queued here starts without waiting for its poll.
   let importQueued = (): void => {};
   const store = createStore(database.db, {
     keyRing: keys.ring,
     cacheTtlMs: config.cacheTtlMs,
-    onDeliveriesDue: () => {
-      deliveriesDue();
-      userWritten();
-    },
+    onDeliveriesDue: () => deliveriesDue(),
+    onDueSooner: () => userWritten(),
     onImportQueued: () => importQueued(),
     ...(options.onChange ? { onChange: options.onChange } : {}),
   });

@@ -1,3 +1,4 @@
+import { mayBeDueSooner } from '../core/lifecycle/due-sooner.ts';
 import type { Repositories, Store } from '../core/ports.ts';
 import { decryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
 import type { DeliveriesDue } from '../core/webhooks/delivery-queue.ts';
@@ -65,6 +66,12 @@ export interface StoreOptions {
    * a stream's pause; a redelivery): wakes the delivery worker.
    */
   readonly onDeliveriesDue?: DeliveriesDue;
+  /**
+   * Called after this store committed a write of a user that may be due sooner than the sweep
+   * of access that ends on time sleeps ({@link mayBeDueSooner}): wakes the sweep. Not called
+   * for the rest, so a burst of ordinary writes costs the sweep no look at its next due instant.
+   */
+  readonly onDueSooner?: () => void;
   /** Called after this store queued an import job (its upload complete): wakes the import worker. */
   readonly onImportQueued?: () => void;
 }
@@ -117,6 +124,32 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
 }
 
 /**
+ * The repositories, with `due` called after each write of one user that {@link mayBeDueSooner}
+ * (an import's batch of new users: when any of them may be).
+ */
+function watchDueSooner(repos: Repositories, due: () => void): Repositories {
+  const { users } = repos;
+  const tell = <R>(result: R, sooner: boolean): R => {
+    if (result && sooner) due();
+    return result;
+  };
+  return {
+    ...repos,
+    users: {
+      ...users,
+      insertIfAbsent: async (workspaceId, id, user, record) =>
+        tell(await users.insertIfAbsent(workspaceId, id, user, record), mayBeDueSooner(user, record.eventType)),
+      insertMany: async (workspaceId, batch) =>
+        tell(await users.insertMany(workspaceId, batch), batch.some((b) => mayBeDueSooner(b.user, b.record.eventType))),
+      write: async (workspaceId, current, user, record) =>
+        tell(await users.write(workspaceId, current, user, record), mayBeDueSooner(user, record.eventType)),
+      writeIfUnchanged: async (workspaceId, current, user, record) =>
+        tell(await users.writeIfUnchanged(workspaceId, current, user, record), mayBeDueSooner(user, record.eventType)),
+    },
+  };
+}
+
+/**
  * Builds the domain's {@link Store} over a Drizzle database: repositories bound to the pool,
  * and `transaction`, which binds fresh repositories to one transaction and maps constraint
  * violations to AppErrors (e.g. `users__workspace_email` → `user_already_exists`).
@@ -126,7 +159,7 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
  * `notify.ts`) and empties this process's cache once it has committed (and calls
  * `options.onChange`). A transaction that wrote a user (and so an outbox event and its webhook
  * deliveries) or redelivered one calls `options.onDeliveriesDue` once it has committed, and never
- * for a rollback. Source: docs/contract.md Part B, "Running several replicas".
+ * for a rollback; one that wrote a user who may be due sooner calls `options.onDueSooner` likewise. Source: docs/contract.md Part B, "Running several replicas".
  */
 export function createStore(db: Database, options: StoreOptions): CachingStore {
   const { keyRing } = options;
@@ -134,8 +167,10 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
   const onDue = options.onDeliveriesDue;
   // Inside a request transaction, a returned method or domain transaction has not committed yet.
   const deliveriesDue = onDue ? () => afterCommit(onDue) : () => {};
+  const onSooner = options.onDueSooner;
+  const dueSooner = onSooner ? () => afterCommit(onSooner) : () => {};
   // Outside a transaction each change has committed already when its method returns.
-  const base = watchChanges(watchDeliveries(repositories(db, keyRing), deliveriesDue), async () => {
+  const base = watchChanges(watchDueSooner(watchDeliveries(repositories(db, keyRing), deliveriesDue), dueSooner), async () => {
     cache.invalidate();
     // Outside a transaction the change has committed already: tell the others right after.
     await announceCacheChange(db);
@@ -163,10 +198,14 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
     async transaction(work) {
       let changed = false;
       let delivering = false;
+      let sooner = false;
       let result;
       try {
         result = await db.transaction(async (tx) => {
-          const repos = watchDeliveries(repositories(tx, keyRing), () => void (delivering = true));
+          const repos = watchDueSooner(
+            watchDeliveries(repositories(tx, keyRing), () => void (delivering = true)),
+            () => void (sooner = true),
+          );
           const value = await work(watchChanges(repos, () => void (changed = true)));
           // Delivered to every listener when this transaction commits, and never if it rolls back.
           if (changed) await announceCacheChange(tx);
@@ -177,6 +216,7 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
       }
       if (changed) cache.invalidate();
       if (delivering) deliveriesDue();
+      if (sooner) dueSooner();
       return result;
     },
   };
