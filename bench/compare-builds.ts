@@ -1,6 +1,7 @@
 /*
  * `node --import tsx bench/compare-builds.ts NAME=SERVER_JS … [--rounds N] [--seconds S]
- * [--warmup S]`: `GET /products` against several compiled servers, taken in turn round after
+ * [--warmup S] [--scenario products|list]`: `GET /products` (or `GET /users` page 1 of the
+ * 10,000 users, `--scenario list`) against several compiled servers, taken in turn round after
  * round against one seeded PostgreSQL, so that a before/after comparison shares the
  * machine's moments (on a shared machine the rate moves more between minutes than between
  * builds). `NAME=bare` is the bare Fastify server of bench/framework-ceiling.ts. Build each
@@ -15,7 +16,7 @@ import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad } from './http-load.ts';
 import { sampleUsage, startServer } from './processes.ts';
-import { productsRequest } from './requests.ts';
+import { listRequest, productsRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 
 const { values: options, positionals } = parseArgs({
@@ -24,6 +25,7 @@ const { values: options, positionals } = parseArgs({
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '4' },
     warmup: { type: 'string', default: '6' },
+    scenario: { type: 'string', default: 'products' },
   },
 });
 
@@ -39,6 +41,9 @@ const variants: Variant[] = positionals.map((argument) => {
   return { name, script: script === 'bare' ? CEILING_SCRIPT : script };
 });
 if (variants.length === 0) throw new Error('name at least one NAME=SERVER_JS');
+if (options.scenario !== 'products' && options.scenario !== 'list') throw new Error(`unknown scenario ${options.scenario}: products or list`);
+// The bare server answers only the catalogue: against page 1 it would measure another request.
+if (options.scenario === 'list' && variants.some((v) => v.script === CEILING_SCRIPT)) throw new Error('NAME=bare measures products only');
 if (variants.some((v) => v.script === CEILING_SCRIPT)) buildFrameworkCeiling();
 
 /** The median of `values` (the upper one of an even count). */
@@ -49,7 +54,7 @@ if (!cluster) throw new Error('bench/compare-builds.ts needs the PostgreSQL serv
 const measured = new Map<string, { rates: number[]; cpuUs: number[] }>(variants.map((v) => [v.name, { rates: [], cpuUs: [] }]));
 try {
   const { small } = await seedSmallAndAdds(cluster.url);
-  const next = () => productsRequest(small);
+  const next = options.scenario === 'list' ? () => listRequest(small, 1) : () => productsRequest(small);
   for (let round = 1; round <= Number(options.rounds); round += 1) {
     for (const variant of variants) {
       const env = { DATABASE_URL: cluster.url, DATABASE_POOL_SIZE: '10', RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'info' };
