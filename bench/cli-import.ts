@@ -16,6 +16,7 @@ import { createAdminClient, createClient } from '../sdk/index.ts';
 import { bulkImport } from '../harness/bulk-import-fixture.ts';
 import { runWum } from '../harness/run-wum.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { buildBundles } from '../scripts/build-bundles.ts';
 import { watchMachineLoad } from './machine-load.ts';
 
 const load = watchMachineLoad();
@@ -29,6 +30,8 @@ if (cluster) {
   process.env.TEST_DATABASE_URL = cluster.url;
 }
 // Imported after the backend is chosen: the helper reads it when loaded.
+// The server and `wum` run the bundles, as `npm start` does: rebuilt first when the sources changed.
+await buildBundles({ ifStale: true });
 const { startWumServer } = await import('../harness/wum-server.ts');
 const server = await startWumServer({ RATE_LIMIT_PER_KEY: '0', SHED_EVENT_LOOP_DELAY_MS: '0', LOG_LEVEL: 'warn' });
 const dir = mkdtempSync(join(tmpdir(), 'wum-bench-import-'));

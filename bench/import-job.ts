@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createAdminClient, createClient, type WumClient } from '../sdk/index.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
+import { buildBundles } from '../scripts/build-bundles.ts';
 import { watchMachineLoad } from './machine-load.ts';
 
 const { values } = parseArgs({ options: { users: { type: 'string', default: '100000' }, backend: { type: 'string' } } });
@@ -54,6 +55,8 @@ async function measure(backend: 'pglite' | 'postgres'): Promise<void> {
     process.env.WUM_TEST_BACKEND = 'postgres';
     process.env.TEST_DATABASE_URL = cluster.url;
   }
+  // The server runs the bundle, as `npm start` does: rebuilt first when the sources changed.
+  await buildBundles({ ifStale: true });
   const { startWumServer } = await import('../harness/wum-server.ts');
   const server = await startWumServer({ RATE_LIMIT_PER_KEY: '0', SHED_EVENT_LOOP_DELAY_MS: '0', LOG_LEVEL: 'warn', REQUEST_TIMEOUT_MS: '600000' });
   try {
