@@ -12,11 +12,11 @@ export interface StreamBatch {
   /** The first and last audit id of the batch (ids grow with time). */
   readonly firstAuditId: number;
   readonly lastAuditId: number;
-  /** When each row happened, in the order of `lines` (what a receiver files it under: HEC's `time`, syslog's TIMESTAMP). */
+  /**
+   * When each row happened, one per line and in their order: what a receiver files it under
+   * (HEC's `time`, syslog's TIMESTAMP); the first names the S3 object.
+   */
   readonly occurredAt: readonly Date[];
-  /** When the first and the last row of the batch happened. */
-  readonly firstOccurredAt: Date;
-  readonly lastOccurredAt: Date;
 }
 
 /** The limits every send runs under: the outbound guard's policy and a deadline. */

@@ -24,7 +24,7 @@ export const sendSplunkHecBatch: SendBatch<SplunkHecDestination> = async (destin
   const host = hostname();
   const body = batch.lines
     // The row's own time (epoch seconds, ms precision), so Splunk indexes the row when it happened.
-    .map((line, i) => `{"time":${((batch.occurredAt[i] ?? batch.lastOccurredAt).getTime() / 1000).toFixed(3)},"host":${JSON.stringify(host)},"source":"${HEC_SOURCE}","sourcetype":"${HEC_SOURCETYPE}","event":${line}}`)
+    .map((line, i) => `{"time":${(batch.occurredAt[i]!.getTime() / 1000).toFixed(3)},"host":${JSON.stringify(host)},"source":"${HEC_SOURCE}","sourcetype":"${HEC_SOURCETYPE}","event":${line}}`)
     .join('\n');
   const answer = await postBatch(hecEventUrl(destination.url), { authorization: `Splunk ${destination.token}`, 'content-type': 'application/json' }, body, options);
   if (answer.status !== 200) throw answerError(answer);

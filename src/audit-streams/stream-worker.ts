@@ -132,8 +132,6 @@ function batchOf(stream: AuditStream, rows: readonly StreamedAuditEvent[]): Stre
     firstAuditId: rows[0]!.id,
     lastAuditId: rows[rows.length - 1]!.id,
     occurredAt: rows.map((row) => row.occurredAt),
-    firstOccurredAt: rows[0]!.occurredAt,
-    lastOccurredAt: rows[rows.length - 1]!.occurredAt,
   };
 }
 

@@ -24,7 +24,7 @@ const OPTIONS = { policy: POLICY, timeoutMs: 10_000 };
 
 function batchOf(firstId: number, count: number, at: Date): StreamBatch {
   const lines = Array.from({ length: count }, (_, i) => JSON.stringify({ id: firstId + i, action: 'user.created', note: 'é ✓' }));
-  return { streamId: 'stream-1', lines, occurredAt: lines.map(() => at), firstAuditId: firstId, lastAuditId: firstId + count - 1, firstOccurredAt: at, lastOccurredAt: at };
+  return { streamId: 'stream-1', lines, occurredAt: lines.map(() => at), firstAuditId: firstId, lastAuditId: firstId + count - 1 };
 }
 
 describe('S3 audit stream destination', () => {

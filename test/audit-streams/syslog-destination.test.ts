@@ -22,7 +22,7 @@ function batchOf(firstId: number, count: number): StreamBatch {
   const lines = Array.from({ length: count }, (_, i) =>
     JSON.stringify({ id: firstId + i, occurred_at: at(i).toISOString(), action: 'user.updated', after: { first_name: 'Zoë ✓', note: '"quoted" <x> \\ [y]' } }),
   );
-  return { streamId: 'stream-1', lines, occurredAt: lines.map((_, i) => at(i)), firstAuditId: firstId, lastAuditId: firstId + count - 1, firstOccurredAt: at(0), lastOccurredAt: at(count - 1) };
+  return { streamId: 'stream-1', lines, occurredAt: lines.map((_, i) => at(i)), firstAuditId: firstId, lastAuditId: firstId + count - 1 };
 }
 
 describe('syslog audit stream destination', () => {

@@ -24,11 +24,12 @@ function compactInstant(at: Date): string {
  * time compact to the millisecond, and both audit ids zero-padded to 20 digits, so that keys
  * listed in lexical order come in audit order, and the same batch sent again lands on the same key.
  */
-export function s3ObjectKey(prefix: string | undefined, batch: Pick<StreamBatch, 'firstOccurredAt' | 'firstAuditId' | 'lastAuditId'>): string {
-  const iso = batch.firstOccurredAt.toISOString();
+export function s3ObjectKey(prefix: string | undefined, batch: Pick<StreamBatch, 'occurredAt' | 'firstAuditId' | 'lastAuditId'>): string {
+  const first = batch.occurredAt[0]!;
+  const iso = first.toISOString();
   const day = `${iso.slice(0, 4)}/${iso.slice(5, 7)}/${iso.slice(8, 10)}`;
   const ids = `${String(batch.firstAuditId).padStart(ID_DIGITS, '0')}-${String(batch.lastAuditId).padStart(ID_DIGITS, '0')}`;
-  return `${prefix ?? ''}${day}/${compactInstant(batch.firstOccurredAt)}_${ids}.jsonl.gz`;
+  return `${prefix ?? ''}${day}/${compactInstant(first)}_${ids}.jsonl.gz`;
 }
 
 /**

@@ -93,7 +93,7 @@ export const sendSyslogBatch: SendBatch<SyslogDestination> = (destination, batch
       return reject(failure(error, destination));
     }
     const host = hostnameField();
-    const frames = Buffer.concat(batch.lines.map((line, i) => syslogFrame(line, batch.occurredAt[i] ?? batch.firstOccurredAt, host)));
+    const frames = Buffer.concat(batch.lines.map((line, i) => syslogFrame(line, batch.occurredAt[i]!, host)));
     const literal = literalAddress(destination.host) !== undefined;
     let settled = false;
     const settle = (error?: unknown) => {
