@@ -4,6 +4,7 @@ import { joinDestination, type AuditStream, type StreamCredentials } from '../co
 import { pauseFailingStreams, type StreamTestSend } from '../core/audit-streams/audit-streams-service.ts';
 import type { ClaimedStream, StreamQueue } from '../core/audit-streams/stream-queue.ts';
 import { createSettledHorizon } from '../core/audit-streams/settled-horizon.ts';
+import { pickBatch, scanOf } from '../core/audit-streams/stream-batch.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Store } from '../core/ports.ts';
 import type { StreamedAuditEvent } from '../core/audit-streams/audit-stream-repository.ts';
@@ -122,13 +123,28 @@ function metrics(registry: Registry, queue: StreamQueue) {
   };
 }
 
+/**
+ * Each row's lines already written, by format and by whether the stream names each row's
+ * workspace (the only things a line depends on besides its row): streams that share a read
+ * write each row once. Weak, so the lines go with the rows.
+ */
+const written = new WeakMap<StreamedAuditEvent, Map<string, string>>();
+
 /** The batch of `rows` of `stream`, each written in the stream's format. */
 function batchOf(stream: AuditStream, rows: readonly StreamedAuditEvent[]): StreamBatch {
   const format = formatters[stream.format];
   if (!format) throw new StreamSendError(`the format ${stream.format} is not available on this server`);
+  const kind = `${stream.format}:${stream.workspaceId === null ? 'all' : 'one'}`;
+  const lineOf = (row: StreamedAuditEvent) => {
+    let lines = written.get(row);
+    if (!lines) written.set(row, (lines = new Map<string, string>()));
+    let line = lines.get(kind);
+    if (line === undefined) lines.set(kind, (line = format(row, stream)));
+    return line;
+  };
   return {
     streamId: stream.id,
-    lines: rows.map((row) => format(row, stream)),
+    lines: rows.map(lineOf),
     firstAuditId: rows[0]!.id,
     lastAuditId: rows[rows.length - 1]!.id,
     occurredAt: rows.map((row) => row.occurredAt),
@@ -169,7 +185,9 @@ export function createStreamTestSend(settings: Pick<StreamWorkerSettings, 'polic
  * "Audit streams"): every 250 ms (and at once after a full batch) it samples the audit ids for its
  * settled horizon (core/audit-streams/settled-horizon.ts), claims streams with rows after their
  * cursor up to that horizon (one process at a time per stream: `FOR UPDATE SKIP LOCKED`, then a
- * lease), reads up to {@link BATCH_ROWS} rows of the destination's type in audit id order, writes them in the stream's format, sends them with the destination type's
+ * lease), reads the rows after each cursor in audit id order (once for the streams of a pass at
+ * the same workspace and cursor), picks up to {@link BATCH_ROWS} of the destination's type
+ * (core/audit-streams/stream-batch.ts), writes them in the stream's format, sends them with the destination type's
  * sender and, once accepted, moves the cursor in the statement that releases the claim (at least
  * once: a crash before that sends the batch again). A failed send keeps the cursor, marks the
  * stream `failing` and retries with backoff; {@link StreamWorker.checkPauses} pauses, audits
@@ -191,11 +209,29 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
       };
     }).finally(() => (wakeUp = undefined));
 
+  /**
+   * The reads of one pass's claims: one per workspace and cursor, as long as the longest scan
+   * among the streams at it, so that streams in step (the usual case: claimed together, each
+   * through the same horizon) read, parse and write each row once between them.
+   */
+  function sharedReads(claims: readonly ClaimedStream[], settledThrough: number): (stream: AuditStream) => Promise<StreamedAuditEvent[]> {
+    const at = (stream: AuditStream) => `${stream.workspaceId ?? 'all'}:${stream.cursor}`;
+    const scans = new Map<string, number>();
+    for (const { stream } of claims) scans.set(at(stream), Math.max(scans.get(at(stream)) ?? 0, scanOf(BATCH_ROWS[stream.destination.type])));
+    const reads = new Map<string, Promise<StreamedAuditEvent[]>>();
+    return (stream) => {
+      const key = at(stream);
+      let read = reads.get(key);
+      if (!read) reads.set(key, (read = queue.readRows(stream, scans.get(key)!, settledThrough)));
+      return read;
+    };
+  }
+
   /** Sends one batch of the claimed stream; resolves true when it was full (more rows are waiting: look again at once). */
-  async function deliver(claim: ClaimedStream, settledThrough: number): Promise<boolean> {
+  async function deliver(claim: ClaimedStream, settledThrough: number, read: (stream: AuditStream) => Promise<StreamedAuditEvent[]>): Promise<boolean> {
     const { stream } = claim;
     const batchRows = BATCH_ROWS[stream.destination.type];
-    const { rows, through } = await queue.readRows(stream, batchRows, settledThrough);
+    const { rows, through } = pickBatch(await read(stream), stream, batchRows, settledThrough);
     if (rows.length === 0) {
       // Only rows of other actions (or none settled yet): the cursor moves past them, nothing is sent.
       if (through > stream.cursor) await queue.recordDelivered(claim, through, GATHER_MS, false);
@@ -221,8 +257,8 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
     return full;
   }
 
-  function run(claim: ClaimedStream, settledThrough: number): void {
-    const task = deliver(claim, settledThrough)
+  function run(claim: ClaimedStream, settledThrough: number, read: (stream: AuditStream) => Promise<StreamedAuditEvent[]>): void {
+    const task = deliver(claim, settledThrough, read)
       .then((full) => {
         // A stream behind is due again at once; any other waits for the next pass.
         if (full) wakeUp?.();
@@ -240,7 +276,9 @@ export function startStreamWorker(options: StreamWorkerOptions): StreamWorker {
         const sample = await queue.sampleAuditIds();
         const settledThrough = sample ? horizon.observe(sample) : 0;
         if (sample && tasks.size < MAX_STREAMS) {
-          for (const claim of await queue.claimDue(MAX_STREAMS - tasks.size, settings.timeoutMs + LEASE_MARGIN_MS, settledThrough)) run(claim, settledThrough);
+          const claims = await queue.claimDue(MAX_STREAMS - tasks.size, settings.timeoutMs + LEASE_MARGIN_MS, settledThrough);
+          const read = sharedReads(claims, settledThrough);
+          for (const claim of claims) run(claim, settledThrough, read);
         }
       } catch (err) {
         if (stopping) return;

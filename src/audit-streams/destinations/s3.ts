@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { promisify } from 'node:util';
@@ -32,26 +33,60 @@ export function s3ObjectKey(prefix: string | undefined, batch: Pick<StreamBatch,
   return `${prefix ?? ''}${day}/${compactInstant(first)}_${ids}.jsonl.gz`;
 }
 
+/** Most S3 clients kept per outbound policy (one per destination and key pair in use); the least recently used goes first. */
+const MAX_CLIENTS = 64;
+/** How long an idle connection to S3 stays open for the next batch, in ms: well inside the idle timeouts S3 servers keep. */
+const IDLE_CONNECTION_MS = 4_000;
+
+/** The clients in use, per outbound policy, keyed by destination and key pair ({@link clientKey}). */
+const clients = new WeakMap<OutboundPolicy, Map<string, S3Client>>();
+
+/** A destination's endpoint, region and key pair (the secret as a digest: the key is held in memory only). */
+function clientKey(destination: S3Destination): string {
+  const secret = createHash('sha256').update(destination.secretAccessKey).digest('base64');
+  return JSON.stringify([destination.endpoint ?? null, destination.region, destination.accessKeyId, secret]);
+}
+
 /**
- * An S3 client whose every connection passes the outbound guard: the endpoint checked before
- * (a literal address is never looked up), and each host name resolved through the guarded
- * lookup at connect time. One attempt only: the stream worker retries the whole batch with
- * its own backoff, so a failure reaches `last_error` at once. No timeouts of its own: the
- * send's abort signal bounds connecting and answering alike, and says so in one message.
+ * The S3 client of a destination, made once and kept, so that its batches reuse one kept-alive
+ * connection (a TLS handshake and the client's own set-up per batch cost more than a small
+ * batch's PUT). Every connection passes the outbound guard: the endpoint is checked before each
+ * send (a literal address is never looked up), and each host name is resolved through the
+ * guarded lookup when a connection opens. One attempt only: the stream worker retries the whole
+ * batch with its own backoff, so a failure reaches `last_error` at once. No timeouts of its own:
+ * the send's abort signal bounds connecting and answering alike, and says so in one message.
  */
 async function clientFor(destination: S3Destination, options: SendOptions): Promise<S3Client> {
   const policy: OutboundPolicy = options.policy;
   if (destination.endpoint !== undefined) await assertOutboundUrlAllowed(destination.endpoint, policy);
-  return new S3Client({
-    region: destination.region,
-    ...(destination.endpoint === undefined ? {} : { endpoint: destination.endpoint, forcePathStyle: true }),
-    credentials: { accessKeyId: destination.accessKeyId, secretAccessKey: destination.secretAccessKey },
-    maxAttempts: 1,
-    requestHandler: new NodeHttpHandler({
-      httpAgent: new http.Agent({ lookup: guardedLookup('http:', policy) }),
-      httpsAgent: new https.Agent({ lookup: guardedLookup('https:', policy) }),
-    }),
-  });
+  let kept = clients.get(policy);
+  if (!kept) clients.set(policy, (kept = new Map<string, S3Client>()));
+  const key = clientKey(destination);
+  let client = kept.get(key);
+  if (client) {
+    // Most recently used last: a Map iterates in insertion order.
+    kept.delete(key);
+  } else {
+    const agent = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
+    client = new S3Client({
+      region: destination.region,
+      ...(destination.endpoint === undefined ? {} : { endpoint: destination.endpoint, forcePathStyle: true }),
+      credentials: { accessKeyId: destination.accessKeyId, secretAccessKey: destination.secretAccessKey },
+      maxAttempts: 1,
+      requestHandler: new NodeHttpHandler({
+        httpAgent: new http.Agent({ ...agent, lookup: guardedLookup('http:', policy) }),
+        httpsAgent: new https.Agent({ ...agent, lookup: guardedLookup('https:', policy) }),
+      }),
+    });
+  }
+  kept.set(key, client);
+  if (kept.size > MAX_CLIENTS) {
+    // A batch still sending on it fails and is sent again by the worker's retry.
+    const [oldestKey, oldest] = kept.entries().next().value!;
+    kept.delete(oldestKey);
+    oldest.destroy();
+  }
+  return client;
 }
 
 /** What went wrong, in words for the stream's `last_error`, with the secret key blanked should any layer echo it. */
@@ -88,9 +123,8 @@ function failure(error: unknown, destination: S3Destination, timedOut: boolean, 
 export const sendS3Batch: SendBatch<S3Destination> = async (destination, batch, options) => {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), options.timeoutMs);
-  let client: S3Client | undefined;
   try {
-    client = await clientFor(destination, options);
+    const client = await clientFor(destination, options);
     const body = await gzipAsync(Buffer.from(batch.lines.map((line) => `${line}\n`).join(''), 'utf8'));
     await client.send(
       new PutObjectCommand({
@@ -106,6 +140,5 @@ export const sendS3Batch: SendBatch<S3Destination> = async (destination, batch, 
     throw failure(error, destination, abort.signal.aborted, options);
   } finally {
     clearTimeout(timer);
-    client?.destroy();
   }
 };

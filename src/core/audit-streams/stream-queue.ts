@@ -44,11 +44,11 @@ export interface StreamQueue {
    */
   claimDue(max: number, leaseMs: number, settledThrough: number): Promise<ClaimedStream[]>;
   /**
-   * Up to `limit` rows after the stream's cursor and up to `settledThrough` (every row through
-   * it final: a gap below it is never filled), in id order, of its workspace (every one for an
-   * operator's stream) and actions.
+   * Up to `scan` rows after `stream.cursor` and up to `settledThrough` (every row through it
+   * final: a gap below it is never filled), in id order, of the stream's workspace (every one
+   * for an operator's stream), of every action: stream-batch.ts picks a batch from them.
    */
-  readRows(stream: AuditStream, limit: number, settledThrough: number): Promise<StreamRows>;
+  readRows(stream: Pick<AuditStream, 'workspaceId' | 'workspace' | 'cursor'>, scan: number, settledThrough: number): Promise<StreamedAuditEvent[]>;
   /**
    * Records a delivered batch (`sent`; else rows skipped as of other actions) and releases the
    * claim in one statement: the cursor moves to `through`, and after a send the stream is
