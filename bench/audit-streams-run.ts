@@ -1,9 +1,10 @@
 /*
- * `npm run bench:audit-streams [-- --duration 60] [--rate 1000] [--seconds 10] [--format json|ocsf] [--no-import]`:
+ * `npm run bench:audit-streams [-- --duration 60] [--rate 1000] [--seconds 10] [--format json|ocsf] [--no-import] [--cpu-prof]`:
  * audit streams keeping up (bench/audit-streams.ts), on a throw-away PostgreSQL cluster, with an
  * https, a splunk_hec, an s3 and a syslog stream to receivers on 127.0.0.1. `--duration` and
  * `--rate` set the paced window (seconds, changes per second), `--seconds` each `POST /users`
- * window at full speed, `--no-import` leaves out the last window (import jobs of `--rate` users a second for `--duration`). A shorter
+ * window at full speed, `--no-import` leaves out the last window (import jobs of `--rate` users a second for `--duration`),
+ * `--cpu-prof` has the server write a V8 CPU profile into `bench-profiles/` as it stops. A shorter
  * or slower run than the defaults checks that the benchmark works; its figures are not the ones
  * docs/performance.md asks for. Needs rsyslog with rsyslog-gnutls (installed when missing and
  * run as root) and openssl. See docs/performance.md.
@@ -12,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { measureAuditStreams } from './audit-streams.ts';
 import { watchMachineLoad } from './machine-load.ts';
-import { buildService, postmasterPid, startingProdServers, type ServerHandle } from './processes.ts';
+import { buildService, CPU_PROFILE_FLAGS, postmasterPid, startingProdServers, type ServerHandle } from './processes.ts';
 import { renderReport } from './report.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient } from './seed.ts';
 
@@ -24,6 +25,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     format: { type: 'string', default: 'json' },
     'no-import': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'boolean', default: false },
   },
 });
 const positive = (name: string, text: string) => {
@@ -61,7 +63,7 @@ try {
   });
   const section = await measureAuditStreams({
     env: { DATABASE_URL: cluster.url, RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn' },
-    start: startingProdServers(servers),
+    start: startingProdServers(servers, args['cpu-prof'] ? CPU_PROFILE_FLAGS : []),
     databaseUrl: cluster.url,
     databasePid: await postmasterPid(cluster.url),
     workspace,

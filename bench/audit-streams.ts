@@ -144,7 +144,12 @@ function tailLines(file: string): { read: () => string[]; close: () => void } {
   return { read, close: () => fd !== undefined && closeSync(fd) };
 }
 
-/** The four receivers, started on 127.0.0.1, and their arrivals collected every 100 ms. */
+/**
+ * The four receivers, started on 127.0.0.1. Each stamps what it gets with its arrival time and
+ * keeps it unread; {@link collect} reads it (after a window, and while waiting for a drain), so
+ * that parsing what arrived stays out of the measured windows: a SIEM runs on its own machines,
+ * these share wum's 2 cores. s3rver stores each object and rsyslog writes each line as they come.
+ */
 async function startDestinations() {
   const cert = selfSignedCertificate();
   const started: Array<() => Promise<void>> = [async () => cert.remove()];
@@ -152,9 +157,9 @@ async function startDestinations() {
     for (const stop of started.reverse()) await stop().catch(() => {});
   };
   try {
-    const https = await startJsonLinesReceiver(cert);
+    const https = await startJsonLinesReceiver({ tls: cert, checkBodiesLater: true });
     started.push(() => https.close());
-    const hec = await startSplunkHecReceiver(HEC_TOKEN, cert);
+    const hec = await startSplunkHecReceiver(HEC_TOKEN, { tls: cert, checkBodiesLater: true });
     started.push(() => hec.close());
     const s3Dir = mkdtempSync(join(tmpdir(), 'wum-bench-s3-'));
     started.push(async () => rmSync(s3Dir, { recursive: true, force: true }));
@@ -164,12 +169,12 @@ async function startDestinations() {
     const reader = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3_KEYS });
     started.push(async () => reader.destroy());
     await reader.send(new CreateBucketCommand({ Bucket: BUCKET }));
-    const syslog: RsyslogReceiver = await startRsyslog();
+    const syslog: RsyslogReceiver = await startRsyslog({ arrivalsOnly: true });
     started.push(() => syslog.stop());
 
     const arrivals = { https: new Arrivals('https'), splunk_hec: new Arrivals('splunk_hec'), s3: new Arrivals('s3'), syslog: new Arrivals('syslog') };
     const fromHttp = (receiver: StreamReceiver, into: Arrivals) => {
-      // Taken out as they come, so that a minute of batches is not kept whole.
+      // Taken out when read, so that a window's batches are not kept past it.
       for (const batch of receiver.received.splice(0)) if (batch.status < 300) into.add(batch.rows, batch.at);
     };
     const syslogLines = tailLines(syslog.arrivalsFile);
@@ -181,31 +186,24 @@ async function startDestinations() {
         arrivals.syslog.add([JSON.parse(line.slice(bar + 1)) as Record<string, unknown>], Date.parse(line.slice(0, bar)));
       }
     };
-    // s3rver announces each object once stored; it is read back at once, timed at the announcement.
-    const s3Reads = new Set<Promise<void>>();
+    // s3rver announces each object once stored: timed at the announcement, read back when collected.
+    const stored: Array<{ key: string; at: number }> = [];
     s3.on('event', (event) => {
-      const at = Date.now();
       const record = event.Records[0]!;
-      if (!record.eventName.startsWith('ObjectCreated')) return;
-      const key = record.s3.object.key;
-      const read = reader
-        .send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))
-        .then(async (object) => {
+      if (record.eventName.startsWith('ObjectCreated')) stored.push({ key: record.s3.object.key, at: Date.now() });
+    });
+    const fromS3 = async () => {
+      for (const { key, at } of stored.splice(0)) {
+        try {
+          const object = await reader.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
           const text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
           arrivals.s3.add(text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>), at);
-        })
-        // An object that cannot be read back leaves its rows missing from the count, where they show.
-        .catch((error: Error) => void process.stderr.write(`s3: could not read ${key} back: ${error.message}\n`))
-        .finally(() => s3Reads.delete(read));
-      s3Reads.add(read);
-    });
-    const collect = () => {
-      fromHttp(https, arrivals.https);
-      fromHttp(hec, arrivals.splunk_hec);
-      fromSyslog();
+        } catch (error) {
+          // An object that cannot be read back leaves its rows missing from the count, where they show.
+          process.stderr.write(`s3: could not read ${key} back: ${(error as Error).message}\n`);
+        }
+      }
     };
-    const timer = setInterval(collect, 100);
-    started.push(async () => clearInterval(timer));
 
     return {
       arrivals,
@@ -218,10 +216,14 @@ async function startDestinations() {
       },
       /** The server's environment for these receivers: loopback allowed, plain http for s3rver, the certificate trusted. */
       env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', WEBHOOK_ALLOW_HTTP: 'true', NODE_EXTRA_CA_CERTS: cert.certFile },
-      /** Collects what has arrived so far (the s3 reads in flight included). */
+      /** rsyslog's process (outside this one, so not in the load generator's CPU), while it runs. */
+      syslogPid: () => syslog.pid(),
+      /** Reads what has arrived so far into {@link arrivals}. */
       async collect() {
-        collect();
-        await Promise.all(s3Reads);
+        fromHttp(https, arrivals.https);
+        fromHttp(hec, arrivals.splunk_hec);
+        fromSyslog();
+        await fromS3();
       },
       stop: stopAll,
     };
@@ -373,16 +375,22 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
       await beforeWindow?.();
       const serverUsage = sampleUsage(server!.pid);
       const databaseUsage = sampleUsage(bench.databasePid);
+      const syslogPid = destinations.syslogPid();
+      const syslogUsage = syslogPid === undefined ? undefined : sampleUsage(syslogPid);
       const client = sampleOwnCpu();
       const measured = await runHttpLoad({ ...load, seconds });
-      return { measured, server: serverUsage.stop(), database: databaseUsage.stop(), client: client.stop() };
+      const rsyslogPercent = syslogUsage?.stop().cpuPercent ?? Number.NaN;
+      return { measured, server: serverUsage.stop(), database: databaseUsage.stop(), client: client.stop(), rsyslogPercent };
     };
     const add = () => addRequest(ws);
     const rows: ReportRow[] = [];
 
-    // Turns: none, with, none (the streams paused: a paused stream costs nothing), with (resumed,
-    // its backlog delivered first), so that neither side has the fresh server or the later
-    // minutes to itself; the ratio is of the two turns' mean rates.
+    // Turns: a warm-up (not measured: a fresh server is at its slowest), then none, with, with,
+    // none (the streams paused: a paused stream costs nothing). Each side's turns sit as far
+    // into the run on average, so a server that gets faster or slower as the run goes on favours
+    // neither (none, with, none, with gave the streams the later, warmer minutes); the ratio is
+    // of the two sides' mean rates.
+    const streamingTurns = [false, true, true, false];
     const streamIds: string[] = [];
     const turns: Array<Awaited<ReturnType<typeof measure>>> = [];
     const backlogs: number[] = [];
@@ -391,8 +399,8 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
         bench.log(error.message);
         return Number.NaN;
       });
-    for (let turn = 0; turn < 4; turn += 1) {
-      const streaming = turn % 2 === 1;
+    await runHttpLoad({ port, connections: bench.connections, next: add, seconds: bench.seconds });
+    for (const [turn, streaming] of streamingTurns.entries()) {
       if (turn === 1) {
         for (const [type, destination] of Object.entries(destinations.destinations)) {
           const created = await wum.auditStreams.create({ name: `bench ${type}`, format: bench.format, destination: destination as Parameters<WumClient['auditStreams']['create']>[0]['destination'] });
@@ -400,22 +408,27 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
           if (!tested.ok) throw new Error(`the ${type} stream's test send failed: ${JSON.stringify(tested)}`);
           streamIds.push(created.id);
         }
-      } else if (turn === 2) {
-        for (const id of streamIds) await wum.auditStreams.pause(id);
       } else if (turn === 3) {
-        for (const id of streamIds) await wum.auditStreams.resume(id);
-        await drainAll();
+        for (const id of streamIds) await wum.auditStreams.pause(id);
       }
       const measured = await measure(add, bench.seconds);
       if (streaming) backlogs.push(await drainAll());
       turns.push(measured);
       bench.log(`POST /users, turn ${turn + 1}, ${streaming ? '4 audit streams' : 'no stream sending'}: ${measured.measured.perSecond.toFixed(0)}/s`);
     }
+    // The paced window measures the streams' lag: they send again, their backlog first.
+    for (const id of streamIds) await wum.auditStreams.resume(id);
+    await drainAll();
     const mean = (of: typeof turns) => of.reduce((sum, t) => sum + t.measured.perSecond, 0) / of.length;
-    const noneRate = mean([turns[0]!, turns[2]!]);
-    const withRate = mean([turns[1]!, turns[3]!]);
+    const noneRate = mean(turns.filter((_, i) => !streamingTurns[i]));
+    const withRate = mean(turns.filter((_, i) => streamingTurns[i]));
     const ratio = withRate / noneRate;
-    turns.forEach((t, i) => rows.push({ scenario: `POST /users, turn ${i + 1}: ${i % 2 === 1 ? '4 audit streams' : 'no stream sending'} (${bench.connections} connections)`, ...t }));
+    turns.forEach(({ rsyslogPercent, ...t }, i) =>
+      rows.push({
+        scenario: `POST /users, turn ${i + 1}: ${streamingTurns[i] ? '4 audit streams' : 'no stream sending'} (${bench.connections} connections; rsyslog ${rsyslogPercent.toFixed(0)} % of a core)`,
+        ...t,
+      }),
+    );
     rows.push({
       scenario: 'POST /users with 4 audit streams ÷ none, mean of two turns each',
       note: `${withRate.toFixed(0)} / ${noneRate.toFixed(0)} req/s = ${ratio.toFixed(2)}×`,
@@ -444,9 +457,10 @@ export async function measureAuditStreams(bench: AuditStreamsBench): Promise<Rep
       return Number.NaN;
     });
     const window = await ids.between(windowFrom, through);
+    const { rsyslogPercent, ...pacedUsage } = paced;
     const pacedRow: ReportRow = {
-      scenario: `paced changes (POST /users and PATCH /users/{email}, one audit row each) at ${bench.rate}/s, ${PACED_CONNECTIONS} connections, ${bench.pacedSeconds} s`,
-      ...paced,
+      scenario: `paced changes (POST /users and PATCH /users/{email}, one audit row each) at ${bench.rate}/s, ${PACED_CONNECTIONS} connections, ${bench.pacedSeconds} s (rsyslog ${rsyslogPercent.toFixed(0)} % of a core)`,
+      ...pacedUsage,
       target: { text: `≥ ${Math.round(0.95 * bench.rate)}/s reached`, met: paced.measured.perSecond >= 0.95 * bench.rate && paced.measured.errors === 0 },
     };
     rows.push(pacedRow);

@@ -113,13 +113,17 @@ export async function startServer(
 /** The compiled server (`npm run build`), as `npm run start:prod` runs it. */
 export const SERVER_SCRIPT = 'dist/src/server/server.js';
 
+/** Node flags that make a server write a V8 CPU profile into `bench-profiles/` when it exits (`--cpu-prof` of the bench commands). */
+export const CPU_PROFILE_FLAGS: readonly string[] = ['--cpu-prof', '--cpu-prof-dir=bench-profiles'];
+
 /**
  * A `start` for a section of the benchmark (bench/section-bench.ts): the compiled server with
- * `npm run start:prod`'s heap cap on a free port, added to `started` so that the run stops it.
+ * `npm run start:prod`'s heap cap (and `extraNodeArgs`, e.g. {@link CPU_PROFILE_FLAGS}) on a
+ * free port, added to `started` so that the run stops it.
  */
-export function startingProdServers(started: ServerHandle[]): (env: Record<string, string>) => Promise<ServerHandle> {
+export function startingProdServers(started: ServerHandle[], extraNodeArgs: readonly string[] = []): (env: Record<string, string>) => Promise<ServerHandle> {
   return async (env) => {
-    const server = await startServer(SERVER_SCRIPT, env, await freePort(), { nodeArgs: ['--max-old-space-size=128'] });
+    const server = await startServer(SERVER_SCRIPT, env, await freePort(), { nodeArgs: ['--max-old-space-size=128', ...extraNodeArgs] });
     started.push(server);
     return server;
   };

@@ -15,7 +15,7 @@ import { runHttpLoad } from './http-load.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import type { HttpRequestSpec } from './http-load.ts';
 import { watchMachineLoad } from './machine-load.ts';
-import { buildService, sampleOwnCpu, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
+import { buildService, CPU_PROFILE_FLAGS, sampleOwnCpu, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
 import { addRequest, listRequest, productsRequest } from './requests.ts';
 import { seedSmallAndAdds } from './seed.ts';
 
@@ -43,7 +43,7 @@ const NODE_FLAGS = ['--max-old-space-size=128'];
 const SECONDS = Number(options.seconds);
 const WARMUP_SECONDS = Number(options.warmup);
 
-const PROFILE_FLAGS = options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir=bench-profiles'] : [];
+const PROFILE_FLAGS = options['cpu-prof'] ? CPU_PROFILE_FLAGS : [];
 
 /** The server's CPU time per request in µs, from its CPU use in percent of one core. */
 const microsecondsPerRequest = (cpuPercent: number, perSecond: number) => (cpuPercent / 100 / perSecond) * 1e6;

@@ -25,7 +25,7 @@ import { openDatabase } from '../src/storage/database.ts';
 import { buildFrameworkCeiling, PLAIN_WRITES_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { watchMachineLoad } from './machine-load.ts';
-import { buildService, postmasterPid, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
+import { buildService, CPU_PROFILE_FLAGS, postmasterPid, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
 import { addRequest, patchRequest, removalCursor, removeRequest } from './requests.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
 
@@ -46,7 +46,7 @@ const SECONDS = Number(options.seconds);
 const ROUNDS = Number(options.rounds);
 const USERS = Number(options.users);
 const CONNECTIONS = Number(options.connections);
-const NODE_FLAGS = ['--max-old-space-size=128', ...(options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir=bench-profiles'] : [])];
+const NODE_FLAGS = ['--max-old-space-size=128', ...(options['cpu-prof'] ? CPU_PROFILE_FLAGS : [])];
 /** Seeded users 2…PATCHED are changed by PATCH (over and over); the rest are deactivated, each once. */
 const PATCHED = 2_000;
 const WRITES = ['POST', 'PATCH', 'DELETE'] as const;

@@ -103,8 +103,8 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
     cert = selfSignedCertificate();
     servers = await spawnedServers('wum_stream_crash', { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', WEBHOOK_TIMEOUT_MS: '2000', NODE_EXTRA_CA_CERTS: cert.certFile });
     const { port, admin } = servers;
-    jsonl = await startJsonLinesReceiver(cert);
-    hec = await startSplunkHecReceiver(HEC_TOKEN, cert);
+    jsonl = await startJsonLinesReceiver({ tls: cert });
+    hec = await startSplunkHecReceiver(HEC_TOKEN, { tls: cert });
     const s3Endpoint = await startS3(cert);
     rsyslog = await startRsyslog();
     const first = await servers.start();
