@@ -45,12 +45,8 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       select ep.workspace_id, ep.id, ${options.perEndpoint}::int - coalesce(u.n, 0) as free
       from webhook_endpoints ep left join used u on u.endpoint_id = ep.id
       where ep.enabled and coalesce(u.n, 0) < ${options.perEndpoint}::int
-        -- One probe of the due index per endpoint. As an exists, PostgreSQL made it a semi-join
-        -- that read every pending delivery per claim (4-6 ms a claim on the webhooks benchmark,
-        -- a quarter of a core at its rate; docs/performance.md, "Webhooks").
-        and (select 1 from webhook_deliveries d
-          where d.endpoint_id = ep.id and d.status = 'pending' and d.next_attempt_at <= now() and d.workspace_id = ep.workspace_id
-          limit 1) is not null
+        and exists (select 1 from webhook_deliveries d
+          where d.endpoint_id = ep.id and d.status = 'pending' and d.next_attempt_at <= now() and d.workspace_id = ep.workspace_id)
       limit ${options.maxEndpoints}::int
     ),
     due as (
