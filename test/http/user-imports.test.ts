@@ -75,12 +75,15 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     ctx.api(ws, 'POST', '/users/imports', { body, headers: { 'content-type': type } });
 
   async function finished(ws: TestWorkspace, id: string) {
+    let job: ReturnType<typeof json<'getUserImport'>> | undefined;
     for (let i = 0; i < 600; i += 1) {
-      const job = json<'getUserImport'>(await ctx.api(ws, 'GET', `/users/imports/${id}`));
+      job = json<'getUserImport'>(await ctx.api(ws, 'GET', `/users/imports/${id}`));
       if (['completed', 'failed', 'cancelled'].includes(job.status)) return job;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
-    throw new Error(`import ${id} did not finish`);
+    // The job as last seen, and every job of the store, say whether it was never claimed or stalled.
+    const all = rowsOf(await ctx.database.db.execute(sql`select id, status, lease_owner, lease_until, uploaded_at, rows_done, error from user_import_jobs order by created_at`));
+    throw new Error(`import ${id} did not finish: ${JSON.stringify(job)}; jobs: ${JSON.stringify(all)}`);
   }
 
   /** The audit actions and event types recorded per user email of the workspace since the imports. */
@@ -254,7 +257,10 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     await stopWorker();
     // A worker that would look for jobs again only in ten minutes, woken by the store the app writes through (as the server wires them).
     const store = createStore(ctx.database.db, { keyRing: testKeyRing(), onImportQueued: () => sleeper.wake() });
-    const sleeper = startImportWorker({ store, log: silent, pollMs: 600_000, sharedConnection: BACKEND === 'pglite' });
+    // What the worker logs, shown if the job does not finish.
+    const logged: string[] = [];
+    const keep = (...args: unknown[]) => void logged.push(args.map((a) => (a instanceof Object && 'err' in a ? String(a.err) : JSON.stringify(a))).join(' '));
+    const sleeper = startImportWorker({ store, log: { info: keep, warn: keep, error: keep }, pollMs: 600_000, sharedConnection: BACKEND === 'pglite' });
     const app = await buildApp(ctx.config, { ...storageDependencies(ctx.config, ctx.database, store), logger: false });
     try {
       const ws = await ctx.createWorkspace();
@@ -265,8 +271,10 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
         payload: 'email,role\nwoken@example.com,non_owner\n',
       });
       assert.equal(res.statusCode, 202, res.body);
-      const done = await finished(ws, json<'startUserImport'>(res).id);
-      assert.equal(done.status, 'completed');
+      const done = await finished(ws, json<'startUserImport'>(res).id).catch((error: Error) => {
+        throw new Error(`${error.message}; the worker logged: ${JSON.stringify(logged)}`);
+      });
+      assert.equal(done.status, 'completed', JSON.stringify(logged));
       assert.equal(done.added, 1);
     } finally {
       await app.close();
