@@ -45,30 +45,41 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       select ep.workspace_id, ep.id, ${options.perEndpoint}::int - coalesce(u.n, 0) as free
       from webhook_endpoints ep left join used u on u.endpoint_id = ep.id
       where ep.enabled and coalesce(u.n, 0) < ${options.perEndpoint}::int
-        and exists (select 1 from webhook_deliveries d
-          where d.endpoint_id = ep.id and d.status = 'pending' and d.next_attempt_at <= now() and d.workspace_id = ep.workspace_id)
+        -- One probe per endpoint of the due index, in its order. As an exists, PostgreSQL made it
+        -- a semi-join that read every pending delivery per claim (4-6 ms a claim on the webhooks
+        -- benchmark; docs/performance.md, "Webhooks"); without the order, a never-analyzed table
+        -- read an endpoint's every delivery by another index.
+        and (select 1 from webhook_deliveries d
+          where d.endpoint_id = ep.id and d.status = 'pending' and d.next_attempt_at <= now() and d.workspace_id = ep.workspace_id
+          order by d.next_attempt_at limit 1) is not null
       limit ${options.maxEndpoints}::int
     ),
     due as (
-      select d.workspace_id, d.id from candidates c cross join lateral (
-        select d.workspace_id, d.id from webhook_deliveries d
+      select d.workspace_id, d.id, d.ctid from candidates c cross join lateral (
+        select d.workspace_id, d.id, d.ctid from webhook_deliveries d
         where d.endpoint_id = c.id and d.workspace_id = c.workspace_id and d.status = 'pending' and d.next_attempt_at <= now()
         order by d.next_attempt_at limit c.free
         for update skip locked
       ) d
     ),
     claimed as (
+      -- By the locked version's ctid: joined by key alone, a young table's estimate chose a hash join
+      -- over a sequential scan. Should a row have changed before it was locked, its ctid names a
+      -- version this statement cannot see: it is left unclaimed, to be claimed by a later pass.
       update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${options.leaseMs / 1000}::float8)
-      from due where d.workspace_id = due.workspace_id and d.id = due.id
+      from due where d.ctid = due.ctid and d.workspace_id = due.workspace_id and d.id = due.id
       returning d.workspace_id, d.id, d.endpoint_id, d.event_sequence, d.attempts
     )
     select c.workspace_id, c.id, c.endpoint_id, c.attempts, ep.url, ep.secret,
       case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret,
       e.id as event_id, e.type, e.sequence, e.created_at as event_created_at, e.data, e.actor, w.subdomain
+    -- Each row by its key, laterally: as plain joins, a claim estimated at one row let the planner
+    -- read every event of the workspace per delivery (3.7 ms a claim on average on the webhooks
+    -- benchmark, up to 24 ms; docs/performance.md, "Webhooks").
     from claimed c
-    join webhook_endpoints ep on ep.workspace_id = c.workspace_id and ep.id = c.endpoint_id
-    join events e on e.workspace_id = c.workspace_id and e.sequence = c.event_sequence
-    join workspaces w on w.id = c.workspace_id`);
+    cross join lateral (select * from webhook_endpoints ep where ep.workspace_id = c.workspace_id and ep.id = c.endpoint_id limit 1) ep
+    cross join lateral (select * from events e where e.workspace_id = c.workspace_id and e.sequence = c.event_sequence limit 1) e
+    cross join lateral (select w.subdomain from workspaces w where w.id = c.workspace_id limit 1) w`);
   return rowsOf<ClaimRow>(result).map((row) => ({
     workspaceId: Number(row.workspace_id),
     id: row.id,
