@@ -133,26 +133,33 @@ export async function recordAttempt(
  */
 export async function recordSuccesses(db: Database, successes: readonly DeliverySuccess[]): Promise<Set<string>> {
   if (successes.length === 0) return new Set();
-  const batch = JSON.stringify(
-    successes.map(({ delivery, attempt }) => ({
-      workspace_id: delivery.workspaceId,
-      id: delivery.id,
-      attempts: delivery.attempts,
-      attempted_at: attempt.attempted_at,
-      response_status: attempt.response_status,
-      entry: attempt,
-    })),
-  );
+  const sorted = [...successes].sort((a, b) => a.delivery.workspaceId - b.delivery.workspaceId || (a.delivery.id < b.delivery.id ? -1 : 1));
+  const column = <T>(pick: (success: DeliverySuccess) => T) => sql.param(sorted.map(pick));
+  // Each delivery locked by its key, then updated by the version locked (ctid): joined to the batch
+  // by key in the update, with few pending rows in its statistics, PostgreSQL read every pending
+  // delivery per batch (docs/performance.md, "Webhooks"). The batch is arrays, not one JSON
+  // document, so the planner knows its length; sorted by key, so that two batches lock in one
+  // order. A row changed after this statement's snapshot is left as it is: no longer as claimed.
   const result = await db.execute(sql`with batch as (
-      select * from jsonb_to_recordset(${batch}::jsonb)
-        as b(workspace_id int8, id uuid, attempts int, attempted_at timestamptz, response_status int, entry jsonb)
+      select * from unnest(${column((s) => s.delivery.workspaceId)}::int8[], ${column((s) => s.delivery.id)}::uuid[],
+          ${column((s) => s.delivery.attempts)}::int4[], ${column((s) => s.attempt.attempted_at)}::timestamptz[],
+          ${column((s) => s.attempt.response_status)}::int4[], ${column((s) => JSON.stringify(s.attempt))}::jsonb[])
+        as b(workspace_id, id, attempts, attempted_at, response_status, entry)
+    ),
+    found as (
+      select f.ctid, b.attempted_at, b.response_status, b.entry from batch b
+      cross join lateral (
+        select d.ctid, d.status, d.attempts from webhook_deliveries d where d.workspace_id = b.workspace_id and d.id = b.id
+        limit 1 for update
+      ) f
+      where f.status = 'pending' and f.attempts = b.attempts
     ),
     done as (
       update webhook_deliveries d set attempts = d.attempts + 1, last_attempt_at = b.attempted_at,
         last_response_status = b.response_status, attempt_log = d.attempt_log || jsonb_build_array(b.entry),
         status = 'succeeded', delivered_at = now(), first_failed_at = null
-      from batch b
-      where d.workspace_id = b.workspace_id and d.id = b.id and d.status = 'pending' and d.attempts = b.attempts
+      from found b
+      where d.ctid = b.ctid
       returning d.workspace_id, d.id, d.endpoint_id
     ),
     stale as (

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { Database } from '../../src/storage/database.ts';
-import { claimDueDeliveries } from '../../src/storage/deliveries.queries.ts';
+import { claimDueDeliveries, recordSuccesses } from '../../src/storage/deliveries.queries.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { captureStatements, explainStatement } from '../helpers/statements.ts';
 
@@ -90,6 +90,12 @@ describe(`hot statements on never-analyzed tables use their indexes [${BACKEND}]
     ['SCIM userName eq', () => ctx.app.inject({ method: 'GET', url: `/scim/v2/Users?filter=${encodeURIComponent('userName eq "u1503@example.com"')}`, headers: { host: ws.host, authorization: `Bearer ${ws.apiKey}` } })],
     ['GET /events', () => ctx.api(ws, 'GET', '/events', { query: { after: '1500', limit: '50' } }), EVENTS_ROWS_NEEDED],
     ['the delivery claim', () => claimDueDeliveries(db, { inFlight: new Map(), maxEndpoints: 10, perEndpoint: 4, leaseMs: 1 })],
+    ['recording delivery successes', async () => {
+      const claimed = await claimDueDeliveries(db, { inFlight: new Map(), maxEndpoints: 10, perEndpoint: 4, leaseMs: 60_000 });
+      assert.equal(claimed.length, 4);
+      const attempt = { attempted_at: new Date().toISOString(), response_status: 204, error: null, duration_ms: 3 };
+      assert.equal((await recordSuccesses(db, claimed.map((delivery) => ({ delivery, attempt })))).size, 4);
+    }],
     // The audit trail by cursor: the page and one event more, from either end, not the events past the cursor.
     ['GET /audit-events by cursor, oldest first', () => ctx.api(ws, 'GET', '/audit-events', { query: { sort: 'occurred_at', starting_after: '0', page_size: '100' } }), AUDIT_ROWS_NEEDED],
     ['GET /audit-events by cursor, newest first', () => ctx.api(ws, 'GET', '/audit-events', { query: { starting_after: String(Number.MAX_SAFE_INTEGER), page_size: '100' } }), AUDIT_ROWS_NEEDED],
