@@ -41,8 +41,7 @@ describe(`recording delivered webhooks in a batch [${BACKEND}]`, () => {
     assert.equal(claimed.length, 3);
     // Redelivered while its attempt ran: a new streak, which this attempt's answer must not end.
     const [changed, ...kept] = claimed;
-    await db.execute(sql`update webhook_deliveries set attempts = 0, next_attempt_at = now() where id = ${changed!.id}::uuid`);
-    await db.execute(sql`update webhook_deliveries set attempts = 4 where id = ${changed!.id}::uuid`);
+    await db.execute(sql`update webhook_deliveries set attempts = 4, next_attempt_at = now() where id = ${changed!.id}::uuid`);
 
     const attempt = { attempted_at: new Date().toISOString(), response_status: 204, error: null, duration_ms: 12 };
     const recorded = await recordSuccesses(db, claimed.map((delivery) => ({ delivery, attempt })));
