@@ -15,7 +15,8 @@
  *
  * A file marked `// database-free` (scripts/database-free.ts) opens no database: it runs once,
  * in a third suite beside the two, which cannot load a database driver (a marked file that
- * opens a database fails there).
+ * opens a database fails there). A file marked `// one backend: pglite` or `… postgres`
+ * (scripts/test-backends.ts) runs in that backend's suite only.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -25,6 +26,7 @@ import { openDatabase } from '../src/storage/database.ts';
 import { buildBundles } from './build-bundles.ts';
 import { runStaticChecks } from './static-checks.ts';
 import { databaseFreeNodeOptions, isDatabaseFree } from './database-free.ts';
+import { oneBackendOf } from './test-backends.ts';
 import {
   startPostgresCluster,
   TEST_PG_TEMPLATE_VARIABLE,
@@ -51,6 +53,8 @@ const only = process.argv.slice(2);
 const selected = only.length > 0 ? files.filter((f) => only.some((o) => f.includes(o))) : files;
 const databaseFree = selected.filter(isDatabaseFree);
 const perBackend = selected.filter((f) => !databaseFree.includes(f));
+const pgliteFiles = perBackend.filter((f) => oneBackendOf(f) !== 'postgres');
+const postgresFiles = perBackend.filter((f) => oneBackendOf(f) !== 'pglite');
 const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
 // Both suites run at once, together with as many files in flight as the machine has cores
 // (as one suite at a time with two files did on 2 cores): more makes a loaded machine time out
@@ -170,9 +174,9 @@ try {
   ]);
   postgresTemplate = postgres;
   // `npm test -- lint` may select no file: then only the static checks run.
-  const suites = perBackend.length > 0 ? [runSuite('pglite', perBackend, { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)] : [];
-  if (perBackend.length > 0 && postgresUrl && postgresTemplate) {
-    suites.push(runSuite('postgres', perBackend, { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, false));
+  const suites = pgliteFiles.length > 0 ? [runSuite('pglite', pgliteFiles, { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)] : [];
+  if (postgresFiles.length > 0 && postgresUrl && postgresTemplate) {
+    suites.push(runSuite('postgres', postgresFiles, { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, suites.length === 0));
   }
   if (databaseFree.length > 0) {
     suites.push(runSuite('database-free', databaseFree, { NODE_OPTIONS: databaseFreeNodeOptions(process.env.NODE_OPTIONS) }, suites.length === 0));
@@ -189,7 +193,8 @@ try {
   }
   if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
   if (databases && !postgresUrl) {
-    process.stdout.write('\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only.\n');
+    const postgresOnly = postgresFiles.filter((f) => !pgliteFiles.includes(f)).length;
+    process.stdout.write(`\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only (${postgresOnly} files that run on PostgreSQL alone did not run).\n`);
   }
 } finally {
   if (!cluster) await postgresTemplate?.drop().catch(() => undefined);

@@ -1,3 +1,4 @@
+// one backend: postgres: the CLI against a server process, over the HTTP API (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

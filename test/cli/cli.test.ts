@@ -1,3 +1,4 @@
+// one backend: postgres: the CLI against a server process, over the HTTP API the per-backend files cover (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,85 +43,82 @@ function essence(users: readonly User[]) {
     .sort((a, b) => a.email.localeCompare(b.email));
 }
 
-// Usage and configuration do not depend on the storage backend: checked once, in the PGlite run.
-if (BACKEND === 'pglite') {
-  describe('wum usage errors exit with 2, help with 0 (no server needed)', () => {
-    test('--help, and --help of a nested command, exit 0', async () => {
-      const help = await runWum(['--help']);
-      assert.equal(help.code, 0);
-      assert.match(help.stdout, /Usage: wum/);
-      for (const name of ['users', 'products', 'admin']) assert.match(help.stdout, new RegExp(`\\b${name}\\b`));
-      const add = await runWum(['users', 'add', '--help']);
-      assert.equal(add.code, 0);
-      assert.match(add.stdout, /--role <role>/);
-      assert.match(add.stdout, /--json/);
-      assert.match(add.stdout, /WUM_URL/, 'the global options are listed, with their variables');
-      assert.equal((await runWum(['admin', 'products', 'put', '--help'])).code, 0);
-    });
-
-    test('unknown commands and options, bad values and missing arguments exit 2 with a message', async () => {
-      const env = { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' };
-      for (const args of [
-        ['bogus'],
-        ['users', 'frobnicate'],
-        ['users', 'list', '--colour'],
-        ['users', 'list', '--status', 'sleeping'],
-        ['users', 'list', '--page', '0'],
-        ['users', 'list', '--page', '2', '--all'],
-        ['users', 'add', 'ada@example.com'],
-        ['users', 'add', 'ada@example.com', '--role', 'boss'],
-        ['users', 'add', 'ada@example.com', '--role', 'owner', '--app', 'crm'],
-        ['users', 'get'],
-        ['admin', 'products', 'put', 'crm'],
-      ]) {
-        const run = await runWum(args, env);
-        assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
-        assert.match(run.stderr, /error/i, args.join(' '));
-      }
-      assert.equal((await runWum([])).code, 2, 'no command: help on stderr, exit 2');
-    });
-
-    test('missing configuration and unreadable files are usage errors (2)', async () => {
-      const noUrl = await runWum(['users', 'list']);
-      assert.equal(noUrl.code, 2);
-      assert.match(noUrl.stderr, /--url or set WUM_URL/);
-      const noKey = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1' });
-      assert.equal(noKey.code, 2);
-      assert.match(noKey.stderr, /--api-key or set WUM_API_KEY/);
-      const badUrl = await runWum(['users', 'list', '--url', 'acme.localhost', '--api-key', 'k']);
-      assert.equal(badUrl.code, 2);
-      const noToken = await runWum(['admin', 'workspaces', 'list'], { WUM_ADMIN_URL: 'http://localhost:1' });
-      assert.equal(noToken.code, 2);
-      assert.match(noToken.stderr, /--admin-token or set WUM_ADMIN_TOKEN/);
-
-      const dir = mkdtempSync(join(tmpdir(), 'wum-cli-'));
-      try {
-        const env = { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' };
-        const missing = await runWum(['users', 'import', join(dir, 'none.csv')], env);
-        assert.equal(missing.code, 2);
-        assert.match(missing.stderr, /cannot read/);
-        writeFileSync(join(dir, 'bad.csv'), 'email,role,firstname\nada@example.com,owner,Ada\n');
-        const header = await runWum(['users', 'import', join(dir, 'bad.csv')], env);
-        assert.equal(header.code, 2);
-        assert.match(header.stderr, /unknown: firstname/);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
-
-    test('--connect-to takes an IP address only', async () => {
-      const run = await runWum(['users', 'list', '--connect-to', 'not-an-address'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
-      assert.equal(run.code, 2);
-      assert.match(run.stderr, /connectTo must be an IP address such as 127\.0\.0\.1, not "not-an-address"/);
-    });
-
-    test('an unreachable server is an API error (1) naming the cause', async () => {
-      const run = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
-      assert.equal(run.code, 1);
-      assert.match(run.stderr, /^error: network_error: GET http:\/\/acme\.localhost:1\/api\/external\/v2\/users: could not reach/m);
-    });
+describe('wum usage errors exit with 2, help with 0 (no server needed)', () => {
+  test('--help, and --help of a nested command, exit 0', async () => {
+    const help = await runWum(['--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /Usage: wum/);
+    for (const name of ['users', 'products', 'admin']) assert.match(help.stdout, new RegExp(`\\b${name}\\b`));
+    const add = await runWum(['users', 'add', '--help']);
+    assert.equal(add.code, 0);
+    assert.match(add.stdout, /--role <role>/);
+    assert.match(add.stdout, /--json/);
+    assert.match(add.stdout, /WUM_URL/, 'the global options are listed, with their variables');
+    assert.equal((await runWum(['admin', 'products', 'put', '--help'])).code, 0);
   });
-}
+
+  test('unknown commands and options, bad values and missing arguments exit 2 with a message', async () => {
+    const env = { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' };
+    for (const args of [
+      ['bogus'],
+      ['users', 'frobnicate'],
+      ['users', 'list', '--colour'],
+      ['users', 'list', '--status', 'sleeping'],
+      ['users', 'list', '--page', '0'],
+      ['users', 'list', '--page', '2', '--all'],
+      ['users', 'add', 'ada@example.com'],
+      ['users', 'add', 'ada@example.com', '--role', 'boss'],
+      ['users', 'add', 'ada@example.com', '--role', 'owner', '--app', 'crm'],
+      ['users', 'get'],
+      ['admin', 'products', 'put', 'crm'],
+    ]) {
+      const run = await runWum(args, env);
+      assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, /error/i, args.join(' '));
+    }
+    assert.equal((await runWum([])).code, 2, 'no command: help on stderr, exit 2');
+  });
+
+  test('missing configuration and unreadable files are usage errors (2)', async () => {
+    const noUrl = await runWum(['users', 'list']);
+    assert.equal(noUrl.code, 2);
+    assert.match(noUrl.stderr, /--url or set WUM_URL/);
+    const noKey = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1' });
+    assert.equal(noKey.code, 2);
+    assert.match(noKey.stderr, /--api-key or set WUM_API_KEY/);
+    const badUrl = await runWum(['users', 'list', '--url', 'acme.localhost', '--api-key', 'k']);
+    assert.equal(badUrl.code, 2);
+    const noToken = await runWum(['admin', 'workspaces', 'list'], { WUM_ADMIN_URL: 'http://localhost:1' });
+    assert.equal(noToken.code, 2);
+    assert.match(noToken.stderr, /--admin-token or set WUM_ADMIN_TOKEN/);
+
+    const dir = mkdtempSync(join(tmpdir(), 'wum-cli-'));
+    try {
+      const env = { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' };
+      const missing = await runWum(['users', 'import', join(dir, 'none.csv')], env);
+      assert.equal(missing.code, 2);
+      assert.match(missing.stderr, /cannot read/);
+      writeFileSync(join(dir, 'bad.csv'), 'email,role,firstname\nada@example.com,owner,Ada\n');
+      const header = await runWum(['users', 'import', join(dir, 'bad.csv')], env);
+      assert.equal(header.code, 2);
+      assert.match(header.stderr, /unknown: firstname/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('--connect-to takes an IP address only', async () => {
+    const run = await runWum(['users', 'list', '--connect-to', 'not-an-address'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /connectTo must be an IP address such as 127\.0\.0\.1, not "not-an-address"/);
+  });
+
+  test('an unreachable server is an API error (1) naming the cause', async () => {
+    const run = await runWum(['users', 'list'], { WUM_URL: 'http://acme.localhost:1', WUM_API_KEY: 'wum_x' });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /^error: network_error: GET http:\/\/acme\.localhost:1\/api\/external\/v2\/users: could not reach/m);
+  });
+});
 
 describe(`wum against a server process [${BACKEND}]`, () => {
   let server: WumServer;

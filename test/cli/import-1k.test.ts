@@ -1,3 +1,4 @@
+// one backend: postgres: the CLI against a server process, over the HTTP API (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,4 @@
+// one backend: pglite: the web console in Chromium, over the HTTP API the per-backend files cover (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
@@ -22,10 +23,10 @@ import { json } from '../helpers/json.ts';
 const API = '/api/external/v2';
 const WORKSPACE = 'acme';
 /**
- * Screenshots of every page go to docs/console/ when asked (`npm run screenshots`), on the
- * first backend: not on every run, which would leave the checkout changed (dates, request ids).
+ * Screenshots of every page go to docs/console/ when asked (`npm run screenshots`): not on every
+ * run, which would leave the checkout changed (dates, request ids).
  */
-const SCREENSHOTS = BACKEND === 'pglite' && process.env.WUM_SCREENSHOTS === '1';
+const SCREENSHOTS = process.env.WUM_SCREENSHOTS === '1';
 const TEST_TIMEOUT = { timeout: 120_000 };
 
 describe(`web console [${BACKEND}]`, () => {

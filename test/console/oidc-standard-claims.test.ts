@@ -1,3 +1,4 @@
+// one backend: pglite: sign-in through an OpenID Provider, over the HTTP API (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';

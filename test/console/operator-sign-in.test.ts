@@ -1,3 +1,4 @@
+// one backend: pglite: sign-in through an OpenID Provider in a browser, over the HTTP API (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';

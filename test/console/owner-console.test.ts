@@ -1,3 +1,4 @@
+// one backend: postgres: the owner's console in Chromium, over the HTTP API the per-backend files cover (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -14,8 +15,8 @@ import { startTestStreamWorker, type TestStreamWorker } from '../helpers/stream-
 import { json } from '../helpers/json.ts';
 
 const TEST_TIMEOUT = { timeout: 120_000 };
-/** Screenshots of the owner's pages go to docs/console/ when asked (`npm run screenshots`), on the first backend only. */
-const SCREENSHOTS = BACKEND === 'pglite' && process.env.WUM_SCREENSHOTS === '1';
+/** Screenshots of the owner's pages go to docs/console/ when asked (`npm run screenshots`). */
+const SCREENSHOTS = process.env.WUM_SCREENSHOTS === '1';
 
 /*
  * The console for a workspace's owner, driven in Chromium against the real app: an owner signs

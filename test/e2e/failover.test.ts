@@ -1,3 +1,4 @@
+// one backend: postgres: PostgreSQL failover (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';

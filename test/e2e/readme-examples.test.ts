@@ -1,3 +1,4 @@
+// one backend: pglite: the README's quick start, which runs on the embedded store (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

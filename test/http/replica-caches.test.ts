@@ -1,3 +1,4 @@
+// one backend: postgres: replicas share one PostgreSQL (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';

@@ -1,3 +1,4 @@
+// one backend: postgres: the SDK against a server process, over the HTTP API (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createAdminClient, createClient, WumApiError, type RetryEvent, type WumAdminClient, type WumClient } from 'wum/sdk';

@@ -1,3 +1,4 @@
+// one backend: pglite: the OpenAPI document, the same on either store (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';

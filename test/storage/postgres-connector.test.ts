@@ -1,3 +1,4 @@
+// one backend: postgres: PostgreSQL's connector (scripts/test-backends.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
