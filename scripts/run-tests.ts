@@ -7,8 +7,10 @@
  * migrating their own: a tar of a migrated PGlite data directory (WUM_TEST_PGLITE_TEMPLATE),
  * and a migrated PostgreSQL database that `CREATE DATABASE … TEMPLATE` copies
  * (WUM_TEST_PG_TEMPLATE); and it bundles the server and the CLI (scripts/build-bundles.ts), which
- * the tests' server and `wum` processes run, as `npm start` does. The two suites then run at the same time, each with half the
- * machine's cores as test files in flight (at least 1); the PGlite suite's output is shown as it
+ * the tests' server and `wum` processes run, as `npm start` does. The two suites then run at the
+ * same time, each with half the machine's cores as test processes in flight (at least 1), each
+ * process running a group of up to ten test files one after the other (`groupFiles`, below);
+ * the PGlite suite's output is shown as it
  * comes, the PostgreSQL suite's after it, so the output reads as if they ran one after the
  * other. WUM_TEST_TIMINGS=1 prints each file's duration after the suites (docs/performance.md,
  * "npm test").
@@ -19,9 +21,10 @@
  * (scripts/test-backends.ts) runs in that backend's suite only.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/storage/database.ts';
 import { buildBundles } from './build-bundles.ts';
 import { runStaticChecks } from './static-checks.ts';
@@ -61,6 +64,26 @@ const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
 // the tests that start servers and CLI processes. WUM_TEST_CONCURRENCY sets it per suite.
 const concurrency = Number(process.env.WUM_TEST_CONCURRENCY) || Math.max(1, Math.floor(availableParallelism() / 2));
 
+// Test files per process (WUM_TEST_GROUP_SIZE; 1 for a process per file). Each file is still
+// its own module, with its own database and app; what the files of a group share is the one
+// Node process, which loads the TypeScript loader, the service's modules and their
+// dependencies once instead of once per file (about 1.5 s of CPU each, docs/performance.md,
+// "npm test").
+const groupSize = Number(process.env.WUM_TEST_GROUP_SIZE) || 10;
+
+/** `suiteFiles` as entry modules of up to `groupSize` files each (in `reportDir`), in order. */
+function groupFiles(suite: string, suiteFiles: readonly string[]): string[] {
+  if (groupSize <= 1) return [...suiteFiles];
+  const groups: string[] = [];
+  for (let i = 0; i < suiteFiles.length; i += groupSize) {
+    const group = join(reportDir, `${suite}-${groups.length + 1}.test.mjs`);
+    const imports = suiteFiles.slice(i, i + groupSize).map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`);
+    writeFileSync(group, imports.join(''));
+    groups.push(group);
+  }
+  return groups;
+}
+
 function count(tap: string, name: string): number {
   const match = new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap);
   return match ? Number(match[1]) : 0;
@@ -84,7 +107,7 @@ async function runSuite(backend: string, suiteFiles: readonly string[], env: Nod
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
-      ...suiteFiles,
+      ...groupFiles(backend, suiteFiles),
     ],
     { stdio: ['ignore', out, live ? 'inherit' : out], env: { ...process.env, ...env, WUM_TEST_BACKEND: backend } },
   );

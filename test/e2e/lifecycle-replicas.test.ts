@@ -46,8 +46,13 @@ if (BACKEND === 'postgres') {
       return port;
     }
 
-    /** A workspace with an owner who never expires and `count` users expiring at `at`. */
-    async function workspace(port: number, count: number, at: Date) {
+    /**
+     * A workspace with an owner and 40 users who never expire, and `count` users who all expire
+     * at `at`. The due time is planned from the 40 timed adds: two and a half times as long as
+     * adding the rest takes at that pace (at least 5 s), so the users are in before they are
+     * due on a slow machine too, and a fast one does not wait for nothing.
+     */
+    async function workspace(port: number, count: number) {
       counter += 1;
       const subdomain = `expiring${counter}`;
       const created = await sendRequest(port, 'POST', '/admin/v1/workspaces', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { subdomain } });
@@ -56,16 +61,25 @@ if (BACKEND === 'postgres') {
       const call = (p: number, method: string, path: string, body?: unknown) =>
         sendRequest(p, method, `${API}${path}`, { host: `${subdomain}.localhost`, headers: { 'x-api-key': key }, body, timeoutMs: 30_000 });
       assert.equal((await call(port, 'POST', '/users', { user: { email: 'owner@example.com', role: 'owner', apps: [] } })).status, 201);
-      let next = 0;
-      const writer = async () => {
-        while (next < count) {
-          const i = next++;
-          const res = await call(port, 'POST', '/users', { user: { email: `u${i}@example.com`, role: 'non_owner', apps: [], expires_at: at.toISOString() } });
-          assert.equal(res.status, 201, res.body);
-        }
+      /** Adds `n` users named `prefix<i>` with 8 requests in flight. */
+      const add = async (prefix: string, n: number, expiresAt?: Date) => {
+        let next = 0;
+        const writer = async () => {
+          while (next < n) {
+            const i = next++;
+            const user = { email: `${prefix}${i}@example.com`, role: 'non_owner', apps: [], ...(expiresAt ? { expires_at: expiresAt.toISOString() } : {}) };
+            const res = await call(port, 'POST', '/users', { user });
+            assert.equal(res.status, 201, res.body);
+          }
+        };
+        await Promise.all(Array.from({ length: 8 }, writer));
       };
-      await Promise.all(Array.from({ length: 8 }, writer));
-      return { subdomain, call };
+      const started = Date.now();
+      await add('steady', 40);
+      const at = new Date(Date.now() + Math.max(5_000, (2.5 * count * (Date.now() - started)) / 40));
+      await add('u', count, at);
+      assert.ok(Date.now() < at.getTime(), 'the users were added before they were due');
+      return { subdomain, call, at };
     }
 
     /** Deactivated users of the workspace, by the listing's total. */
@@ -112,10 +126,8 @@ if (BACKEND === 'postgres') {
     test('two processes on one PostgreSQL deactivate 600 expiring users exactly once between them, within 5 s of the due time', TEST_TIMEOUT, async () => {
       const [a, b] = [await start(), await start()];
       const count = 600;
-      const at = new Date(Date.now() + 30_000);
-      const ws = await workspace(a, count, at);
-      assert.ok(Date.now() < at.getTime(), 'the users were added before they were due');
-      const deadline = at.getTime() + 5_000 + 10_000;
+      const ws = await workspace(a, count);
+      const deadline = ws.at.getTime() + 5_000 + 10_000;
       while ((await deactivated(ws, b)) < count) {
         assert.ok(Date.now() < deadline, 'every due user is deactivated soon after its due time');
         await sleep(250);
@@ -129,10 +141,9 @@ if (BACKEND === 'postgres') {
       for (const server of servers.splice(0)) server.kill();
       const first = await start();
       const count = 3000;
-      const at = new Date(Date.now() + 60_000);
-      const ws = await workspace(first, count, at);
+      const ws = await workspace(first, count);
       let done: number;
-      const deadline = at.getTime() + 30_000;
+      const deadline = ws.at.getTime() + 30_000;
       while ((done = await deactivated(ws, first)) === 0) {
         assert.ok(Date.now() < deadline, 'the sweep started');
         await sleep(20);
