@@ -254,7 +254,14 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
   });
 
   test('a queued job wakes the import worker of its process: it starts without waiting for the next poll', async () => {
+    // On a loaded machine this test has ended in a way no assertion sees: the event loop ran
+    // dry while a step still awaited, as if a promise were never settled. Each step is named,
+    // and one still awaited after 5 s is printed (on stdout: the runner cancels the test, and
+    // its diagnostics with it, when the loop runs dry).
+    let step = 'stopping the shared worker';
+    const watch = setTimeout(() => console.log(`import wake test: still awaiting after 5 s: ${step}; active: ${process.getActiveResourcesInfo().join(', ')}`), 5_000).unref();
     await stopWorker();
+    step = 'starting the sleeping worker and the app';
     // A worker that would look for jobs again only in ten minutes, woken by the store the app writes through (as the server wires them).
     const store = createStore(ctx.database.db, { keyRing: testKeyRing(), onImportQueued: () => sleeper.wake() });
     // What the worker logs, shown if the job does not finish.
@@ -263,7 +270,9 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
     const sleeper = startImportWorker({ store, log: { info: keep, warn: keep, error: keep }, pollMs: 600_000, sharedConnection: BACKEND === 'pglite' });
     const app = await buildApp(ctx.config, { ...storageDependencies(ctx.config, ctx.database, store), logger: false });
     try {
+      step = 'creating the workspace';
       const ws = await ctx.createWorkspace();
+      step = 'uploading the job';
       const res = await app.inject({
         method: 'POST',
         url: `${API}/users/imports`,
@@ -271,14 +280,17 @@ describe(`bulk import jobs [${BACKEND}]`, () => {
         payload: 'email,role\nwoken@example.com,non_owner\n',
       });
       assert.equal(res.statusCode, 202, res.body);
+      step = 'waiting for the job to finish';
       const done = await finished(ws, json<'startUserImport'>(res).id).catch((error: Error) => {
         throw new Error(`${error.message}; the worker logged: ${JSON.stringify(logged)}`);
       });
       assert.equal(done.status, 'completed', JSON.stringify(logged));
       assert.equal(done.added, 1);
     } finally {
+      step = 'closing the app and stopping the sleeping worker';
       await app.close();
       await sleeper.stop();
+      clearTimeout(watch);
     }
   });
 });
