@@ -107,7 +107,8 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
         await work(claim);
         continue;
       }
-      if (woken) continue;
+      // Stopped while it looked: `stop` found no wait to cut short, so none may start.
+      if (woken || stopping) continue;
       await new Promise<void>((resolve) => {
         wakeUp = resolve;
         setTimeout(resolve, pollMs).unref();
