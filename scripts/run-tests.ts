@@ -56,11 +56,12 @@ const only = process.argv.slice(2);
 const selected = only.length > 0 ? files.filter((f) => only.some((o) => f.includes(o))) : files;
 const databaseFree = selected.filter(isDatabaseFree);
 const perBackend = selected.filter((f) => !databaseFree.includes(f));
-const pgliteFiles = perBackend.filter((f) => oneBackendOf(f) !== 'postgres');
-const postgresFiles = perBackend.filter((f) => oneBackendOf(f) !== 'pglite');
+const backendOf = new Map(perBackend.map((f) => [f, oneBackendOf(f)]));
+const pgliteFiles = perBackend.filter((f) => backendOf.get(f) !== 'postgres');
+const postgresFiles = perBackend.filter((f) => backendOf.get(f) !== 'pglite');
 const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
-// Both suites run at once, together with as many files in flight as the machine has cores
-// (as one suite at a time with two files did on 2 cores): more makes a loaded machine time out
+// Both suites run at once, together with as many test processes in flight as the machine has
+// cores: the run is CPU-bound, so more only adds contention and makes a loaded machine time out
 // the tests that start servers and CLI processes. WUM_TEST_CONCURRENCY sets it per suite.
 const concurrency = Number(process.env.WUM_TEST_CONCURRENCY) || Math.max(1, Math.floor(availableParallelism() / 2));
 
@@ -216,7 +217,7 @@ try {
   }
   if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
   if (databases && !postgresUrl) {
-    const postgresOnly = postgresFiles.filter((f) => !pgliteFiles.includes(f)).length;
+    const postgresOnly = perBackend.filter((f) => backendOf.get(f) === 'postgres').length;
     process.stdout.write(`\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only (${postgresOnly} files that run on PostgreSQL alone did not run).\n`);
   }
 } finally {
