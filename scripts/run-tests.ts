@@ -7,17 +7,16 @@
  * migrating their own: a tar of a migrated PGlite data directory (WUM_TEST_PGLITE_TEMPLATE),
  * and a migrated PostgreSQL database that `CREATE DATABASE … TEMPLATE` copies
  * (WUM_TEST_PG_TEMPLATE); and it bundles the server and the CLI (scripts/build-bundles.ts), which
- * the tests' server and `wum` processes run, as `npm start` does. The two suites then run at the
- * same time, each with half the machine's cores as test processes in flight (at least 1), each
- * process running a group of up to ten test files one after the other (`groupFiles`, below);
- * the PGlite suite's output is shown as it
- * comes, the PostgreSQL suite's after it, so the output reads as if they ran one after the
- * other. WUM_TEST_TIMINGS=1 prints each file's duration after the suites (docs/performance.md,
- * "npm test").
+ * the tests' server and `wum` processes run, as `npm start` does. Each suite's files are then
+ * cut into groups of up to ten, each group one Node process that runs its files one after the
+ * other (`groupFiles`, below), and the groups of all suites share one queue, one more process
+ * in flight than the machine has cores (`runQueue`); each group's output is printed when it
+ * ends, under a line naming its suite and files. WUM_TEST_TIMINGS=1 prints each file's duration
+ * after the suites (docs/performance.md, "npm test").
  *
  * A file marked `// database-free` (scripts/database-free.ts) opens no database: it runs once,
- * in a third suite beside the two, which cannot load a database driver (a marked file that
- * opens a database fails there). A file marked `// one backend: pglite` or `… postgres`
+ * in a third suite beside the two, whose processes cannot load a database driver (a marked file
+ * that opens a database fails there). A file marked `// one backend: pglite` or `… postgres`
  * (scripts/test-backends.ts) runs in that backend's suite only.
  */
 import { spawn } from 'node:child_process';
@@ -60,10 +59,11 @@ const backendOf = new Map(perBackend.map((f) => [f, oneBackendOf(f)]));
 const pgliteFiles = perBackend.filter((f) => backendOf.get(f) !== 'postgres');
 const postgresFiles = perBackend.filter((f) => backendOf.get(f) !== 'pglite');
 const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
-// Both suites run at once, together with as many test processes in flight as the machine has
-// cores: the run is CPU-bound, so more only adds contention and makes a loaded machine time out
-// the tests that start servers and CLI processes. WUM_TEST_CONCURRENCY sets it per suite.
-const concurrency = Number(process.env.WUM_TEST_CONCURRENCY) || Math.max(1, Math.floor(availableParallelism() / 2));
+// Test processes in flight, all suites together (WUM_TEST_CONCURRENCY): one more than the
+// machine has cores, because some files mostly wait (for a failover, a due time, a server to
+// start) while another process has the CPU; more only adds contention, and a loaded machine
+// times out the tests that start servers and CLI processes (docs/performance.md, "npm test").
+const concurrency = Number(process.env.WUM_TEST_CONCURRENCY) || availableParallelism() + 1;
 
 // Test files per process (WUM_TEST_GROUP_SIZE; 1 for a process per file). Each file is still
 // its own module, with its own database and app; what the files of a group share is the one
@@ -72,63 +72,108 @@ const concurrency = Number(process.env.WUM_TEST_CONCURRENCY) || Math.max(1, Math
 // "npm test").
 const groupSize = Number(process.env.WUM_TEST_GROUP_SIZE) || 10;
 
-/** `suiteFiles` as entry modules of up to `groupSize` files each (in `reportDir`), in order. */
-function groupFiles(suite: string, suiteFiles: readonly string[]): string[] {
-  if (groupSize <= 1) return [...suiteFiles];
-  const groups: string[] = [];
+/** Up to `groupSize` test files of one suite that one Node process runs, one after the other. */
+interface Group {
+  readonly suite: string;
+  readonly index: number;
+  readonly files: readonly string[];
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** `suiteFiles` in groups of up to `groupSize`, in order. */
+function groupFiles(suite: string, suiteFiles: readonly string[], env: NodeJS.ProcessEnv): Group[] {
+  const groups: Group[] = [];
   for (let i = 0; i < suiteFiles.length; i += groupSize) {
-    const group = join(reportDir, `${suite}-${groups.length + 1}.test.mjs`);
-    const imports = suiteFiles.slice(i, i + groupSize).map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`);
-    writeFileSync(group, imports.join(''));
-    groups.push(group);
+    groups.push({ suite, index: groups.length + 1, files: suiteFiles.slice(i, i + groupSize), env: { ...env, WUM_TEST_BACKEND: suite } });
   }
   return groups;
 }
 
-function count(tap: string, name: string): number {
-  const match = new RegExp(`^# ${name} (\\d+)$`, 'm').exec(tap);
-  return match ? Number(match[1]) : 0;
+/**
+ * The groups of every suite in one queue, taking turns: each free process slot takes the next
+ * group, whichever suite it is of, so the suites share the machine until the last group ends
+ * instead of one suite's files waiting behind the other's. The files are in path order, which
+ * puts the long ones (`cli/`, `console/`, `e2e/`) in the first half of each suite.
+ */
+function interleave(suites: readonly Group[][]): Group[] {
+  const queue: Group[] = [];
+  for (let i = 0; suites.some((groups) => i < groups.length); i++) {
+    for (const groups of suites) if (i < groups.length) queue.push(groups[i]!);
+  }
+  return queue;
+}
+
+function tapFile(group: Group): string {
+  return join(reportDir, `${group.suite}-${group.index}.tap`);
 }
 
 /**
- * Runs `suiteFiles` on one backend (or, as `database-free`, on none); its spec output goes to
- * stdout (`live`) or to a file printed by the caller. Resolves with the tally read from the TAP report.
+ * Runs a group's files in one Node process: an entry module importing each (in `reportDir`),
+ * run with Node's test runner's spec reporter to a file and its TAP reporter to another.
+ * Resolves with the process's exit code and its spec output, under a header naming the files.
  */
-async function runSuite(backend: string, suiteFiles: readonly string[], env: NodeJS.ProcessEnv, live: boolean): Promise<Tally & { output?: string }> {
-  const tapFile = join(reportDir, `${backend}.tap`);
-  const outputFile = join(reportDir, `${backend}.out`);
-  const header = `\n== ${backend}: ${suiteFiles.length} test files ==\n`;
-  if (live) process.stdout.write(header);
-  const out = live ? 'inherit' : openSync(outputFile, 'w');
+async function runGroup(group: Group): Promise<{ exitCode: number; output: string }> {
+  const entry = join(reportDir, `${group.suite}-${group.index}.test.mjs`);
+  writeFileSync(entry, group.files.map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`).join(''));
+  const outputFile = join(reportDir, `${group.suite}-${group.index}.out`);
+  const out = openSync(outputFile, 'w');
   const child = spawn(
     process.execPath,
-    [
-      '--import', 'tsx',
-      '--test',
-      `--test-concurrency=${concurrency}`,
-      '--test-reporter=spec', '--test-reporter-destination=stdout',
-      '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
-      ...groupFiles(backend, suiteFiles),
-    ],
-    { stdio: ['ignore', out, live ? 'inherit' : out], env: { ...process.env, ...env, WUM_TEST_BACKEND: backend } },
+    ['--import', 'tsx', '--test-reporter=spec', `--test-reporter-destination=stdout`, '--test-reporter=tap', `--test-reporter-destination=${tapFile(group)}`, entry],
+    { stdio: ['ignore', out, out], env: { ...process.env, ...group.env } },
   );
   const exitCode = await new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? 1)));
-  if (typeof out === 'number') closeSync(out);
-  let tap = '';
-  try {
-    tap = readFileSync(tapFile, 'utf8');
-  } catch {
-    // No report means the runner itself failed; the exit code says so.
-  }
-  return {
-    backend,
-    tests: count(tap, 'tests'),
-    passed: count(tap, 'pass'),
-    skipped: count(tap, 'skipped'),
-    failed: count(tap, 'fail') + count(tap, 'cancelled'),
-    exitCode,
-    ...(live ? {} : { output: header + readFileSync(outputFile, 'utf8') }),
+  closeSync(out);
+  const header = `\n== ${group.suite} ${group.index}: ${group.files.join(', ')} ==\n`;
+  return { exitCode, output: header + readFileSync(outputFile, 'utf8') };
+}
+
+/**
+ * Runs `queue` with `concurrency` processes in flight, printing each group's output as it ends.
+ * Resolves with each suite's tally, read from its groups' TAP reports.
+ */
+async function runQueue(queue: readonly Group[]): Promise<Tally[]> {
+  const exitCodes = new Map<Group, number>();
+  let next = 0;
+  const slot = async () => {
+    while (next < queue.length) {
+      const group = queue[next++]!;
+      const { exitCode, output } = await runGroup(group);
+      process.stdout.write(output);
+      exitCodes.set(group, exitCode);
+    }
   };
+  await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, slot));
+  const suites = [...new Set(queue.map((g) => g.suite))];
+  return suites.map((suite) => {
+    const groups = queue.filter((g) => g.suite === suite);
+    const tap = groups.map(readTap).join('\n');
+    // A process that failed with no failed test in its report (a file that threw while it was
+    // imported, a crash) counts as one failure, as Node's runner counts a file that fails so.
+    const crashed = groups.filter((g) => exitCodes.get(g) !== 0 && sum(readTap(g), 'fail') + sum(readTap(g), 'cancelled') === 0).length;
+    return {
+      backend: suite,
+      tests: sum(tap, 'tests') + crashed,
+      passed: sum(tap, 'pass'),
+      skipped: sum(tap, 'skipped'),
+      failed: sum(tap, 'fail') + sum(tap, 'cancelled') + crashed,
+      exitCode: groups.some((g) => exitCodes.get(g) !== 0) ? 1 : 0,
+    };
+  });
+}
+
+/** A group's TAP report, or '' when there is none (the process failed before its first test; its exit code says so). */
+function readTap(group: Group): string {
+  try {
+    return readFileSync(tapFile(group), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** The sum of every `# name N` line of several TAP reports joined. */
+function sum(tap: string, name: string): number {
+  return [...tap.matchAll(new RegExp(`^# ${name} (\\d+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
 }
 
 /** A migrated PGlite data directory, as a tar for PGlite's `loadDataDir`; returns its path. */
@@ -154,19 +199,14 @@ async function migratedPostgresTemplate(url: string): Promise<{ name: string; dr
   return { name, drop: () => withClient(url, (client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined) };
 }
 
-/** With WUM_TEST_TIMINGS=1: each file's (top-level suite's) duration from a TAP report, slowest first. */
-function timings(tally: Tally): string {
-  let tap: string;
-  try {
-    tap = readFileSync(join(reportDir, `${tally.backend}.tap`), 'utf8');
-  } catch {
-    return '';
-  }
+/** With WUM_TEST_TIMINGS=1: each file's (top-level suite's) duration in a suite's groups, slowest first. */
+function timings(suite: string, groups: readonly Group[]): string {
+  const tap = groups.filter((g) => g.suite === suite).map(readTap).join('\n');
   const rows = [...tap.matchAll(/^(?:not )?ok \d+ - (.*)\n {2}---\n {2}duration_ms: ([\d.]+)/gm)]
     .map((m) => ({ name: m[1]!, seconds: Number(m[2]) / 1000 }))
     .sort((a, b) => b.seconds - a.seconds);
-  const total = rows.reduce((sum, r) => sum + r.seconds, 0);
-  return [`\n== ${tally.backend}: seconds per file (sum ${total.toFixed(0)} s) ==`, ...rows.map((r) => `${r.seconds.toFixed(1).padStart(7)}  ${r.name}`), ''].join('\n');
+  const total = rows.reduce((n, r) => n + r.seconds, 0);
+  return [`\n== ${suite}: seconds per file (sum ${total.toFixed(0)} s) ==`, ...rows.map((r) => `${r.seconds.toFixed(1).padStart(7)}  ${r.name}`), ''].join('\n');
 }
 
 let cluster: PostgresCluster | undefined;
@@ -185,8 +225,9 @@ const startPostgres = async (): Promise<Awaited<ReturnType<typeof migratedPostgr
 
 const tallies: Tally[] = [];
 // Types, lint and the dependencies are checked on a full run, or when asked for by `npm test -- lint`.
-const staticChecks = only.length === 0 || only.includes('lint') ? runStaticChecks() : undefined;
+const staticChecks = only.length === 0 || only.includes('lint') ? runStaticChecks().then((result) => ({ ...result, at: performance.now() })) : undefined;
 let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
+let queue: Group[] | undefined;
 try {
   // The servers and CLI processes the tests start run the bundles, as `npm start` and `wum` do.
   // Database-free files alone need neither template nor PostgreSQL.
@@ -198,24 +239,28 @@ try {
   ]);
   postgresTemplate = postgres;
   // `npm test -- lint` may select no file: then only the static checks run.
-  const suites = pgliteFiles.length > 0 ? [runSuite('pglite', pgliteFiles, { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }, true)] : [];
-  if (postgresFiles.length > 0 && postgresUrl && postgresTemplate) {
-    suites.push(runSuite('postgres', postgresFiles, { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }, suites.length === 0));
-  }
+  const suites: Group[][] = [];
   if (databaseFree.length > 0) {
-    suites.push(runSuite('database-free', databaseFree, { NODE_OPTIONS: databaseFreeNodeOptions(process.env.NODE_OPTIONS) }, suites.length === 0));
+    suites.push(groupFiles('database-free', databaseFree, { NODE_OPTIONS: databaseFreeNodeOptions(process.env.NODE_OPTIONS) }));
   }
-  for (const suite of suites) {
-    const { output, ...tally } = await suite;
-    if (output) process.stdout.write(output);
-    tallies.push(tally);
+  if (pgliteFiles.length > 0) suites.push(groupFiles('pglite', pgliteFiles, { [TEST_PGLITE_TEMPLATE_VARIABLE]: pgliteTemplate }));
+  if (postgresFiles.length > 0 && postgresUrl && postgresTemplate) {
+    suites.push(groupFiles('postgres', postgresFiles, { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }));
   }
+  queue = interleave(suites);
+  const queued = performance.now();
+  tallies.push(...(await runQueue(queue)));
+  const ended = performance.now();
   if (staticChecks) {
-    const { checks, passed, report } = await staticChecks;
+    const { checks, passed, report, at } = await staticChecks;
     process.stdout.write(report);
+    if (process.env.WUM_TEST_TIMINGS === '1') process.stdout.write(`\nstatic checks ended after ${(at / 1000).toFixed(0)} s\n`);
     tallies.push({ backend: 'tsc, eslint and knip', tests: checks, passed, skipped: 0, failed: checks - passed, exitCode: 0 });
   }
-  if (process.env.WUM_TEST_TIMINGS === '1') for (const tally of tallies) process.stdout.write(timings(tally));
+  if (process.env.WUM_TEST_TIMINGS === '1') {
+    process.stdout.write(`\nthe first group started after ${(queued / 1000).toFixed(0)} s (templates, bundles), the last ended after ${(ended / 1000).toFixed(0)} s\n`);
+  }
+  if (process.env.WUM_TEST_TIMINGS === '1') for (const suite of new Set(queue.map((g) => g.suite))) process.stdout.write(timings(suite, queue));
   if (databases && !postgresUrl) {
     const postgresOnly = perBackend.filter((f) => backendOf.get(f) === 'postgres').length;
     process.stdout.write(`\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only (${postgresOnly} files that run on PostgreSQL alone did not run).\n`);
