@@ -72,13 +72,24 @@ describe(`audit streams: SIGKILL mid-stream, restart, every row delivered in ord
     return endpoint;
   }
 
-  /** The ids in the bucket: objects in key order (time, then audit ids), lines in order. */
+  /**
+   * The ids in the bucket: objects in key order (time, then audit ids), lines in order. s3rver
+   * writes an object's file as its body arrives, so it lists a PUT still under way, or one the
+   * SIGKILL cut short, with part of its gzip body; S3 stores an object only whole. Such an object
+   * is read as not there (yet): a cut batch is sent again whole, under a key of its own.
+   */
   async function s3Ids(): Promise<number[]> {
     const listed = await s3!.reader.send(new ListObjectsV2Command({ Bucket: 'audit', Prefix: 'wum/' }));
     const ids: number[] = [];
     for (const { Key } of listed.Contents ?? []) {
       const object = await s3!.reader.send(new GetObjectCommand({ Bucket: 'audit', Key }));
-      const text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
+      let text: string;
+      try {
+        text = gunzipSync(Buffer.from(await object.Body!.transformToByteArray())).toString('utf8');
+      } catch (error) {
+        if ((error as { code?: string }).code === 'Z_BUF_ERROR') continue;
+        throw error;
+      }
       for (const line of text.trimEnd().split('\n')) ids.push((JSON.parse(line) as { id: number }).id);
     }
     return ids;
