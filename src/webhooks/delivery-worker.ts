@@ -124,9 +124,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   let wakeUp: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
 
-  /** Waits `ms`, or less if woken (`wakeable`) or stopped; resolves with whether a wake ended it. */
-  const sleep = (ms: number, wakeable = true) =>
-    new Promise<boolean>((resolve) => {
+  /**
+   * Waits `ms`, or less if woken (`wakeable`) or stopped; resolves with whether a wake ended it.
+   * Once stopped it waits not at all: `stop` during a claim found no wait to cut short.
+   */
+  const sleep = (ms: number, wakeable = true): Promise<boolean> => {
+    if (stopping) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
       wakeUp = () => {
         if (wakeable || stopping) resolve(true);
       };
@@ -135,6 +139,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       clearTimeout(timer);
       wakeUp = undefined;
     });
+  };
   const wake = () => {
     woken = true;
     wakeUp?.();

@@ -326,6 +326,17 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     }
   });
 
+  test('a worker stopped while it claims stops then, not after its next poll', async () => {
+    // Stopped at once: its first claim is still in flight, and its next poll is a minute away
+    // (the longest WEBHOOK_POLL_INTERVAL_MS). A graceful shutdown must not wait for it.
+    const slow = { ...ctx.config.webhooks, pollIntervalMs: 60_000 };
+    for (let i = 0; i < 3; i += 1) {
+      const idle = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: slow, log: ctx.app.log, registry: new Registry() });
+      const stopped = await Promise.race([idle.stop().then(() => 'stopped'), sleep(5_000, 'still running after 5 s')]);
+      assert.equal(stopped, 'stopped');
+    }
+  });
+
   test('another workspace\'s endpoints are out of reach', async () => {
     const a = await ctx.createWorkspace('wh');
     const b = await ctx.createWorkspace('wh');
