@@ -23,7 +23,11 @@ export class KeyedTokenBuckets implements TokenBuckets {
     readonly intervalMs: number,
     maxKeys = 100_000,
   ) {
-    this.buckets = new LRUCache({ max: maxKeys });
+    // Bounded through `maxSize` (each bucket counts 1), not `max`: with `max`, lru-cache
+    // allocates storage for every entry up front (about 2.7 MB per 100,000 keys: typed arrays
+    // and two arrays of that many slots), whether any key is ever seen
+    // (test/reliability/bounded-caches.test.ts).
+    this.buckets = new LRUCache({ maxSize: maxKeys, sizeCalculation: () => 1 });
   }
 
   private bucket(key: string): TokenBucket {

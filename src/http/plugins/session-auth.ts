@@ -8,7 +8,8 @@ import { requireSameOrigin } from '../session-cookie.ts';
 
 /** Write a session's `last_seen_at` at most this often, not on every request. */
 const TOUCH_INTERVAL_MS = 60_000;
-const lastTouched = new LRUCache<string, number>({ max: 100_000 });
+// `maxSize`, not `max`: see rate-limits/memory-token-buckets.ts (no storage allocated up front).
+const lastTouched = new LRUCache<string, number>({ maxSize: 100_000, sizeCalculation: () => 1 });
 
 /**
  * The tenant of a request authenticated by the console's session cookie: the session's key,

@@ -137,7 +137,8 @@ function requireRouteScopes(tenant: Tenant, route: RouteShape): void {
  * key and without making the request wait; a failure is logged, never answered.
  */
 function keyUseRecorder(store: Store): (request: FastifyRequest, tenant: Tenant) => void {
-  const lastTouched = new LRUCache<string, number>({ max: 100_000 });
+  // `maxSize`, not `max`: see rate-limits/memory-token-buckets.ts (no storage allocated up front).
+  const lastTouched = new LRUCache<string, number>({ maxSize: 100_000, sizeCalculation: () => 1 });
   return (request, tenant) => {
     const now = Date.now();
     if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) < TOUCH_INTERVAL_MS) return;
