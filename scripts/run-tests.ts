@@ -103,77 +103,84 @@ function interleave(suites: readonly Group[][]): Group[] {
   return queue;
 }
 
-function tapFile(group: Group): string {
-  return join(reportDir, `${group.suite}-${group.index}.tap`);
+/** How a group's process ended, and its TAP report ('' when it wrote none: it failed before its first test). */
+interface GroupRun {
+  readonly exitCode: number;
+  readonly tap: string;
 }
 
 /**
  * Runs a group's files in one Node process: an entry module importing each (in `reportDir`),
  * run with Node's test runner's spec reporter to a file and its TAP reporter to another.
- * Resolves with the process's exit code and its spec output, under a header naming the files.
+ * Resolves with how it ended and its spec output, under a header naming the files.
  */
-async function runGroup(group: Group): Promise<{ exitCode: number; output: string }> {
-  const entry = join(reportDir, `${group.suite}-${group.index}.test.mjs`);
-  writeFileSync(entry, group.files.map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`).join(''));
-  const outputFile = join(reportDir, `${group.suite}-${group.index}.out`);
-  const out = openSync(outputFile, 'w');
+async function runGroup(group: Group): Promise<GroupRun & { output: string }> {
+  const name = join(reportDir, `${group.suite}-${group.index}`);
+  writeFileSync(`${name}.test.mjs`, group.files.map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`).join(''));
+  const out = openSync(`${name}.out`, 'w');
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test-reporter=spec', `--test-reporter-destination=stdout`, '--test-reporter=tap', `--test-reporter-destination=${tapFile(group)}`, entry],
+    ['--import', 'tsx', '--test-reporter=spec', `--test-reporter-destination=stdout`, '--test-reporter=tap', `--test-reporter-destination=${name}.tap`, `${name}.test.mjs`],
     { stdio: ['ignore', out, out], env: { ...process.env, ...group.env } },
   );
   const exitCode = await new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? 1)));
   closeSync(out);
+  let tap = '';
+  try {
+    tap = readFileSync(`${name}.tap`, 'utf8');
+  } catch {
+    // No report: the process failed before its first test, and its exit code says so.
+  }
   const header = `\n== ${group.suite} ${group.index}: ${group.files.join(', ')} ==\n`;
-  return { exitCode, output: header + readFileSync(outputFile, 'utf8') };
+  return { exitCode, tap, output: header + readFileSync(`${name}.out`, 'utf8') };
 }
 
-/**
- * Runs `queue` with `concurrency` processes in flight, printing each group's output as it ends.
- * Resolves with each suite's tally, read from its groups' TAP reports.
- */
-async function runQueue(queue: readonly Group[]): Promise<Tally[]> {
-  const exitCodes = new Map<Group, number>();
+/** Runs `queue` with `concurrency` processes in flight, printing each group's output as it ends. */
+async function runQueue(queue: readonly Group[]): Promise<Map<Group, GroupRun>> {
+  const runs = new Map<Group, GroupRun>();
   let next = 0;
   const slot = async () => {
     while (next < queue.length) {
       const group = queue[next++]!;
-      const { exitCode, output } = await runGroup(group);
+      const { output, ...run } = await runGroup(group);
       process.stdout.write(output);
-      exitCodes.set(group, exitCode);
+      runs.set(group, run);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, slot));
-  const suites = [...new Set(queue.map((g) => g.suite))];
-  return suites.map((suite) => {
-    const groups = queue.filter((g) => g.suite === suite);
-    const tap = groups.map(readTap).join('\n');
-    // A process that failed with no failed test in its report (a file that threw while it was
-    // imported, a crash) counts as one failure, as Node's runner counts a file that fails so.
-    const crashed = groups.filter((g) => exitCodes.get(g) !== 0 && sum(readTap(g), 'fail') + sum(readTap(g), 'cancelled') === 0).length;
-    return {
-      backend: suite,
-      tests: sum(tap, 'tests') + crashed,
-      passed: sum(tap, 'pass'),
-      skipped: sum(tap, 'skipped'),
-      failed: sum(tap, 'fail') + sum(tap, 'cancelled') + crashed,
-      exitCode: groups.some((g) => exitCodes.get(g) !== 0) ? 1 : 0,
-    };
-  });
+  return runs;
 }
 
-/** A group's TAP report, or '' when there is none (the process failed before its first test; its exit code says so). */
-function readTap(group: Group): string {
-  try {
-    return readFileSync(tapFile(group), 'utf8');
-  } catch {
-    return '';
-  }
+/** The runs of `suite`'s groups. */
+function runsOf(suite: string, runs: ReadonlyMap<Group, GroupRun>): GroupRun[] {
+  return [...runs].filter(([group]) => group.suite === suite).map(([, run]) => run);
+}
+
+/** A suite's tally, read from its groups' TAP reports. */
+function suiteTally(suite: string, runs: ReadonlyMap<Group, GroupRun>): Tally {
+  const suiteRuns = runsOf(suite, runs);
+  const tap = suiteRuns.map((run) => run.tap).join('\n');
+  // A process that failed with no failed test in its report (a file that threw while it was
+  // imported, a crash) counts as one failure, as Node's runner counts a file that fails so.
+  const crashed = suiteRuns.filter((run) => run.exitCode !== 0 && failures(run.tap) === 0).length;
+  return {
+    backend: suite,
+    tests: sum(tap, 'tests') + crashed,
+    passed: sum(tap, 'pass'),
+    skipped: sum(tap, 'skipped'),
+    failed: failures(tap) + crashed,
+    exitCode: suiteRuns.some((run) => run.exitCode !== 0) ? 1 : 0,
+  };
 }
 
 /** The sum of every `# name N` line of several TAP reports joined. */
 function sum(tap: string, name: string): number {
   return [...tap.matchAll(new RegExp(`^# ${name} (\\d+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+/** Failed and cancelled tests of TAP reports. */
+function failures(tap: string): number {
+  return sum(tap, 'fail') + sum(tap, 'cancelled');
 }
 
 /** A migrated PGlite data directory, as a tar for PGlite's `loadDataDir`; returns its path. */
@@ -200,8 +207,8 @@ async function migratedPostgresTemplate(url: string): Promise<{ name: string; dr
 }
 
 /** With WUM_TEST_TIMINGS=1: each file's (top-level suite's) duration in a suite's groups, slowest first. */
-function timings(suite: string, groups: readonly Group[]): string {
-  const tap = groups.filter((g) => g.suite === suite).map(readTap).join('\n');
+function timings(suite: string, runs: ReadonlyMap<Group, GroupRun>): string {
+  const tap = runsOf(suite, runs).map((run) => run.tap).join('\n');
   const rows = [...tap.matchAll(/^(?:not )?ok \d+ - (.*)\n {2}---\n {2}duration_ms: ([\d.]+)/gm)]
     .map((m) => ({ name: m[1]!, seconds: Number(m[2]) / 1000 }))
     .sort((a, b) => b.seconds - a.seconds);
@@ -224,10 +231,10 @@ const startPostgres = async (): Promise<Awaited<ReturnType<typeof migratedPostgr
 };
 
 const tallies: Tally[] = [];
+const showTimings = process.env.WUM_TEST_TIMINGS === '1';
 // Types, lint and the dependencies are checked on a full run, or when asked for by `npm test -- lint`.
 const staticChecks = only.length === 0 || only.includes('lint') ? runStaticChecks().then((result) => ({ ...result, at: performance.now() })) : undefined;
 let postgresTemplate: Awaited<ReturnType<typeof migratedPostgresTemplate>> | undefined;
-let queue: Group[] | undefined;
 try {
   // The servers and CLI processes the tests start run the bundles, as `npm start` and `wum` do.
   // Database-free files alone need neither template nor PostgreSQL.
@@ -247,20 +254,21 @@ try {
   if (postgresFiles.length > 0 && postgresUrl && postgresTemplate) {
     suites.push(groupFiles('postgres', postgresFiles, { TEST_DATABASE_URL: postgresUrl, [TEST_PG_TEMPLATE_VARIABLE]: postgresTemplate.name }));
   }
-  queue = interleave(suites);
   const queued = performance.now();
-  tallies.push(...(await runQueue(queue)));
+  const runs = await runQueue(interleave(suites));
   const ended = performance.now();
+  const suiteNames = suites.map((groups) => groups[0]!.suite);
+  tallies.push(...suiteNames.map((suite) => suiteTally(suite, runs)));
   if (staticChecks) {
     const { checks, passed, report, at } = await staticChecks;
     process.stdout.write(report);
-    if (process.env.WUM_TEST_TIMINGS === '1') process.stdout.write(`\nstatic checks ended after ${(at / 1000).toFixed(0)} s\n`);
+    if (showTimings) process.stdout.write(`\nstatic checks ended after ${(at / 1000).toFixed(0)} s\n`);
     tallies.push({ backend: 'tsc, eslint and knip', tests: checks, passed, skipped: 0, failed: checks - passed, exitCode: 0 });
   }
-  if (process.env.WUM_TEST_TIMINGS === '1') {
+  if (showTimings) {
     process.stdout.write(`\nthe first group started after ${(queued / 1000).toFixed(0)} s (templates, bundles), the last ended after ${(ended / 1000).toFixed(0)} s\n`);
+    for (const suite of suiteNames) process.stdout.write(timings(suite, runs));
   }
-  if (process.env.WUM_TEST_TIMINGS === '1') for (const suite of new Set(queue.map((g) => g.suite))) process.stdout.write(timings(suite, queue));
   if (databases && !postgresUrl) {
     const postgresOnly = perBackend.filter((f) => backendOf.get(f) === 'postgres').length;
     process.stdout.write(`\nPostgreSQL is not installed here and TEST_DATABASE_URL is unset: ran PGlite only (${postgresOnly} files that run on PostgreSQL alone did not run).\n`);
