@@ -10,6 +10,7 @@ import { addressRefusal } from '../../src/outbound/outbound-guard.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { json } from '../helpers/json.ts';
+import { assertStopsAtOnce } from '../helpers/stopped-at-once.ts';
 import type { AuditEventOf } from '../helpers/audit-types.ts';
 
 /** Short retries, so a test sees a whole schedule: three retries 100 ms apart. */
@@ -330,11 +331,7 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     // Stopped at once: its first claim is still in flight, and its next poll is a minute away
     // (the longest WEBHOOK_POLL_INTERVAL_MS). A graceful shutdown must not wait for it.
     const slow = { ...ctx.config.webhooks, pollIntervalMs: 60_000 };
-    for (let i = 0; i < 3; i += 1) {
-      const idle = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: slow, log: ctx.app.log, registry: new Registry() });
-      const stopped = await Promise.race([idle.stop().then(() => 'stopped'), sleep(5_000, 'still running after 5 s')]);
-      assert.equal(stopped, 'stopped');
-    }
+    await assertStopsAtOnce(() => startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: slow, log: ctx.app.log, registry: new Registry() }));
   });
 
   test('another workspace\'s endpoints are out of reach', async () => {
