@@ -141,7 +141,7 @@ if (BACKEND === 'postgres') {
       for (const server of servers.splice(0)) server.kill();
       const first = await start();
       // Fifteen batches of 100: the sweep is seen to have begun (polled every 20 ms) long before
-      // it could have ended, and the adds (timed into the due instant) take half as long as 3,000 did.
+      // it could have ended.
       const count = 1500;
       const ws = await workspace(first, count);
       let done: number;
