@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { ensureDebianProgram } from './debian-programs.ts';
+import { chromiumHeadlessShell } from './debian-programs.ts';
 import { REPO_ROOT } from './server-process.ts';
 
 /** Where the tests save the screenshots the documentation shows. */
@@ -25,15 +25,13 @@ const CHROMIUM_ARGS = [
 ];
 
 /**
- * Starts Debian's Chromium headless shell (package chromium-headless-shell, installed with
- * apt-get when missing and running as root) through playwright-core. It is the same Blink and V8
- * as the `chromium` package without the browser's user interface, and what Playwright itself runs
- * for headless tests; the web console's file took 52 s and 44 s of CPU with the full browser,
- * 44 s and 36 s with the shell (docs/performance.md, "npm test").
+ * Starts Debian's Chromium headless shell (installed with apt-get when missing and running as
+ * root) through playwright-core: what Playwright itself runs for headless tests. The web
+ * console's file took 52 s and 44 s of CPU with the full browser, 44 s and 36 s with the shell
+ * (docs/performance.md, "npm test").
  */
 export async function launchChromium(): Promise<Browser> {
-  ensureDebianProgram('chromium-headless-shell', 'chromium-headless-shell');
-  return chromium.launch({ executablePath: '/usr/bin/chromium-headless-shell', headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+  return chromium.launch({ executablePath: chromiumHeadlessShell(), headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
 }
 
 /** A page in a fresh context (light, 1280×800) that records what the console must never cause. */

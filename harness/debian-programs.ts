@@ -21,3 +21,14 @@ export function ensureDebianProgram(binary: string, pkg: string): void {
   }
   if (!onPath(binary)) throw new Error(`${binary} is needed by this test: install the Debian package ${pkg} (apt-get install ${pkg})`);
 }
+
+/**
+ * Path of Debian's Chromium headless shell (package chromium-headless-shell), installed first
+ * when missing: the same Blink and V8 as the `chromium` package without the browser's user
+ * interface, and the lighter of the two to start (docs/performance.md, "npm test").
+ * @throws Error naming the package when it cannot be installed.
+ */
+export function chromiumHeadlessShell(): string {
+  ensureDebianProgram('chromium-headless-shell', 'chromium-headless-shell');
+  return '/usr/bin/chromium-headless-shell';
+}

@@ -50,7 +50,7 @@ export function isInitialisedDataDir(dataDir: string): boolean {
 
 /**
  * Unpacks the template of the installed PGlite into `dataDir` (created if missing), streaming:
- * the 40 MB directory never sits in memory. `PG_VERSION` is the archive's last entry, so a
+ * the 26 MB directory never sits in memory. `PG_VERSION` is the archive's last entry, so a
  * crash midway leaves a directory that {@link isInitialisedDataDir} calls new, and the next
  * start unpacks it again over what is there.
  * @returns false, touching nothing, when no template matches the installed PGlite version.
@@ -61,7 +61,7 @@ export async function unpackPgliteTemplate(dataDir: string): Promise<boolean> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // Loaded only here: a process on PostgreSQL, or on an existing DATA_DIR, does not need it.
   const { UnpackSync } = await import('tar');
-  // The archive is decompressed as a stream, but its thousand small files are written
+  // The archive is decompressed as a stream, but its 500 small files are written
   // synchronously: half the time of tar's asynchronous extraction (docs/performance.md).
   const unpack = new UnpackSync({ cwd: dataDir, strict: true });
   await pipeline(createReadStream(template), createBrotliDecompress(), async (chunks: AsyncIterable<Buffer>) => {
@@ -81,13 +81,24 @@ export async function readPgliteTemplate(): Promise<Blob | undefined> {
   return new Blob([await decompress(await readFile(template))]);
 }
 
+/** Drops `template0` and `template1` (a template database cannot be dropped until it is marked as none). */
+async function dropTemplateDatabases(pglite: PGlite): Promise<void> {
+  await pglite.query(`update pg_database set datistemplate = false where datname in ('template0', 'template1')`);
+  await pglite.query('drop database template0');
+  await pglite.query('drop database template1');
+}
+
 /**
  * Makes the template of the installed PGlite: PGlite's initdb into an empty scratch directory
  * `scratchDir`, then `prepare` (the build script migrates it), a checkpoint and a clean
  * shutdown, then a portable tar of it (no owner, no times) with
- * `PG_VERSION` last, compressed with Brotli's densest setting and a 16 MB window, which finds
- * the three near-identical databases initdb writes (template0, template1, postgres): 40 MB
- * become about 1.4 MB, against 4.4 MB with gzip.
+ * `PG_VERSION` last, compressed with Brotli's densest setting and a 16 MB window.
+ *
+ * Of the three databases initdb writes, only `postgres` is kept: `template0` and `template1`
+ * exist for `CREATE DATABASE`, which an embedded store never runs (PGlite serves one database),
+ * and they were 600 of the directory's 1,100 files. Creating a file costs about 0.4 ms on a
+ * virtual machine's disk, so every first start, and every in-memory database of the tests,
+ * unpacked them for nothing (docs/performance.md, "The embedded store").
  * @returns the template's path.
  */
 export async function buildPgliteTemplate(scratchDir: string, prepare: (pglite: PGlite) => Promise<void>): Promise<string> {
@@ -95,6 +106,7 @@ export async function buildPgliteTemplate(scratchDir: string, prepare: (pglite: 
   const { create } = await import('tar');
   const pglite = await PGlite.create(scratchDir);
   await prepare(pglite);
+  await dropTemplateDatabases(pglite);
   await pglite.query('CHECKPOINT');
   await pglite.close();
   const entries = readdirSync(scratchDir).filter((name) => name !== VERSION_FILE).sort();

@@ -129,6 +129,9 @@ describe(`openDatabase [${BACKEND}]`, () => {
       try {
         const applied = await pglite.query<{ n: number }>('select count(*)::int as n from drizzle.__drizzle_migrations');
         assert.equal(applied.rows[0]!.n, MIGRATIONS, 'run npm run build:pglite-template and commit the template');
+        // Only the database PGlite serves: template0 and template1 were 600 files to create at a first start.
+        const databases = await pglite.query<{ datname: string }>('select datname from pg_database order by datname');
+        assert.deepEqual(databases.rows.map((row) => row.datname), ['postgres']);
       } finally {
         await pglite.close();
       }
