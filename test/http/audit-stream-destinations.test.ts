@@ -52,7 +52,8 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
   after(async () => {
     await worker?.stop();
     reader?.destroy();
-    await s3?.close();
+    // Already closed when a test failed while its bucket was down.
+    await s3?.close().catch(() => undefined);
     if (s3Dir) rmSync(s3Dir, { recursive: true, force: true });
     await syslog?.stop();
     await jsonl?.close();
@@ -153,7 +154,8 @@ describe(`audit streams to S3, syslog over TLS, and in OCSF [${BACKEND}]`, () =>
         await sleep(100);
         seen = await health(id);
       }
-      assert.match(seen.last_error ?? '', /ECONNREFUSED/, 'what the destination did, in last_error');
+      // Refused, or reset: a request in flight, or a kept-alive socket, when the server went away.
+      assert.match(seen.last_error ?? '', /ECONNREFUSED|ECONNRESET/, 'what the destination did, in last_error');
       assert.ok(seen.lag_rows >= 3);
     }
 
