@@ -29,6 +29,7 @@ import { buildBundles } from './build-bundles.ts';
 import { runStaticChecks } from './static-checks.ts';
 import { databaseFreeNodeOptions, isDatabaseFree } from './database-free.ts';
 import { oneBackendOf } from './test-backends.ts';
+import { useScratchTmpdir } from './test-scratch.ts';
 import {
   startPostgresCluster,
   TEST_PG_TEMPLATE_VARIABLE,
@@ -58,6 +59,8 @@ const perBackend = selected.filter((f) => !databaseFree.includes(f));
 const backendOf = new Map(perBackend.map((f) => [f, oneBackendOf(f)]));
 const pgliteFiles = perBackend.filter((f) => backendOf.get(f) !== 'postgres');
 const postgresFiles = perBackend.filter((f) => backendOf.get(f) !== 'pglite');
+// Every throw-away file of the run, its processes' too, in one directory removed at the end.
+useScratchTmpdir();
 const reportDir = mkdtempSync(join(tmpdir(), 'wum-test-report-'));
 // Test processes in flight, all suites together (WUM_TEST_CONCURRENCY): one more than the
 // machine has cores, because some files mostly wait (for a failover, a due time, a server to
@@ -110,13 +113,28 @@ interface GroupRun {
 }
 
 /**
+ * The head of each group's entry module: once its last test has ended, a process still running
+ * 10 s later is held by something a test left open (a server still listening after a failed
+ * test, say); it names what and exits with 1, which counts as a failure, instead of keeping the
+ * run waiting until CI's own limit. (Node's --test-force-exit would lose the TAP report.)
+ */
+const EXIT_WATCH = `import { after } from 'node:test';
+after(() => {
+  setTimeout(() => {
+    process.stderr.write('still running 10 s after its last test, held by: ' + process.getActiveResourcesInfo().join(', ') + '\\n');
+    process.exit(1);
+  }, 10_000).unref();
+});
+`;
+
+/**
  * Runs a group's files in one Node process: an entry module importing each (in `reportDir`),
  * run with Node's test runner's spec reporter to a file and its TAP reporter to another.
  * Resolves with how it ended and its spec output, under a header naming the files.
  */
 async function runGroup(group: Group): Promise<GroupRun & { output: string }> {
   const name = join(reportDir, `${group.suite}-${group.index}`);
-  writeFileSync(`${name}.test.mjs`, group.files.map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`).join(''));
+  writeFileSync(`${name}.test.mjs`, EXIT_WATCH + group.files.map((f) => `import ${JSON.stringify(pathToFileURL(resolve(f)).href)};\n`).join(''));
   const out = openSync(`${name}.out`, 'w');
   const child = spawn(
     process.execPath,
