@@ -50,6 +50,9 @@ export async function startPostgresCluster(): Promise<PostgresCluster | undefine
     '-c synchronous_commit=off',
     '-c full_page_writes=off',
     '-c max_connections=300',
+    // Shared memory segments as files in the data directory, removed with it: POSIX segments
+    // (the default) live in /dev/shm and outlast a server stopped with `-m immediate`.
+    '-c dynamic_shared_memory_type=mmap',
   ].join(' ');
   run('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
   return {
