@@ -114,16 +114,17 @@ interface GroupRun {
 
 /**
  * The head of each group's entry module: once its last test has ended, a process still running
- * 10 s later is held by something a test left open (a server still listening after a failed
+ * 30 s later is held by something a test left open (a server still listening after a failed
  * test, say); it names what and exits with 1, which counts as a failure, instead of keeping the
- * run waiting until CI's own limit. (Node's --test-force-exit would lose the TAP report.)
+ * run waiting until CI's own limit. 30 s, as a server a last hook stopped may take seconds to
+ * exit on a loaded machine; Node's --test-force-exit would lose the TAP report.
  */
 const EXIT_WATCH = `import { after } from 'node:test';
 after(() => {
   setTimeout(() => {
-    process.stderr.write('still running 10 s after its last test, held by: ' + process.getActiveResourcesInfo().join(', ') + '\\n');
+    process.stderr.write('still running 30 s after its last test, held by: ' + process.getActiveResourcesInfo().join(', ') + '\\n');
     process.exit(1);
-  }, 10_000).unref();
+  }, 30_000).unref();
 });
 `;
 
