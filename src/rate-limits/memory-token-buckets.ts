@@ -1,5 +1,6 @@
 import { TokenBucket } from 'limiter';
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedLru } from '../core/bounded-lru.ts';
 import { takeResult, type TakeResult, type TokenBuckets } from './token-buckets.ts';
 
 /**
@@ -23,11 +24,7 @@ export class KeyedTokenBuckets implements TokenBuckets {
     readonly intervalMs: number,
     maxKeys = 100_000,
   ) {
-    // Bounded through `maxSize` (each bucket counts 1), not `max`: with `max`, lru-cache
-    // allocates storage for every entry up front (about 2.7 MB per 100,000 keys: typed arrays
-    // and two arrays of that many slots), whether any key is ever seen
-    // (test/reliability/bounded-caches.test.ts).
-    this.buckets = new LRUCache({ maxSize: maxKeys, sizeCalculation: () => 1 });
+    this.buckets = boundedLru(maxKeys);
   }
 
   private bucket(key: string): TokenBucket {

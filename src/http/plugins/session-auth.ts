@@ -1,15 +1,14 @@
 import type { FastifyRequest } from 'fastify';
-import { LRUCache } from 'lru-cache';
 import type { SessionConfig } from '../../config/load-config.ts';
 import type { Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Store } from '../../core/ports.ts';
 import { authenticateSession } from '../../core/sessions/sessions-service.ts';
+import { boundedLru } from '../../core/bounded-lru.ts';
 import { requireSameOrigin } from '../session-cookie.ts';
 
 /** Write a session's `last_seen_at` at most this often, not on every request. */
 const TOUCH_INTERVAL_MS = 60_000;
-// `maxSize`, not `max`: see rate-limits/memory-token-buckets.ts (no storage allocated up front).
-const lastTouched = new LRUCache<string, number>({ maxSize: 100_000, sizeCalculation: () => 1 });
+const lastTouched = boundedLru<string, number>(100_000);
 
 /**
  * The tenant of a request authenticated by the console's session cookie: the session's key,

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { LRUCache } from 'lru-cache';
+import { boundedLru } from '../../core/bounded-lru.ts';
 import { authenticate, requireScope, type Tenant } from '../../core/api-keys/authenticate.ts';
 import type { Config } from '../../config/load-config.ts';
 import { AppError } from '../../core/errors.ts';
@@ -137,8 +137,7 @@ function requireRouteScopes(tenant: Tenant, route: RouteShape): void {
  * key and without making the request wait; a failure is logged, never answered.
  */
 function keyUseRecorder(store: Store): (request: FastifyRequest, tenant: Tenant) => void {
-  // `maxSize`, not `max`: see rate-limits/memory-token-buckets.ts (no storage allocated up front).
-  const lastTouched = new LRUCache<string, number>({ maxSize: 100_000, sizeCalculation: () => 1 });
+  const lastTouched = boundedLru<string, number>(100_000);
   return (request, tenant) => {
     const now = Date.now();
     if (now - (lastTouched.get(tenant.apiKeyId) ?? 0) < TOUCH_INTERVAL_MS) return;
