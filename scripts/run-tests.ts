@@ -295,7 +295,6 @@ try {
 } finally {
   if (!cluster) await postgresTemplate?.drop().catch(() => undefined);
   cluster?.stop();
-  rmSync(reportDir, { recursive: true, force: true });
 }
 
 process.stdout.write('\n== summary ==\n');
