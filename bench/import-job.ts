@@ -5,20 +5,22 @@
  * of `GET /users` while idle against during the job, with their ratio. Goals (docs/performance.md):
  * 100,000 users in ≤ 60 s on PostgreSQL and ≤ 120 s on PGlite, p99 during ≤ 2× idle. The load
  * average is printed before and after; a run that starts on a busy machine marks its ratio and
- * verdicts (bench/machine-load.ts).
+ * verdicts (bench/machine-load.ts). With `--backend B --json FILE`, the figures are also written to
+ * FILE as {@link ImportFigures}, which `npm run bench` reads.
  */
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createAdminClient, createClient, type WumClient } from '../sdk/index.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { buildBundles } from '../scripts/build-bundles.ts';
+import { IMPORT_GOAL_SECONDS as GOAL_SECONDS, IMPORT_GOAL_USERS, type ImportFigures } from './import-figures.ts';
 import { watchMachineLoad } from './machine-load.ts';
 
-const { values } = parseArgs({ options: { users: { type: 'string', default: '100000' }, backend: { type: 'string' } } });
+const { values } = parseArgs({ options: { users: { type: 'string', default: '100000' }, backend: { type: 'string' }, json: { type: 'string' } } });
 const USERS = Number(values.users);
-const GOAL_SECONDS = { pglite: 120, postgres: 60 } as const;
 
 if (!values.backend) {
   // One process per backend: the harness reads the backend when it is loaded.
@@ -86,13 +88,17 @@ async function measure(backend: 'pglite' | 'postgres'): Promise<void> {
     await wum.close();
 
     const ratio = during.p99 / idle.p99;
+    if (values.json) {
+      const figures: ImportFigures = { backend, users: USERS, status: end.status, added: end.added, seconds, uploadSeconds: uploaded, idleP99Ms: idle.p99, duringP99Ms: during.p99 };
+      writeFileSync(values.json, JSON.stringify(figures, null, 2));
+    }
     process.stdout.write(
       [
         `import job of ${USERS} users on ${backend === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}; ${cpus().length} cores; ${load.summary()}`,
         `| measure | value | goal | verdict |`,
         `| --- | ---: | ---: | --- |`,
-        `| job ${end.status}: ${end.added} added | ${seconds.toFixed(1)} s (upload ${uploaded.toFixed(1)} s) | ≤ ${GOAL_SECONDS[backend]} s at 100,000 | ${USERS === 100_000 ? load.verdict(seconds <= GOAL_SECONDS[backend]) : 'smaller run'} |`,
-        `| users/s | ${(USERS / seconds).toFixed(0)} | ≥ ${(100_000 / GOAL_SECONDS[backend]).toFixed(0)} | |`,
+        `| job ${end.status}: ${end.added} added | ${seconds.toFixed(1)} s (upload ${uploaded.toFixed(1)} s) | ≤ ${GOAL_SECONDS[backend]} s at ${IMPORT_GOAL_USERS} | ${USERS === IMPORT_GOAL_USERS ? load.verdict(seconds <= GOAL_SECONDS[backend]) : 'smaller run'} |`,
+        `| users/s | ${(USERS / seconds).toFixed(0)} | ≥ ${(IMPORT_GOAL_USERS / GOAL_SECONDS[backend]).toFixed(0)} | |`,
         `| GET /users p99 idle / during | ${idle.p99.toFixed(1)} ms / ${during.p99.toFixed(1)} ms (${idle.samples} / ${during.samples} requests) | | |`,
         `| p99 during ÷ idle | ${load.ratio(ratio)} | ≤ 2× | ${load.verdict(ratio <= 2)} |`,
         '',

@@ -27,6 +27,8 @@ import { watchMachineLoad } from './machine-load.ts';
 import { measureReplicas } from './replicas.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAuditStreams } from './audit-streams.ts';
+import { measureImportSection, measureWritesSection } from './child-sections.ts';
+import { IMPORT_GOAL_USERS } from './import-figures.ts';
 import { renderReport, ratio, type ReportRow, type ReportSection } from './report.ts';
 import { BENCH_ADMIN_TOKEN, measureApiSeeded, pgliteMaintenanceTally, pgliteSettling, postgresSettling } from './api-seeded.ts';
 import {
@@ -57,8 +59,8 @@ const { values: args } = parseArgs({
 
 /** Sizes and durations: the full run (under 15 minutes on 2 cores) and a quick one for development. */
 const PLAN = args.quick
-  ? { warmup: 1, seconds: 3, small: 10_000, big: 100_000, tenants: 100, tenantUsers: 1_000, removals: 40_000, mixed: 10_000, apiSeeded: [300, 3_000], churn: 1_000 }
-  : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000, apiSeeded: [1_000, 10_000], churn: 5_000 };
+  ? { warmup: 1, seconds: 3, small: 10_000, big: 100_000, tenants: 100, tenantUsers: 1_000, removals: 40_000, mixed: 10_000, apiSeeded: [300, 3_000], churn: 1_000, writeSeconds: 3 }
+  : { warmup: 2, seconds: 10, small: 10_000, big: 1_000_000, tenants: 1_000, tenantUsers: 1_000, removals: 200_000, mixed: 10_000, apiSeeded: [1_000, 10_000], churn: 5_000, writeSeconds: 5 };
 /** Concurrent connections of every HTTP scenario, and clients of every database ceiling. */
 const CONNECTIONS = 10;
 /**
@@ -68,6 +70,8 @@ const CONNECTIONS = 10;
 const NODE_FLAGS = ['--max-old-space-size=128'];
 /** Goal of every endpoint against the bare Fastify route running its SQL (docs/performance.md, "The targets"). */
 const SQL_CEILING_GOAL = 0.8;
+/** The first page's goal against that route: no slower than the SQL written by hand around it. */
+const FIRST_PAGE_SQL_GOAL = 1.0;
 const MB = 1024 * 1024;
 const started = performance.now();
 
@@ -384,9 +388,9 @@ async function main(): Promise<void> {
     });
     const base = (key: string) => ({ label: 'db ceiling', perSecond: ceilings.get(key)!.measured.perSecond });
     /** The row with its rate against the bare route running the same SQL. */
-    const againstSql = (key: string, row: ReportRow): ReportRow => {
+    const againstSql = (key: string, row: ReportRow, goal = SQL_CEILING_GOAL): ReportRow => {
       const bareRow = sqlCeilingRows.get(key);
-      return bareRow ? { ...row, sqlCeiling: { perSecond: bareRow.measured!.perSecond, goal: SQL_CEILING_GOAL } } : row;
+      return bareRow ? { ...row, sqlCeiling: { perSecond: bareRow.measured!.perSecond, goal } } : row;
     };
     const lastOfBig = listRequest(seeded.big, bigLast);
     const reported = ((await sendRequest(w1.port, 'GET', lastOfBig.path, { host: lastOfBig.headers.host!, headers: lastOfBig.headers })).json() as {
@@ -407,9 +411,9 @@ async function main(): Promise<void> {
       rows: [
         withRatio(row1(s.products), { label: 'framework', perSecond: framework.measured!.perSecond }, '≥ 0.6×', 0.6),
         againstSql('add', withRatio(row1(s.add), base('add'), '≥ 0.7×', 0.7)),
-        againstSql('smallFirst', withRatio(row1(s.smallFirst), base('smallFirst'), '≥ 0.7×', 0.7)),
+        againstSql('smallFirst', withRatio(row1(s.smallFirst), base('smallFirst'), '≥ 0.7×', 0.7), FIRST_PAGE_SQL_GOAL),
         againstSql('smallLast', { ...row1(s.smallLast), baseline: base('smallLast') }),
-        againstSql('bigFirst', p99Target({ ...row1(s.bigFirst), baseline: base('bigFirst') })),
+        againstSql('bigFirst', p99Target({ ...row1(s.bigFirst), baseline: base('bigFirst') }), FIRST_PAGE_SQL_GOAL),
         againstSql('bigLast', p99Target({ ...row1(s.bigLast), baseline: base('bigLast') })),
         p99Target(row1(s.bigMiddle)),
         p99Target(row1(s.bigRandom)),
@@ -549,6 +553,23 @@ async function main(): Promise<void> {
         maintenance: pgliteMaintenanceTally,
         growth: { dataDir: apiDataDir, changesPerBlock: PLAN.churn, blocks: 3 },
       }),
+    );
+
+    // The writes against the plain SQL and the import job of 100,000 users: benchmark commands of
+    // their own, run as children (bench/child-sections.ts), each with the goals of its issue.
+    const notMeasured = (title: string) => (error: Error): ReportSection => {
+      log(`${title} not measured: ${error.message}`);
+      return { title, rows: [{ scenario: 'not measured', note: error.message.split('\n')[0]! }] };
+    };
+    sections.push(
+      await Promise.resolve()
+        .then(() => measureWritesSection({ seconds: PLAN.writeSeconds, rounds: 2, users: 20_000, load, log }))
+        .catch(notMeasured('Writes against the plain SQL')),
+    );
+    sections.push(
+      await Promise.resolve()
+        .then(() => measureImportSection({ users: IMPORT_GOAL_USERS, load, log }))
+        .catch(notMeasured('Import job')),
     );
 
     const header = [

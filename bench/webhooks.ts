@@ -1,10 +1,10 @@
 /*
  * Webhooks (docs/contract.md Part B, Events and webhooks): what delivering costs the writes, and how
  * soon an event reaches its receiver. `POST /users` with one and with three webhook endpoints
- * against none, on the same server and data in the same run (goal ≥ 0.9×: the delivery rows
+ * against none, on the same server and data in the same run (goals ≥ 0.9× and ≥ 0.85×: the delivery rows
  * are written by the change's own statement, the sending happens beside the requests); and the
  * event-to-delivery latency to a local receiver while changes come at 500 per second (goal
- * p99 ≤ 1 s), measured from each event's `created_at` to its arrival.
+ * p99 ≤ 1 s, and the paced load must reach 98 % of that rate), measured from each event's `created_at` to its arrival.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,6 +32,10 @@ export interface WebhookBench extends SectionBench {
 
 /** Changes per second of the latency row (docs/performance.md). */
 const LATENCY_RATE = 500;
+/** The share of {@link LATENCY_RATE} the paced load must reach for its latency to count. */
+const PACED_REACHED = 0.98;
+/** `POST /users` with 1 and with 3 endpoints against none: the least ratio that meets the goal. */
+const RATIO_GOALS: Record<number, number> = { 1: 0.9, 3: 0.85 };
 const ADMIN_TOKEN = 'bench-webhooks-admin-token-0123';
 
 /** A local receiver answering 204, keeping each event's first arrival and its latency. */
@@ -145,7 +149,8 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
         `${row.scenario}: ${row.measured.perSecond.toFixed(0)}/s (${ratio.toFixed(2)}×), deliveries drained ${drainMs} ms after the load; ` +
           `claims per change ${perChange(claimsAfter.found - claimsBefore.found)} that found work, ${perChange(claimsAfter.empty - claimsBefore.empty)} that found none`,
       );
-      rows.push({ ...row, baseline, target: { text: '≥ 0.9×', met: ratio >= 0.9 && row.measured.errors === 0 } });
+      const goal = RATIO_GOALS[count]!;
+      rows.push({ ...row, baseline, target: { text: `≥ ${goal}×`, met: ratio >= goal && row.measured.errors === 0 } });
     }
 
     // Latency: one endpoint, changes paced at 500 per second.
@@ -175,7 +180,10 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
       measured: delivery,
       server: windowed.server,
       database: windowed.database,
-      target: { text: 'p99 ≤ 1000 ms', met: delivery.p99Ms <= 1000 },
+      target: {
+        text: `p99 ≤ 1000 ms, ≥ ${PACED_REACHED * LATENCY_RATE} changes/s reached`,
+        met: delivery.p99Ms <= 1000 && windowed.measured.perSecond >= PACED_REACHED * LATENCY_RATE && windowed.measured.errors === 0,
+      },
     });
     const servers = bench.workerProcess ? 'a server for the requests and one that delivers' : 'one server';
     return { title: `Webhooks (PostgreSQL, ${servers}, local receiver)`, rows };

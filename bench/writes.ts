@@ -12,8 +12,10 @@
  * backends; PGlite runs inside the server process). Goal: ≥ 0.8× (docs/performance.md, "Writes against the plain SQL").
  * With `--waits` (PostgreSQL), what the server's connections were doing during each measured
  * window: `pg_stat_activity` sampled every 10 ms, the commonest (state, wait event, statement).
+ * With `--json FILE`, each write's figures are also written to FILE ({@link WriteFigures} per
+ * backend), which `npm run bench` reads (it passes `--skip-build`: it built both servers itself).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,6 +27,7 @@ import { openDatabase } from '../src/storage/database.ts';
 import { buildFrameworkCeiling, PLAIN_WRITES_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { watchMachineLoad } from './machine-load.ts';
+import { WRITES, type Write, type WriteFigures, type WriteSide } from './write-figures.ts';
 import { buildService, CPU_PROFILE_FLAGS, postmasterPid, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
 import { addRequest, patchRequest, removalCursor, removeRequest } from './requests.ts';
 import { seedProducts, seedWorkspaces, vacuumAnalyze, withSeedingClient, type RunSql, type SeededWorkspace } from './seed.ts';
@@ -40,6 +43,8 @@ const { values: options } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
     waits: { type: 'boolean', default: false },
     connections: { type: 'string', default: '10' },
+    json: { type: 'string' },
+    'skip-build': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(options.seconds);
@@ -49,8 +54,6 @@ const CONNECTIONS = Number(options.connections);
 const NODE_FLAGS = ['--max-old-space-size=128', ...(options['cpu-prof'] ? CPU_PROFILE_FLAGS : [])];
 /** Seeded users 2…PATCHED are changed by PATCH (over and over); the rest are deactivated, each once. */
 const PATCHED = 2_000;
-const WRITES = ['POST', 'PATCH', 'DELETE'] as const;
-type Write = (typeof WRITES)[number];
 
 /** One write measured on one server: rate and CPU per request (µs) of the server and the database. */
 interface Sample {
@@ -146,7 +149,9 @@ interface Backend {
   readonly activity?: () => () => Promise<string>;
 }
 
-/** Runs the rounds on a backend and prints each write's rates, CPU and ratio. */
+const figures: WriteFigures[] = [];
+
+/** Runs the rounds on a backend and prints each write's rates, CPU and ratio (and keeps them for `--json`). */
 async function compare(backend: Backend): Promise<void> {
   const samples: Record<'service' | 'plain', Array<Record<Write, Sample>>> = { service: [], plain: [] };
   const requests = { service: requestsOf(backend.service), plain: requestsOf(backend.plain) };
@@ -175,6 +180,14 @@ async function compare(backend: Backend): Promise<void> {
       `${backend.name} ${write}: service ${line('service')}; plain ${line('plain')}; ` +
         `ratio ${load.ratio(ratio)} by rate, ${load.ratio(cpu('plain') / cpu('service'))} by server + database CPU per request\n`,
     );
+    const side = (which: 'service' | 'plain'): WriteSide => ({
+      rates: samples[which].map((s) => s[write].perSecond),
+      perSecond: mean(samples[which], write, 'perSecond'),
+      serverUs: mean(samples[which], write, 'serverUs'),
+      databaseUs: mean(samples[which], write, 'databaseUs'),
+      errors: samples[which].reduce((sum, s) => sum + s[write].errors, 0),
+    });
+    figures.push({ backend: backend.name, write, service: side('service'), plain: side('plain'), byRate: ratio, byCpu: cpu('plain') / cpu('service') });
   }
 }
 
@@ -186,8 +199,10 @@ async function seedBoth(run: RunSql): Promise<{ service: SeededWorkspace; plain:
   return { service: service!, plain: plain! };
 }
 
-buildService();
-buildFrameworkCeiling();
+if (!options['skip-build']) {
+  buildService();
+  buildFrameworkCeiling();
+}
 process.stdout.write(`${SECONDS} s per write, ${ROUNDS} rounds\n`);
 if (options.backend !== 'pglite') {
   const cluster = await startPostgresCluster();
@@ -227,3 +242,4 @@ if (options.backend !== 'postgres') {
   }
 }
 process.stdout.write(`${load.summary()}\n`);
+if (options.json) writeFileSync(options.json, JSON.stringify(figures, null, 2));
