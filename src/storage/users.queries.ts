@@ -348,6 +348,33 @@ const endedSessions = sql`ended as (
     ),`;
 
 /**
+ * The roles user row `rowId` no longer holds deleted, the others upserted with their new
+ * positions: two disjoint sets of rows, so one statement can do both.
+ */
+const replacedApps = sql`dropped as (
+      delete from user_apps ua where ${ph('replaceApps')}::boolean
+        and ua.workspace_id = ${workspaceParam} and ua.user_id = ${ph('rowId')}
+        and (ua.product, ua.role) not in (select * from unnest(${ph('products')}::text[], ${ph('roles')}::text[]))
+    ),
+    placed as (
+      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
+      select ${workspaceParam}, ${ph('rowId')}, a.product, a.role, a.position - 1, a.expires_at
+      from ${appsParam}
+      where ${ph('replaceApps')}::boolean
+      on conflict (workspace_id, user_id, product, role) do update set position = excluded.position, expires_at = excluded.expires_at
+    ),`;
+
+/** Which parts of {@link writeUserStatement} a write needs, besides the row, its audit event and its outbox event. */
+interface WriteParts {
+  /** The status changes: the counts move. */
+  readonly counts: boolean;
+  /** The apps change: roles dropped and placed. */
+  readonly apps: boolean;
+  /** The user was an owner or its email changes: its console sessions may have to end. */
+  readonly sessions: boolean;
+}
+
+/**
  * Writes every attribute of user row `rowId`, one more version, its count if its status
  * changed, its apps if `replaceApps` (deleting the roles it no longer holds, upserting the
  * others with their new positions: two disjoint sets of rows, so one statement can do both),
@@ -358,10 +385,18 @@ const endedSessions = sql`ended as (
  * writer left it, so a change read without a lock cannot overwrite a newer one. Every change
  * of a user's apps goes through this statement and bumps the version, so the version also
  * stands for the apps.
+ *
+ * One statement per combination of `parts`: a part a write cannot need is left out of its
+ * statement, not run empty, because PostgreSQL starts (and locks the tables and indexes of)
+ * every part of a statement on each execution, which cost a first-name change a fifth of its
+ * database time (docs/performance.md, "Writes against the plain SQL"). Each part left in keeps
+ * its own condition, so a part included needlessly changes nothing.
  */
-const writeUser = new NamedStatement(
-  'wum_user_write',
-  () => sql`with old as (
+function writeUserStatement(parts: WriteParts): NamedStatement {
+  const suffix = `${parts.counts ? 'c' : ''}${parts.apps ? 'a' : ''}${parts.sessions ? 's' : ''}`;
+  return new NamedStatement(
+    `wum_user_write${suffix ? `_${suffix}` : ''}`,
+    () => sql`with old as (
       select status, email from users where workspace_id = ${workspaceParam} and id = ${ph('rowId')}
     ),
     updated as (
@@ -373,24 +408,35 @@ const writeUser = new NamedStatement(
         and (${ph('expectedVersion')}::int4 is null or users.version = ${ph('expectedVersion')}::int4)
       returning ${userColumnsOf('users')}, old.status as old_status, old.email as old_email
     ),
-    ${endedSessions}
-    moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)}),
-    dropped as (
-      delete from user_apps ua where ${ph('replaceApps')}::boolean
-        and ua.workspace_id = ${workspaceParam} and ua.user_id = ${ph('rowId')}
-        and (ua.product, ua.role) not in (select * from unnest(${ph('products')}::text[], ${ph('roles')}::text[]))
-    ),
-    placed as (
-      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
-      select ${workspaceParam}, ${ph('rowId')}, a.product, a.role, a.position - 1, a.expires_at
-      from ${appsParam}
-      where ${ph('replaceApps')}::boolean
-      on conflict (workspace_id, user_id, product, role) do update set position = excluded.position, expires_at = excluded.expires_at
-    ),
+    ${parts.sessions ? endedSessions : sql``}
+    ${parts.counts ? sql`moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)}),` : sql``}
+    ${parts.apps ? replacedApps : sql``}
     audited as (${auditInsert('updated')}),
     ${userEventInsert('updated')}
     select ${userColumnsOf('updated')} from updated`,
-);
+  );
+}
+
+/** Every variant of {@link writeUserStatement}, built on first use. */
+const writeUserStatements = new Map<string, NamedStatement>();
+
+/**
+ * The statement that writes `user` over `current`, which the caller read under the row's lock
+ * or checks by version (so `current` is the row the statement changes, or it changes nothing).
+ */
+function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean): NamedStatement {
+  const parts: WriteParts = {
+    counts: current.status !== user.status,
+    apps: replaceApps,
+    // Only an active owner signs in (docs/security.md, "Console sessions"): a user who was no
+    // owner has no session a change of it could have to end, unless its email changes.
+    sessions: current.role === 'owner' || current.email !== user.email,
+  };
+  const key = `${+parts.counts}${+parts.apps}${+parts.sessions}`;
+  let statement = writeUserStatements.get(key);
+  if (!statement) writeUserStatements.set(key, (statement = writeUserStatement(parts)));
+  return statement;
+}
 
 /** Active owners of a workspace (the partial index `users__active_owners`). */
 const countActiveOwners = new NamedStatement(
@@ -574,10 +620,11 @@ export function createUserRepository(db: Database): UserRepository {
     },
 
     async write(workspaceId, current, user, record) {
-      const [row] = await writeUser.run<UserRow>(db, {
+      const replaceApps = !sameApps(current.apps, user.apps);
+      const [row] = await writeUserFor(current, user, replaceApps).run<UserRow>(db, {
         ...writeParams(workspaceId, user, record),
         rowId: current.rowId,
-        replaceApps: !sameApps(current.apps, user.apps),
+        replaceApps,
         expectedVersion: null,
       });
       return toUser(row!, user.apps);
@@ -585,7 +632,7 @@ export function createUserRepository(db: Database): UserRepository {
 
     async writeIfUnchanged(workspaceId, current, user, record) {
       if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
-      const [row] = await writeUser.run<UserRow>(db, {
+      const [row] = await writeUserFor(current, user, false).run<UserRow>(db, {
         ...writeParams(workspaceId, user, record),
         rowId: current.rowId,
         replaceApps: false,
