@@ -563,7 +563,7 @@ async function main(): Promise<void> {
     };
     sections.push(
       await Promise.resolve()
-        .then(() => measureWritesSection({ seconds: PLAN.writeSeconds, rounds: 2, users: 20_000, load, log }))
+        .then(() => measureWritesSection({ seconds: PLAN.writeSeconds, rounds: 2, users: 40_000, load, log }))
         .catch(notMeasured('Writes against the plain SQL')),
     );
     sections.push(

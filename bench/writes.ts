@@ -12,10 +12,12 @@
  * backends; PGlite runs inside the server process). Goal: ≥ 0.8× (docs/performance.md, "Writes against the plain SQL").
  * With `--waits` (PostgreSQL), what the server's connections were doing during each measured
  * window: `pg_stat_activity` sampled every 10 ms, the commonest (state, wait event, statement).
- * With `--json FILE`, each write's figures are also written to FILE ({@link WriteFigures} per
+ * With `--perf DIR` (Linux `perf` installed), each of the service's measured windows is also
+ * recorded across the whole machine into DIR and summarized by process and kind of work
+ * (bench/system-profile.ts). With `--json FILE`, each write's figures are also written to FILE ({@link WriteFigures} per
  * backend), which `npm run bench` reads (it passes `--skip-build`: it built both servers itself).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +29,7 @@ import { openDatabase } from '../src/storage/database.ts';
 import { buildFrameworkCeiling, PLAIN_WRITES_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { watchMachineLoad } from './machine-load.ts';
+import { PERF_NODE_FLAGS, recordSystemProfile, removePerfMap } from './system-profile.ts';
 import { WRITES, type Write, type WriteFigures, type WriteSide } from './write-figures.ts';
 import { buildService, CPU_PROFILE_FLAGS, postmasterPid, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
 import { addRequest, patchRequest, removalCursor, removeRequest } from './requests.ts';
@@ -44,6 +47,7 @@ const { values: options } = parseArgs({
     waits: { type: 'boolean', default: false },
     connections: { type: 'string', default: '10' },
     json: { type: 'string' },
+    perf: { type: 'string' },
     'skip-build': { type: 'boolean', default: false },
   },
 });
@@ -51,7 +55,7 @@ const SECONDS = Number(options.seconds);
 const ROUNDS = Number(options.rounds);
 const USERS = Number(options.users);
 const CONNECTIONS = Number(options.connections);
-const NODE_FLAGS = ['--max-old-space-size=128', ...(options['cpu-prof'] ? CPU_PROFILE_FLAGS : [])];
+const NODE_FLAGS = ['--max-old-space-size=128', ...(options['cpu-prof'] ? CPU_PROFILE_FLAGS : []), ...(options.perf ? PERF_NODE_FLAGS : [])];
 /** Seeded users 2…PATCHED are changed by PATCH (over and over); the rest are deactivated, each once. */
 const PATCHED = 2_000;
 
@@ -83,6 +87,7 @@ async function measureWrites(
   databasePid: number | undefined,
   requests: Record<Write, () => HttpRequestSpec>,
   activity: (() => () => Promise<string>) | undefined,
+  profile: ((write: Write) => Promise<string>) | undefined,
 ): Promise<Record<Write, Sample>> {
   const result = {} as Record<Write, Sample>;
   for (const write of WRITES) {
@@ -91,8 +96,10 @@ async function measureWrites(
     const server = sampleUsage(pid);
     const database = databasePid === undefined ? undefined : sampleUsage(databasePid);
     const waits = activity?.();
+    const recorded = profile?.(write);
     const measured = await runHttpLoad({ port, connections: CONNECTIONS, seconds: SECONDS, next });
     if (waits) process.stdout.write(`  ${write} on :${port}, commonest activity: ${await waits()}\n`);
+    if (recorded) process.stdout.write(`  ${write} on :${port}, where the machine's CPU went:\n${(await recorded).replace(/^/gm, '    ')}\n`);
     result[write] = {
       perSecond: measured.perSecond,
       serverUs: perRequest(server.stop().cpuPercent, measured.perSecond),
@@ -161,10 +168,18 @@ async function compare(backend: Backend): Promise<void> {
       const script = which === 'service' ? SERVER_SCRIPT : PLAIN_WRITES_SCRIPT;
       const env = which === 'service' ? backend.serviceEnv : backend.plainEnv;
       const server = await startServer(script, { LOG_LEVEL: 'info', ...env }, await freePort(), { nodeArgs: NODE_FLAGS });
+      const perfDir = options.perf;
+      const profile = perfDir
+        ? (write: Write) =>
+            recordSystemProfile(join(perfDir, `${backend.name}-${which}-${round + 1}-${write}.data`), SECONDS, server.pid, process.pid).then(
+              (summary) => `${which} server, turn ${round + 1}\n${summary}`,
+            )
+        : undefined;
       try {
-        samples[which].push(await measureWrites(server.port, server.pid, backend.databasePid, requests[which], backend.activity));
+        samples[which].push(await measureWrites(server.port, server.pid, backend.databasePid, requests[which], backend.activity, profile));
       } finally {
         await server.stop();
+        removePerfMap(server.pid);
       }
     }
   }
@@ -204,6 +219,7 @@ if (!options['skip-build']) {
   buildFrameworkCeiling();
 }
 process.stdout.write(`${SECONDS} s per write, ${ROUNDS} rounds\n`);
+if (options.perf) mkdirSync(options.perf, { recursive: true });
 if (options.backend !== 'pglite') {
   const cluster = await startPostgresCluster();
   if (!cluster) throw new Error('npm run bench:writes needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
