@@ -324,12 +324,27 @@ const insertBatch = new NamedStatement(
     select public_id from created`,
 );
 
-/** Locks the users holding any of the folded emails, in id order (so two batches cannot deadlock). */
+/**
+ * Locks the users holding any of the folded emails, in id order (so two batches cannot
+ * deadlock). Each email is looked up in a lateral subquery with `limit 1`, which the planner
+ * cannot turn into a walk of the workspace: `lower(email) = any(…) order by id for update`
+ * was planned, on statistics taken while the workspace was small, as a walk of every user in
+ * id order, and an import job's batches slowed as its workspace grew (1,275 users/s at
+ * 100,000 users; docs/performance.md, "Fast on data as it arrives"). Each found row is then
+ * locked by key, in id order.
+ */
 const lockByEmails = new NamedStatement(
   'wum_users_lock_by_emails',
-  () => sql`select users.id from users
-    where users.workspace_id = ${workspaceParam} and lower(users.email) = any(${ph('keys')}::text[])
-    order by users.id for update`,
+  () => sql`select l.id from (
+      select f.id from unnest(${ph('keys')}::text[]) as k(email)
+      cross join lateral (
+        select users.id from users where users.workspace_id = ${workspaceParam} and lower(users.email) = k.email limit 1
+      ) f
+      order by f.id
+    ) found
+    cross join lateral (
+      select users.id from users where users.workspace_id = ${workspaceParam} and users.id = found.id for update
+    ) l`,
 );
 
 /**
@@ -562,8 +577,13 @@ export function createUserRepository(db: Database): UserRepository {
   /** The users of row ids just locked, read in a second statement for the reason given in `find`. */
   const readLocked = async (workspaceId: number, locked: ReadonlyArray<{ id: number | string }>): Promise<StoredUser[]> => {
     if (locked.length === 0) return [];
-    const rows = await list(sql`select ${userColumnsOf('u')}, ${appsOf('u', sql`${workspaceId}`)} as apps from users u
-      where u.workspace_id = ${workspaceId} and u.id = any(${sql.param(locked.map((r) => Number(r.id)))}::int8[])
+    // One look-up by key per row (lateral, `limit 1`), whatever the statistics say: `u.id = any(…)`
+    // was planned on a small workspace's statistics as a read of every user of the workspace.
+    const rows = await list(sql`select u.* from unnest(${sql.param(locked.map((r) => Number(r.id)))}::int8[]) as k(id)
+      cross join lateral (
+        select ${userColumnsOf('u')}, ${appsOf('u', sql`${workspaceId}`)} as apps from users u
+        where u.workspace_id = ${workspaceId} and u.id = k.id limit 1
+      ) u
       order by u.id`);
     return rows.map((row) => toUser(row));
   };

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { Database } from '../../src/storage/database.ts';
+import { runImportBatch } from '../../src/core/users/imports-service.ts';
 import { claimDueDeliveries, recordSuccesses } from '../../src/storage/deliveries.queries.ts';
 import { BACKEND, createTestContext, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 import { captureStatements, explainStatement } from '../helpers/statements.ts';
@@ -16,7 +17,7 @@ import { captureStatements, explainStatement } from '../helpers/statements.ts';
  */
 
 /** Tables that grow with a workspace: a sequential scan of any of them costs a page its speed. */
-const GROWING = ['users', 'user_apps', 'user_counts', 'events', 'webhook_deliveries', 'audit_events'];
+const GROWING = ['users', 'user_apps', 'user_counts', 'events', 'webhook_deliveries', 'audit_events', 'user_import_rows'];
 const USERS = 2_000;
 /** Most rows of one table a hot read may touch: a page of 100 users with their apps, and its walk. */
 const ROWS_NEEDED = 400;
@@ -95,6 +96,15 @@ describe(`hot statements on never-analyzed tables use their indexes [${BACKEND}]
       assert.equal(claimed.length, 4);
       const attempt = { attempted_at: new Date().toISOString(), response_status: 204, error: null, duration_ms: 3 };
       assert.equal((await recordSuccesses(db, claimed.map((delivery) => ({ delivery, attempt })))).size, 4);
+    }],
+    // A batch of an import job: its emails' users found and locked by the email index, whatever the workspace's size.
+    ['an import batch of 100 rows, half of them known emails', async () => {
+      const rows = Array.from({ length: 100 }, (_, i) => (i < 50 ? `u${1600 + i}@example.com,non_owner,,,` : `imported${i}@example.com,non_owner,,,`));
+      const upload = await ctx.api(ws, 'POST', '/users/imports', { body: ['email,role,first_name,last_name,apps', ...rows].join('\n'), headers: { 'content-type': 'text/csv' } });
+      assert.equal(upload.statusCode, 202, upload.body);
+      const claim = await ctx.store.imports.claim('plans-test', 60_000);
+      assert.ok(claim, 'the job is claimed');
+      assert.equal(await runImportBatch(ctx.store, claim, 'plans-test', 100, 60_000), 'more');
     }],
     // The audit trail by cursor: the page and one event more, from either end, not the events past the cursor.
     ['GET /audit-events by cursor, oldest first', () => ctx.api(ws, 'GET', '/audit-events', { query: { sort: 'occurred_at', starting_after: '0', page_size: '100' } }), AUDIT_ROWS_NEEDED],
