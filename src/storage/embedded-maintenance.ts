@@ -25,6 +25,16 @@ import type { Database } from './database.ts';
 /** Autovacuum's `autovacuum_vacuum_threshold` and `autovacuum_analyze_threshold` (rows). */
 export const BASE_THRESHOLD_ROWS = 50;
 
+/**
+ * The `default_statistics_target` of the store's own `ANALYZE` passes: a sample of 300 × this
+ * rows a table. Every request waits for a pass on the one connection; at PostgreSQL's default
+ * (100: 30,000 rows) a pass over `users`, `events` or `audit_events` took 270–310 ms once they
+ * held 100,000 rows, and such passes made nearly every slow `GET /users` during an import.
+ * The hot reads do not depend on statistics (docs/performance.md, "Fast on data as it
+ * arrives"); the coarser ones still tell a large table from a small one.
+ */
+export const EMBEDDED_STATISTICS_TARGET = 10;
+
 /** The logger the task writes to: one info line per pass. */
 export interface MaintenanceLog {
   info(fields: Record<string, unknown>, message: string): void;
@@ -43,7 +53,7 @@ export interface MaintenanceOptions {
 /** Table of a `checkpoint` pass, which covers every table. */
 export const ALL_TABLES = '*';
 
-/** One pass over one table (`vacuum` is `VACUUM (ANALYZE)`), or a checkpoint of the whole store. */
+/** One pass over one table (`vacuum` is `VACUUM`, then `ANALYZE`), or a checkpoint of the whole store. */
 export interface MaintenancePass {
   /** The table, or {@link ALL_TABLES} for a checkpoint. */
   readonly table: string;
@@ -137,7 +147,7 @@ function metrics(registry: Registry | undefined) {
  * every `intervalMs`: a step reads the statistics of
  * every table of the public schema (`pg_stat_user_tables`, after flushing this session's
  * pending counts) and, when one is past autovacuum's thresholds ({@link duePass}), runs
- * `ANALYZE` or `VACUUM (ANALYZE)` of that one table, the most overdue, and the next step comes after
+ * `ANALYZE` or `VACUUM` and `ANALYZE` of that one table (sampling {@link EMBEDDED_STATISTICS_TARGET}), the most overdue, and the next step comes after
  * a short pause ({@link EmbeddedMaintenance.delayAfter}): one table per step, so requests queued on PGlite's single connection wait
  * for one table's pass at most. A step first checkpoints instead when the checkpointer would
  * ({@link checkpointDue}), which lets PostgreSQL recycle the WAL segments before it. Each pass is logged (one info line), counted and timed
@@ -190,7 +200,12 @@ export function createEmbeddedMaintenance(options: MaintenanceOptions): Embedded
     if (!chosen) return undefined;
     const name = chosen.table.relname;
     const started = performance.now();
-    await db.execute(chosen.action === 'vacuum' ? sql`vacuum (analyze) ${sql.identifier(name)}` : sql`analyze ${sql.identifier(name)}`);
+    // VACUUM cannot run in a transaction, where `set local` scopes the target to the ANALYZE.
+    if (chosen.action === 'vacuum') await db.execute(sql`vacuum ${sql.identifier(name)}`);
+    await db.transaction(async (tx) => {
+      await tx.execute(sql.raw(`set local default_statistics_target = ${EMBEDDED_STATISTICS_TARGET}`));
+      await tx.execute(sql`analyze ${sql.identifier(name)}`);
+    });
     return record({
       table: name,
       action: chosen.action,

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { Registry } from 'prom-client';
 import type { MaintenanceSettings } from '../../src/config/load-config.ts';
-import { ALL_TABLES, maintainEmbeddedStore, createEmbeddedMaintenance, type MaintenancePass } from '../../src/storage/embedded-maintenance.ts';
+import { ALL_TABLES, EMBEDDED_STATISTICS_TARGET, maintainEmbeddedStore, createEmbeddedMaintenance, type MaintenancePass } from '../../src/storage/embedded-maintenance.ts';
 import { createScheduler } from '../../src/server/scheduler.ts';
 import { BACKEND, createTestContext, testConfig, userBody, type TestContext, type TestWorkspace } from '../helpers/test-context.ts';
 
@@ -93,6 +93,14 @@ if (BACKEND === 'pglite') {
         const users = await state('users');
         assert.notEqual(users.last_analyze, null);
         assert.ok(users.reltuples >= 300, `reltuples ${users.reltuples}`);
+        // Sampled at the store's smaller target (a histogram of 300 distinct emails has at most
+        // target + 1 bounds), which the pass set for itself only.
+        const stats = (await ctx.database.db.execute(
+          sql`select cardinality(histogram_bounds::text::text[]) as bounds from pg_stats where tablename = 'users' and attname = 'email'`,
+        )) as unknown as { rows: Array<{ bounds: number }> };
+        assert.ok(stats.rows[0] && stats.rows[0].bounds <= EMBEDDED_STATISTICS_TARGET + 1, JSON.stringify(stats.rows));
+        const target = (await ctx.database.db.execute(sql`show default_statistics_target`)) as unknown as { rows: Array<{ default_statistics_target: string }> };
+        assert.equal(target.rows[0]!.default_statistics_target, '100');
         // One info line per pass, with its duration; counted in /metrics.
         assert.equal(log.lines.length, passes.length);
         const line = log.lines.find((l) => l.fields.table === 'users')!;
