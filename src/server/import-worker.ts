@@ -10,7 +10,8 @@ import { runImportBatch } from '../core/users/imports-service.ts';
  * docs/architecture.md, background work): runs in every server process. It claims one job at a
  * time (`FOR UPDATE SKIP LOCKED`, under a lease it extends with each batch), applies it batch by
  * batch, each batch one transaction that records the job's progress too, and polls for the next
- * job when idle. A process that dies leaves its lease to run out; any process then resumes the
+ * job when idle; after each batch it pauses, leaving the database and the cores to the
+ * requests. A process that dies leaves its lease to run out; any process then resumes the
  * job from its last committed batch.
  */
 
@@ -19,13 +20,20 @@ const IMPORT_LEASE_MS = 10_000;
 /** Rows per batch on a connection pool. */
 const BATCH_SIZE = 1_000;
 /**
+ * On a pool, the pause after a batch as a share of the batch's time: as long again, so that the
+ * requests have the machine's cores at least half the time. With no pause, once the batches read
+ * by key, 100,000 users took 17 s and `GET /users` p99 was 2.4× its idle value; with this one,
+ * 34 s and 1.5× (docs/performance.md, "npm run bench:import").
+ */
+const POOL_PAUSE_SHARE = 1;
+/**
  * On the embedded store's one connection: the bounds of the adaptive batch, and the time one
  * should take. A request waits for the batch under way, so the target bounds what an import adds
  * to a request's time: at 100 ms, `GET /users` p99 during a 100,000-user import was 14.7× its idle
  * value (docs/performance.md, "npm run bench:import").
  */
 const SHARED_MIN_BATCH = 20;
-const SHARED_TARGET_MS = 25;
+const SHARED_TARGET_MS = 20;
 /** Consecutive failures of a job's batches after which the job fails. */
 const MAX_FAILURES = 5;
 
@@ -45,7 +53,7 @@ export interface ImportWorkerOptions {
   readonly pollMs?: number;
   /**
    * True when one connection serves the requests and the batches alike (the embedded store):
-   * batches then adapt to about {@link SHARED_TARGET_MS} and are followed by a pause half as long,
+   * batches then adapt to about {@link SHARED_TARGET_MS} and are followed by a pause as long,
    * so requests keep being answered during an import.
    */
   readonly sharedConnection?: boolean;
@@ -62,7 +70,8 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
   let stopping = false;
   let wakeUp: (() => void) | undefined;
   let woken = false;
-  let batchSize = shared ? 200 : BATCH_SIZE;
+  // A first batch of 200 held every request of the embedded store for 110 ms: start small, grow to the target.
+  let batchSize = shared ? 2 * SHARED_MIN_BATCH : BATCH_SIZE;
 
   /** Runs a claimed job's batches until it is over, this worker stops, or its batches keep failing. */
   async function work(claim: ImportClaim): Promise<void> {
@@ -85,9 +94,12 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
       if (shared) {
         const took = performance.now() - started;
         batchSize = took > SHARED_TARGET_MS ? Math.max(SHARED_MIN_BATCH, Math.floor(batchSize / 2)) : took < SHARED_TARGET_MS / 2 ? Math.min(BATCH_SIZE, batchSize * 2) : batchSize;
-        // Half as long again for the requests: at 20 ms and as long a pause, a 100,000-user
-        // import took 169 s, each batch's fixed cost (about 13 ms) then outweighing its rows.
-        await sleep(took / 2);
+        // As long again for the requests. Once the store's own ANALYZE passes sampled fewer rows
+        // (embedded-maintenance.ts) and the batches read their users by key, 20 ms and as long a
+        // pause took 83 s for 100,000 users (169 s before), `GET /users` p99 2.7× idle.
+        await sleep(took);
+      } else {
+        await sleep((performance.now() - started) * POOL_PAUSE_SHARE);
       }
     }
   }
