@@ -193,6 +193,11 @@ describe(`console for a workspace's owner [${BACKEND}]`, () => {
     await page.getByRole('button', { name: 'Show oldest first' }).click();
     await page.waitForURL((url) => url.searchParams.get('order') === 'oldest');
     await page.getByRole('button', { name: 'Show newest first' }).waitFor();
+    // The re-sorted page, not the busy one (its rows dimmed while it loads fail axe's contrast check).
+    await page.waitForFunction(() => {
+      const table = document.querySelector('table');
+      return table !== null && !table.hasAttribute('aria-busy') && !/Webhook endpoint created/.test(table.querySelector('tbody tr')?.textContent ?? '');
+    });
     await assertAccessible(page, 'audit trail');
     if (SCREENSHOTS) await saveScreenshot(page, 'owner-audit');
     assert.equal(await page.getByText('not available').count(), 0, 'nothing off for an owner');
