@@ -8,12 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IMPORT_GOAL_SECONDS, IMPORT_GOAL_USERS, type ImportFigures } from './import-figures.ts';
+import { IMPORT_BACKEND_LABEL as LABEL, IMPORT_GOAL_SECONDS, IMPORT_GOAL_USERS, type ImportFigures } from './import-figures.ts';
 import type { MachineLoad } from './machine-load.ts';
 import type { ReportRow, ReportSection } from './report.ts';
 import type { WriteFigures } from './write-figures.ts';
 
-const LABEL = { pglite: 'embedded PGlite', postgres: 'PostgreSQL' } as const;
 const ROUTE = { POST: 'POST /users', PATCH: 'PATCH /users/{email}', DELETE: 'DELETE /users/{email}' } as const;
 
 /**
@@ -36,14 +35,13 @@ function runChild<T>(script: string, args: readonly string[], log: (message: str
   }
 }
 
-const perRequest = (side: WriteFigures['service']) => side.serverUs + side.databaseUs;
-
 /** The two rows of one write: its rate against the plain route's (goal ≥ 1.0×), and its CPU per request (goal ≤ 1.5×). */
 function writeRows(f: WriteFigures, load: MachineLoad): ReportRow[] {
   const rates = (side: WriteFigures['service']) => side.rates.map((r) => r.toFixed(0)).join('/');
   const cpu = (side: WriteFigures['service']) => `${side.serverUs.toFixed(0)} + ${side.databaseUs.toFixed(0)}`;
   const clean = f.service.errors === 0 && f.plain.errors === 0;
-  const cpuRatio = perRequest(f.service) / perRequest(f.plain);
+  // The service's CPU per request over the plain route's (byCpu is the plain route's over the service's).
+  const cpuRatio = 1 / f.byCpu;
   return [
     {
       scenario: `${ROUTE[f.write]} ÷ plain route, by rate (service / plain req/s, each turn)`,

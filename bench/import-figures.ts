@@ -6,6 +6,9 @@
 /** The job's time goal at 100,000 users, per backend (docs/performance.md, "The targets"). */
 export const IMPORT_GOAL_SECONDS = { pglite: 120, postgres: 60 } as const;
 
+/** How a backend is named in the figures. */
+export const IMPORT_BACKEND_LABEL = { pglite: 'embedded PGlite', postgres: 'PostgreSQL' } as const;
+
 /** The users of an import job the time goal is stated for. */
 export const IMPORT_GOAL_USERS = 100_000;
 

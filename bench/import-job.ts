@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { createAdminClient, createClient, type WumClient } from '../sdk/index.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { buildBundles } from '../scripts/build-bundles.ts';
-import { IMPORT_GOAL_SECONDS as GOAL_SECONDS, IMPORT_GOAL_USERS, type ImportFigures } from './import-figures.ts';
+import { IMPORT_BACKEND_LABEL, IMPORT_GOAL_SECONDS as GOAL_SECONDS, IMPORT_GOAL_USERS, type ImportFigures } from './import-figures.ts';
 import { watchMachineLoad } from './machine-load.ts';
 
 const { values } = parseArgs({ options: { users: { type: 'string', default: '100000' }, backend: { type: 'string' }, json: { type: 'string' } } });
@@ -94,7 +94,7 @@ async function measure(backend: 'pglite' | 'postgres'): Promise<void> {
     }
     process.stdout.write(
       [
-        `import job of ${USERS} users on ${backend === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}; ${cpus().length} cores; ${load.summary()}`,
+        `import job of ${USERS} users on ${IMPORT_BACKEND_LABEL[backend]}; ${cpus().length} cores; ${load.summary()}`,
         `| measure | value | goal | verdict |`,
         `| --- | ---: | ---: | --- |`,
         `| job ${end.status}: ${end.added} added | ${seconds.toFixed(1)} s (upload ${uploaded.toFixed(1)} s) | ≤ ${GOAL_SECONDS[backend]} s at ${IMPORT_GOAL_USERS} | ${USERS === IMPORT_GOAL_USERS ? load.verdict(seconds <= GOAL_SECONDS[backend]) : 'smaller run'} |`,

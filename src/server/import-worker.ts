@@ -91,15 +91,15 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
         await sleep(1_000);
         continue;
       }
+      const took = performance.now() - started;
       if (shared) {
-        const took = performance.now() - started;
         batchSize = took > SHARED_TARGET_MS ? Math.max(SHARED_MIN_BATCH, Math.floor(batchSize / 2)) : took < SHARED_TARGET_MS / 2 ? Math.min(BATCH_SIZE, batchSize * 2) : batchSize;
         // As long again for the requests. Once the store's own ANALYZE passes sampled fewer rows
         // (embedded-maintenance.ts) and the batches read their users by key, 20 ms and as long a
         // pause took 83 s for 100,000 users (169 s before), `GET /users` p99 2.7× idle.
         await sleep(took);
       } else {
-        await sleep((performance.now() - started) * POOL_PAUSE_SHARE);
+        await sleep(took * POOL_PAUSE_SHARE);
       }
     }
   }

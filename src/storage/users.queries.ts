@@ -407,10 +407,9 @@ interface WriteParts {
  * database time (docs/performance.md, "Writes against the plain SQL"). Each part left in keeps
  * its own condition, so a part included needlessly changes nothing.
  */
-function writeUserStatement(parts: WriteParts): NamedStatement {
-  const suffix = `${parts.counts ? 'c' : ''}${parts.apps ? 'a' : ''}${parts.sessions ? 's' : ''}`;
+function writeUserStatement(name: string, parts: WriteParts): NamedStatement {
   return new NamedStatement(
-    `wum_user_write${suffix ? `_${suffix}` : ''}`,
+    name,
     () => sql`with old as (
       select status, email from users where workspace_id = ${workspaceParam} and id = ${ph('rowId')}
     ),
@@ -432,7 +431,7 @@ function writeUserStatement(parts: WriteParts): NamedStatement {
   );
 }
 
-/** Every variant of {@link writeUserStatement}, built on first use. */
+/** Every variant of {@link writeUserStatement} by its name, built on first use. */
 const writeUserStatements = new Map<string, NamedStatement>();
 
 /**
@@ -447,9 +446,11 @@ function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean
     // owner has no session a change of it could have to end, unless its email changes.
     sessions: current.role === 'owner' || current.email !== user.email,
   };
-  const key = `${+parts.counts}${+parts.apps}${+parts.sessions}`;
-  let statement = writeUserStatements.get(key);
-  if (!statement) writeUserStatements.set(key, (statement = writeUserStatement(parts)));
+  // One name per variant, e.g. `wum_user_write_cs` (counts and sessions), `wum_user_write` (neither part).
+  const suffix = `${parts.counts ? 'c' : ''}${parts.apps ? 'a' : ''}${parts.sessions ? 's' : ''}`;
+  const name = `wum_user_write${suffix ? `_${suffix}` : ''}`;
+  let statement = writeUserStatements.get(name);
+  if (!statement) writeUserStatements.set(name, (statement = writeUserStatement(name, parts)));
   return statement;
 }
 
