@@ -474,14 +474,16 @@ async function main(): Promise<void> {
     // POST /users with webhook endpoints against none; event-to-delivery latency (bench/webhooks.ts).
     sections.push(await measureWebhooks({ ...onPostgres, subdomain: seeded.adds.subdomain, add: () => addRequest(seeded.adds) }));
     await settle();
+    /** A section that failed: logged, and one row saying why, so that the run goes on to the others. */
+    const notMeasured = (title: string) => (error: Error): ReportSection => {
+      log(`${title} not measured: ${error.message}`);
+      return { title, rows: [{ scenario: 'not measured', note: error.message.split('\n')[0]! }] };
+    };
     // One audit stream of each type: POST /users against none; lag at 1,000 changes/s (bench/audit-streams.ts).
     // The small workspace is read no more after this point: its users are the ones renamed.
     const streams = { ...onPostgres, databaseUrl: url, workspace: seeded.small, rate: 1_000, pacedSeconds: args.quick ? 10 : 60, format: 'json' as const, importWindow: true };
     sections.push(
-      await measureAuditStreams(streams).catch((error: Error) => {
-        log(`audit streams not measured: ${error.message}`);
-        return { title: 'Audit streams', rows: [{ scenario: 'not measured', note: error.message.split('\n')[0]! }] };
-      }),
+      await measureAuditStreams(streams).catch(notMeasured('Audit streams')),
     );
     await settle();
     // Writes on the pg_auto_failover topology against a single server (bench/failover.ts).
@@ -557,10 +559,6 @@ async function main(): Promise<void> {
 
     // The writes against the plain SQL and the import job of 100,000 users: benchmark commands of
     // their own, run as children (bench/child-sections.ts), each with the goals of its issue.
-    const notMeasured = (title: string) => (error: Error): ReportSection => {
-      log(`${title} not measured: ${error.message}`);
-      return { title, rows: [{ scenario: 'not measured', note: error.message.split('\n')[0]! }] };
-    };
     sections.push(
       await Promise.resolve()
         .then(() => measureWritesSection({ seconds: PLAN.writeSeconds, rounds: 2, users: 40_000, load, log }))

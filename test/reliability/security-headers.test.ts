@@ -25,7 +25,6 @@ const HELMET_HEADERS: Record<string, RegExp> = {
   'content-security-policy': /default-src 'none';\s*frame-ancestors 'none'/,
 };
 
-
 function assertSecurityHeaders(res: LightMyRequestResponse, what: string): void {
   for (const [name, pattern] of Object.entries(HELMET_HEADERS)) {
     assert.match(String(res.headers[name] ?? ''), pattern, `${name} on ${what} (${res.statusCode})`);
