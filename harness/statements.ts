@@ -2,6 +2,7 @@ import { fillPlaceholders, type Query } from 'drizzle-orm';
 import { NodePgSession } from 'drizzle-orm/node-postgres';
 import { PgliteSession } from 'drizzle-orm/pglite';
 import type { Database } from '../src/storage/database.ts';
+import { NamedStatement } from '../src/storage/named-statement.ts';
 
 /** One statement as the service sent it through Drizzle: its text and its bound values. */
 export interface CapturedStatement {
@@ -17,10 +18,12 @@ const CONTROL = /^\s*(begin|commit|rollback|savepoint|release|set|reset|start|se
 /**
  * Runs `work` and returns every statement sent meanwhile through Drizzle's sessions (pooled,
  * in a transaction, or a named prepared statement), on either backend, without transaction
- * control. Wraps the sessions' `prepareQuery` process-wide while `work` runs: one at a time.
+ * control. Wraps the sessions' `prepareQuery` and {@link NamedStatement.run} (which prepares
+ * on the embedded store without Drizzle) process-wide while `work` runs: one at a time.
  */
 export async function captureStatements(_db: Database, work: () => Promise<unknown>): Promise<CapturedStatement[]> {
   const captured: CapturedStatement[] = [];
+  let inNamed = 0;
   const prototypes = [NodePgSession.prototype, PgliteSession.prototype] as unknown as Array<{ prepareQuery: PrepareQuery }>;
   const originals = prototypes.map((p) => p.prepareQuery);
   prototypes.forEach((prototype, i) => {
@@ -29,16 +32,30 @@ export async function captureStatements(_db: Database, work: () => Promise<unkno
       const prepared = original.call(this, query, ...rest);
       const execute = prepared.execute.bind(prepared);
       prepared.execute = (values?: Record<string, unknown>) => {
-        if (!CONTROL.test(query.sql)) captured.push({ text: query.sql, params: fillPlaceholders(query.params, values ?? {}) });
+        if (inNamed === 0 && !CONTROL.test(query.sql)) captured.push({ text: query.sql, params: fillPlaceholders(query.params, values ?? {}) });
         return execute(values);
       };
       return prepared;
     };
   });
+  const named = NamedStatement.prototype;
+  const originalRun = named.run;
+  named.run = function <T>(this: NamedStatement, db: Database, values: Record<string, unknown>): Promise<T[]> {
+    const query = this.query();
+    captured.push({ text: query.sql, params: fillPlaceholders(query.params, values) });
+    // Its prepareQuery (on PostgreSQL) is called before run's first await: not captured twice.
+    inNamed += 1;
+    try {
+      return originalRun.call(this, db, values) as Promise<T[]>;
+    } finally {
+      inNamed -= 1;
+    }
+  };
   try {
     await work();
   } finally {
     prototypes.forEach((prototype, i) => (prototype.prepareQuery = originals[i]!));
+    named.run = originalRun;
   }
   return captured;
 }

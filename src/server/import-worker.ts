@@ -30,10 +30,11 @@ const POOL_PAUSE_SHARE = 1;
  * On the embedded store's one connection: the bounds of the adaptive batch, and the time one
  * should take. A request waits for the batch under way, so the target bounds what an import adds
  * to a request's time: at 100 ms, `GET /users` p99 during a 100,000-user import was 14.7× its idle
- * value (docs/performance.md, "npm run bench:import").
+ * value; at 20 ms, once the store ran its statements named, 2.4× in 66 s; at 10 ms, 1.9–2.0× in
+ * 87–92 s (docs/performance.md, "npm run bench:import").
  */
 const SHARED_MIN_BATCH = 20;
-const SHARED_TARGET_MS = 20;
+const SHARED_TARGET_MS = 10;
 /** Consecutive failures of a job's batches after which the job fails. */
 const MAX_FAILURES = 5;
 

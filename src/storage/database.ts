@@ -5,6 +5,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import type { StorageConfig } from '../config/load-config.ts';
+import { enablePreparedStatements } from './pglite-prepared.ts';
 import { isInitialisedDataDir, readPgliteTemplate, unpackPgliteTemplate } from './pglite-template.ts';
 import { createConnector, type ClientOptions } from './postgres-connector.ts';
 import type { RequestTransaction } from '../core/idempotency/request-transaction.ts';
@@ -151,11 +152,12 @@ async function openPglite(dataDir: string | undefined, from?: string): Promise<O
     template = await readPgliteTemplate();
   }
   // Loaded only when used: a process on PostgreSQL does not carry PGlite (about 13 MB resident).
-  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
+  const [{ PGlite, protocol, parse }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const client = await PGlite.create(dataDir, {
     ...(PGLITE_BASELINE ? {} : { startParams: pgliteStartParams(PGlite.defaultStartParams) }),
     ...(template ? { loadDataDir: template } : {}),
   });
+  enablePreparedStatements(client, { serialize: protocol.serialize, ...parse });
   const db = drizzlePglite({ client, schema }) as unknown as Database;
   await migrateEmbedded(client);
   return {

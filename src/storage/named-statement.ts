@@ -1,6 +1,7 @@
-import { sql, type Placeholder, type Query, type SQL } from 'drizzle-orm';
+import { DrizzleQueryError, fillPlaceholders, sql, type Placeholder, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Database } from './database.ts';
+import { isEmbeddedClient, runPrepared } from './pglite-prepared.ts';
 import { rowsOf } from './rows.ts';
 
 const dialect = new PgDialect();
@@ -9,7 +10,8 @@ const dialect = new PgDialect();
  * A SQL statement of a hot path, built once and run as a named prepared statement. Over
  * PostgreSQL each pooled connection parses and plans it once, then only binds and executes
  * it (for the short queries of the hot paths, planning costs as much as running); its text is
- * built once per process rather than on every call. PGlite runs it like any query.
+ * built once per process rather than on every call. The embedded database does the same, once
+ * per database (pglite-prepared.ts).
  *
  * Values go in through placeholders (`ph('name')`), never interpolated, so that one name
  * always stands for one text (the driver refuses one name for two texts); a query with
@@ -29,14 +31,29 @@ export class NamedStatement {
     private readonly build: () => SQL,
   ) {}
 
+  /** The statement's text (`$1`, `$2`, … in place of its placeholders) and its parameters, built on first use. */
+  query(): Query {
+    return (this.built ??= dialect.sqlToQuery(this.build()));
+  }
+
   /**
    * Runs the statement on `db` (the pool, or a transaction) with `values` for its
    * placeholders, and returns its rows as the driver decodes them (objects keyed by column
    * name; timestamps as text, int8 as number or string depending on the driver).
    */
   async run<T>(db: Database, values: Record<string, unknown>): Promise<T[]> {
-    this.built ??= dialect.sqlToQuery(this.build());
-    const prepared = db._.session.prepareQuery(this.built, undefined, this.name, false);
+    const built = this.query();
+    const { client } = db._.session as unknown as { client?: object };
+    if (client && isEmbeddedClient(client)) {
+      const params = fillPlaceholders(built.params, values);
+      try {
+        return rowsOf<T>(await runPrepared(client, this.name, built.sql, params));
+      } catch (error) {
+        // As Drizzle reports a failed statement: the driver's error (its code, constraint) as the cause.
+        throw new DrizzleQueryError(built.sql, params, error as Error);
+      }
+    }
+    const prepared = db._.session.prepareQuery(built, undefined, this.name, false);
     return rowsOf<T>(await prepared.execute(values));
   }
 }

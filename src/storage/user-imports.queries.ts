@@ -6,6 +6,7 @@ import type { ImportFormat, ImportJob, ImportOutcome, ImportStatus, PendingImpor
 import type { AddUserInput } from '../core/users/users-service.ts';
 import type { AppRole, WorkspaceRole } from '../core/users/user.ts';
 import type { Database } from './database.ts';
+import { NamedStatement, ph } from './named-statement.ts';
 import { rowsOf } from './rows.ts';
 import { isUuid } from './uuid.ts';
 
@@ -58,6 +59,43 @@ function toJob(row: JobRow): ImportJob {
     completedAt: toDate(row.completed_at),
   };
 }
+
+/*
+ * The statements of every batch of a job, named: on the embedded store a batch holds the one
+ * connection, and an unnamed statement is parsed and planned again at each batch
+ * (docs/performance.md, "Named statements on the embedded store").
+ */
+
+/** The job, locked until commit, if it is still running under `owner`'s lease. */
+const lockLeasedJob = new NamedStatement(
+  'wum_import_job_lock_leased',
+  () => sql`select ${JOB_COLUMNS} from user_import_jobs
+    where workspace_id = ${ph('workspaceId')}::int8 and id = ${ph('jobId')}::uuid and status = 'running' and lease_owner = ${ph('owner')}::text
+    for update`,
+);
+
+/** The job's next `limit` rows without an outcome, in file order. */
+const pendingRows = new NamedStatement(
+  'wum_import_rows_pending',
+  () => sql`select row_number, email, payload from user_import_rows
+    where workspace_id = ${ph('workspaceId')}::int8 and job_id = ${ph('jobId')}::uuid and outcome is null
+    order by row_number limit ${ph('limit')}::int4`,
+);
+
+/** Each row's outcome (its payload dropped), and the job's counts and lease moved on, in one statement. */
+const recordOutcomes = new NamedStatement(
+  'wum_import_rows_record',
+  () => sql`with recorded as (
+      update user_import_rows r set outcome = o.outcome, code = o.code, detail = o.detail, payload = null
+      from unnest(${ph('rows')}::int4[], ${ph('outcomes')}::text[], ${ph('codes')}::text[], ${ph('details')}::text[])
+        as o(row_number, outcome, code, detail)
+      where r.workspace_id = ${ph('workspaceId')}::int8 and r.job_id = ${ph('jobId')}::uuid and r.row_number = o.row_number
+    )
+    update user_import_jobs set rows_done = rows_done + ${ph('done')}::int4, added = added + ${ph('added')}::int4,
+      reactivated = reactivated + ${ph('reactivated')}::int4, skipped = skipped + ${ph('skipped')}::int4,
+      rejected = rejected + ${ph('rejected')}::int4, lease_until = now() + make_interval(secs => ${ph('leaseSeconds')}::float8)
+    where workspace_id = ${ph('workspaceId')}::int8 and id = ${ph('jobId')}::uuid`,
+);
 
 /** The user of a staged row as JSON (instants as RFC 3339 text). */
 type StoredInput = Omit<AddUserInput, 'apps' | 'expiresAt'> & {
@@ -201,18 +239,12 @@ export function createUserImportRepository(db: Database): UserImportRepository {
     },
 
     async lockLeased(workspaceId, jobId, owner) {
-      const [job] = await jobs(sql`select ${JOB_COLUMNS} from user_import_jobs
-        where workspace_id = ${workspaceId} and id = ${jobId}::uuid and status = 'running' and lease_owner = ${owner}
-        for update`);
-      return job;
+      const [job] = await lockLeasedJob.run<JobRow>(db, { workspaceId, jobId, owner });
+      return job ? toJob(job) : undefined;
     },
 
     async pending(workspaceId, jobId, limit): Promise<PendingImportRow[]> {
-      const rows = rowsOf<{ row_number: number; email: string; payload: StoredInput | string }>(
-        await db.execute(sql`select row_number, email, payload from user_import_rows
-          where workspace_id = ${workspaceId} and job_id = ${jobId}::uuid and outcome is null
-          order by row_number limit ${limit}`),
-      );
+      const rows = await pendingRows.run<{ row_number: number; email: string; payload: StoredInput | string }>(db, { workspaceId, jobId, limit });
       return rows.map((r) => ({
         row: Number(r.row_number),
         email: r.email,
@@ -222,17 +254,20 @@ export function createUserImportRepository(db: Database): UserImportRepository {
 
     async record(workspaceId, jobId, outcomes, leaseMs) {
       const count = (outcome: string) => outcomes.filter((o) => o.outcome === outcome).length;
-      await db.execute(sql`with recorded as (
-          update user_import_rows r set outcome = o.outcome, code = o.code, detail = o.detail, payload = null
-          from unnest(${sql.param(outcomes.map((o) => o.row))}::int4[], ${sql.param(outcomes.map((o) => o.outcome))}::text[],
-            ${sql.param(outcomes.map((o) => o.code ?? null))}::text[], ${sql.param(outcomes.map((o) => o.detail ?? null))}::text[])
-            as o(row_number, outcome, code, detail)
-          where r.workspace_id = ${workspaceId} and r.job_id = ${jobId}::uuid and r.row_number = o.row_number
-        )
-        update user_import_jobs set rows_done = rows_done + ${outcomes.length}, added = added + ${count('added')},
-          reactivated = reactivated + ${count('reactivated')}, skipped = skipped + ${count('skipped')},
-          rejected = rejected + ${count('rejected')}, lease_until = ${lease(leaseMs)}
-        where workspace_id = ${workspaceId} and id = ${jobId}::uuid`);
+      await recordOutcomes.run(db, {
+        workspaceId,
+        jobId,
+        rows: outcomes.map((o) => o.row),
+        outcomes: outcomes.map((o) => o.outcome),
+        codes: outcomes.map((o) => o.code ?? null),
+        details: outcomes.map((o) => o.detail ?? null),
+        done: outcomes.length,
+        added: count('added'),
+        reactivated: count('reactivated'),
+        skipped: count('skipped'),
+        rejected: count('rejected'),
+        leaseSeconds: leaseMs / 1000,
+      });
     },
 
     async complete(workspaceId, jobId) {
