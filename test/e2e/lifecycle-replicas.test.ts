@@ -40,7 +40,7 @@ if (BACKEND === 'postgres') {
       servers.push(server);
       const deadline = Date.now() + 90_000;
       while (!(await sendRequest(port, 'GET', '/readyz', { timeoutMs: 1000 }).then((r) => r.status === 200, () => false))) {
-        if (Date.now() > deadline || server.child.exitCode !== null) throw new Error(`server did not start:\n${server.stderr().slice(-2000)}`);
+        if (Date.now() > deadline || server.child.exitCode !== null) throw new Error(`server did not start:\n${server.stdout().slice(-2000)}\n${server.stderr().slice(-2000)}`);
         await sleep(200);
       }
       return port;
