@@ -157,9 +157,9 @@ async function openPglite(dataDir: string | undefined, from?: string): Promise<O
     ...(PGLITE_BASELINE ? {} : { startParams: pgliteStartParams(PGlite.defaultStartParams) }),
     ...(template ? { loadDataDir: template } : {}),
   });
-  enablePreparedStatements(client, { serialize: protocol.serialize, ...parse });
   const db = drizzlePglite({ client, schema }) as unknown as Database;
   await migrateEmbedded(client);
+  enablePreparedStatements(client, { serialize: protocol.serialize, ...parse });
   return {
     db,
     kind: 'pglite',

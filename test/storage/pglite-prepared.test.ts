@@ -1,7 +1,8 @@
 // one backend: pglite
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
+import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { openDatabase, type OpenDatabase } from '../../src/storage/database.ts';
 import { NamedStatement, ph } from '../../src/storage/named-statement.ts';
 import { memoryDatabase } from '../helpers/test-context.ts';
@@ -18,7 +19,7 @@ const insertNote = new NamedStatement(
 );
 const noteById = new NamedStatement('test_note_by_id', () => sql`select id, body, at from notes where id = ${ph('id')}::int`);
 
-describe('named statements on the embedded database', () => {
+describe('prepared statements on the embedded database', () => {
   let database: OpenDatabase;
   before(async () => {
     database = await openDatabase(memoryDatabase());
@@ -63,6 +64,33 @@ describe('named statements on the embedded database', () => {
       /roll back/,
     );
     assert.deepEqual(await noteById.run(database.db, { id: 2 }), []);
+  });
+
+  test('a query builder statement is prepared by its text: once, then reused, its rows as the builder reads them', async () => {
+    const notes = pgTable('notes', { id: integer('id').primaryKey(), body: text('body').notNull(), at: timestamp('at', { withTimezone: true, mode: 'string' }) });
+    await preparedNames(database); // its own look-up prepared before counting
+    const before = (await preparedNames(database)).filter((n) => n.startsWith('wum_text_')).length;
+    const first = await database.db.select().from(notes).where(eq(notes.id, 1));
+    const second = await database.db.select().from(notes).where(eq(notes.id, 1));
+    assert.deepEqual(first, [{ id: 1, body: 'first', at: '2026-01-02 03:04:05.678+00' }]);
+    assert.deepEqual(second, first);
+    const after = (await preparedNames(database)).filter((n) => n.startsWith('wum_text_')).length;
+    // One more, for the select, whichever of the two ran it.
+    assert.equal(after - before, 1);
+    // Without options a statement reads as PGlite's own query does (timestamps as Date).
+    const client = (database.db._.session as unknown as { client: { query(t: string, p: unknown[]): Promise<{ rows: Array<{ at: unknown }> }> } }).client;
+    const [row] = (await client.query('select at from notes where id = $1', [1])).rows;
+    assert.ok(row?.at instanceof Date);
+  });
+
+  test('statements prepared by text are bounded: the least recently used are closed', async () => {
+    for (let i = 0; i < 520; i += 1) {
+      const result = (await database.db.execute(sql.raw(`select ${i}::int as n`))) as unknown as { rows: Array<{ n: number }> };
+      assert.deepEqual(result.rows, [{ n: i }]);
+    }
+    const byText = (await preparedNames(database)).filter((n) => n.startsWith('wum_text_'));
+    assert.ok(byText.length <= 500, `${byText.length} statements prepared by text`);
+    assert.ok(byText.length >= 450, `${byText.length} statements prepared by text`);
   });
 
   test('outside a transaction it waits for an open one: it never runs inside another caller’s transaction', async () => {
