@@ -61,23 +61,24 @@ const RAW_OPTIONS: QueryOptions = { rowMode: 'object', parsers: Object.fromEntri
 export function enablePreparedStatements(pglite: PGlite, kit: PgliteProtocolKit): void {
   const entry: Embedded = { pglite, kit, statements: new Map(), byText: new Map(), prepared: 0 };
   embedded.set(pglite, entry);
-  const query = pglite.query.bind(pglite);
-  pglite.query = ((text: string, params?: unknown[], options?: QueryOptions) =>
-    preparableByText(text, options) ? runByText(pglite, text, params ?? [], options) : query(text, params, options)) as PGlite['query'];
+  pglite.query = preparingByText(pglite);
   const begin = pglite.transaction.bind(pglite);
   pglite.transaction = <T>(work: (tx: Transaction) => Promise<T>): Promise<T> =>
     begin((tx) => {
       embedded.set(tx, entry);
-      const txQuery = tx.query.bind(tx);
-      tx.query = ((text: string, params?: unknown[], options?: QueryOptions) =>
-        preparableByText(text, options) ? runByText(tx, text, params ?? [], options) : txQuery(text, params, options)) as Transaction['query'];
+      tx.query = preparingByText(tx);
       return work(tx);
     });
 }
 
-/** A query sent without a name that can be prepared by its text: a read or write with no file or parameter types of its own. */
-function preparableByText(text: string, options: QueryOptions | undefined): boolean {
-  return PREPARABLE.test(text) && !options?.blob && !options?.paramTypes;
+/**
+ * `client`'s `query` (the instance's or a transaction's), but a read or write with no file or
+ * parameter types of its own runs prepared by its text ({@link runByText}).
+ */
+function preparingByText<C extends PGlite | Transaction>(client: C): C['query'] {
+  const query = client.query.bind(client) as (text: string, params?: unknown[], options?: QueryOptions) => Promise<Results>;
+  return ((text: string, params?: unknown[], options?: QueryOptions) =>
+    PREPARABLE.test(text) && !options?.blob && !options?.paramTypes ? runByText(client, text, params ?? [], options) : query(text, params, options)) as C['query'];
 }
 
 /** Runs `text` under the name it was prepared with, preparing it (and closing the least recently used) first if need be. */
