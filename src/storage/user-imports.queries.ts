@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Actor } from '../core/actor.ts';
 import { pageOffset } from '../core/pagination.ts';
 import type { UserImportRepository } from '../core/users/import-repository.ts';
@@ -60,6 +60,11 @@ function toJob(row: JobRow): ImportJob {
   };
 }
 
+/** The end of a lease of `seconds` (a value or a placeholder) from now. */
+function leaseEnd(seconds: unknown): SQL {
+  return sql`now() + make_interval(secs => ${seconds}::float8)`;
+}
+
 /*
  * The statements of every batch of a job, named: on the embedded store a batch holds the one
  * connection, and an unnamed statement is parsed and planned again at each batch
@@ -93,7 +98,7 @@ const recordOutcomes = new NamedStatement(
     )
     update user_import_jobs set rows_done = rows_done + ${ph('done')}::int4, added = added + ${ph('added')}::int4,
       reactivated = reactivated + ${ph('reactivated')}::int4, skipped = skipped + ${ph('skipped')}::int4,
-      rejected = rejected + ${ph('rejected')}::int4, lease_until = now() + make_interval(secs => ${ph('leaseSeconds')}::float8)
+      rejected = rejected + ${ph('rejected')}::int4, lease_until = ${leaseEnd(ph('leaseSeconds'))}
     where workspace_id = ${ph('workspaceId')}::int8 and id = ${ph('jobId')}::uuid`,
 );
 
@@ -117,7 +122,7 @@ function toInput(payload: StoredInput): AddUserInput {
 /** The import repository over `db`. */
 export function createUserImportRepository(db: Database): UserImportRepository {
   const jobs = async (query: ReturnType<typeof sql>): Promise<ImportJob[]> => rowsOf<JobRow>(await db.execute(query)).map(toJob);
-  const lease = (ms: number) => sql`now() + make_interval(secs => ${ms / 1000}::float8)`;
+  const lease = (ms: number) => leaseEnd(ms / 1000);
 
   return {
     async create(workspaceId, { format, actor, owner, leaseMs }) {
