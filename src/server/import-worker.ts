@@ -20,12 +20,14 @@ const IMPORT_LEASE_MS = 10_000;
 /** Rows per batch on a connection pool. */
 const BATCH_SIZE = 1_000;
 /**
- * On a pool, the pause after a batch as a share of the batch's time: as long again, so that the
- * requests have the machine's cores at least half the time. With no pause, once the batches read
- * by key, 100,000 users took 17 s and `GET /users` p99 was 2.4× its idle value; with this one,
- * 34 s and 1.5× (docs/performance.md, "npm run bench:import").
+ * The pause after a batch as a share of the batch's time: as long again, so that the requests
+ * have the machine's cores (and, on the embedded store, its one connection) at least half the
+ * time. On a pool, with no pause, once the batches read by key, 100,000 users took 17 s and
+ * `GET /users` p99 was 2.4× its idle value; with this one, 34 s and 1.5×. On the embedded store,
+ * once its own ANALYZE passes sampled fewer rows (embedded-maintenance.ts), batches of 20 ms and
+ * as long a pause took 83 s (169 s before) (docs/performance.md, "npm run bench:import").
  */
-const POOL_PAUSE_SHARE = 1;
+const PAUSE_SHARE = 1;
 /**
  * On the embedded store's one connection: the bounds of the adaptive batch, and the time one
  * should take. A request waits for the batch under way, so the target bounds what an import adds
@@ -95,13 +97,8 @@ export function startImportWorker(options: ImportWorkerOptions): ImportWorker {
       const took = performance.now() - started;
       if (shared) {
         batchSize = took > SHARED_TARGET_MS ? Math.max(SHARED_MIN_BATCH, Math.floor(batchSize / 2)) : took < SHARED_TARGET_MS / 2 ? Math.min(BATCH_SIZE, batchSize * 2) : batchSize;
-        // As long again for the requests. Once the store's own ANALYZE passes sampled fewer rows
-        // (embedded-maintenance.ts) and the batches read their users by key, 20 ms and as long a
-        // pause took 83 s for 100,000 users (169 s before), `GET /users` p99 2.7× idle.
-        await sleep(took);
-      } else {
-        await sleep(took * POOL_PAUSE_SHARE);
       }
+      await sleep(took * PAUSE_SHARE);
     }
   }
 
