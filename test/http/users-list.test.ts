@@ -284,6 +284,19 @@ describe(`GET /users [${BACKEND}]`, () => {
     assert.equal(pageOf(deactivatedLinks, 'last'), 2);
   });
 
+  test('Link header keeps another parameter that spells out a page_number pair, and pages only its own', async () => {
+    const q = '&page_number=%00';
+    const res = await ctx.api(big, 'GET', `/users?q=${encodeURIComponent(q)}&status=all&page_size=3`);
+    assert.equal(res.statusCode, 200);
+    const links = parseLinks(res);
+    assert.deepEqual([...links.keys()].sort(), ['first', 'last']);
+    for (const [rel, url] of links) {
+      assert.equal(url.searchParams.get('q'), q, rel);
+      assert.equal(url.searchParams.get('status'), 'all', rel);
+      assert.deepEqual(url.searchParams.getAll('page_number'), ['1'], rel);
+    }
+  });
+
   test('a workspace lists only its own users', async () => {
     const ws = await ctx.createWorkspace();
     await ctx.api(ws, 'POST', '/users', { body: userBody('solo@example.com') });
