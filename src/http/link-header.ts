@@ -5,10 +5,10 @@ import type { Pagination } from '../core/pagination.ts';
  * The page number the page links are serialized with, then replaced: a NUL, which the query's
  * serializer always writes as `%00`, so `page_number=%00` right after `?` or `&` can only be
  * that one pair (`set` leaves one `page_number`; any other key or value has its `=` and `&`
- * percent-encoded).
+ * percent-encoded); a fragment, if the request target had one, follows the query.
  */
 const PAGE_MARK = '\u0000';
-const MARKED_PAIR = /[?&]page_number=%00(?=&|$)/;
+const MARKED_PAIR = /[?&]page_number=%00(?=[&#]|$)/;
 
 /**
  * Builds an RFC 8288 `Link` value with `first`, `prev`, `next` and `last` page URLs, keeping
