@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createPostgresDatabase, type PostgresDatabase } from '../../harness/postgres-cluster.ts';
 import { freePort } from '../../harness/free-port.ts';
 import { SERVER_ARGS, sendRequest, spawnServer, type ServerProcess } from '../../harness/server-process.ts';
@@ -20,14 +21,23 @@ const START_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 25_000;
 const TEST_TIMEOUT = { timeout: 150_000 };
 
-/** The pids that logged an answered request (pino's `pid` on "request completed"). */
+/** The pid of each answered request's log line (pino's `pid` on "request completed"), in order. */
+function requestLinePids(stdout: string): number[] {
+  return [...stdout.matchAll(/"pid":(\d+).*"msg":"request completed"/g)].map((match) => Number(match[1]));
+}
+
+/** The pids that logged an answered request. */
 function answeringPids(stdout: string): Set<number> {
-  const pids = new Set<number>();
-  for (const line of stdout.split('\n')) {
-    const match = /"pid":(\d+).*"msg":"request completed"/.exec(line);
-    if (match) pids.add(Number(match[1]));
+  return new Set(requestLinePids(stdout));
+}
+
+/** Waits, at most 5 s, until `server` has logged `count` answered requests (a worker logs each just after answering it). */
+async function waitForRequestLines(server: ServerProcess, count: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (requestLinePids(server.stdout()).length < count) {
+    assert.ok(Date.now() < deadline, `${count} request lines logged, not ${requestLinePids(server.stdout()).length}`);
+    await sleep(20);
   }
-  return pids;
 }
 
 function alive(pid: number): boolean {
@@ -90,13 +100,22 @@ describe(`WORKERS [${BACKEND}]`, () => {
 
       const added = await api('POST', '/users', { user: { email: 'ada@example.com', role: 'owner', apps: [] } });
       assert.equal(added.status, 201, added.body);
-      // Concurrent requests use separate connections, which the primary hands out in turn.
-      const listings = await Promise.all(Array.from({ length: 20 }, () => api('GET', '/users')));
-      for (const listing of listings) {
-        assert.equal(listing.status, 200, listing.body);
-        assert.deepEqual(json<'listUsers'>(listing).users.map((u: { email: string }) => u.email), ['ada@example.com']);
+      // Concurrent requests use separate connections, which the primary hands to whichever worker
+      // is free. A worker writes a request's log line just after its response, so each round waits
+      // for the lines of every request so far before reading who answered; a round whose
+      // connections all went to one worker is followed by another, five at most.
+      let logged = 2; // the workspace and the user
+      let workers = new Set<number>();
+      for (let round = 0; round < 5 && workers.size < 2; round += 1) {
+        const listings = await Promise.all(Array.from({ length: 20 }, () => api('GET', '/users')));
+        for (const listing of listings) {
+          assert.equal(listing.status, 200, listing.body);
+          assert.deepEqual(json<'listUsers'>(listing).users.map((u: { email: string }) => u.email), ['ada@example.com']);
+        }
+        logged += listings.length;
+        await waitForRequestLines(server, logged);
+        workers = answeringPids(server.stdout());
       }
-      const workers = answeringPids(server.stdout());
       assert.equal(workers.size, 2, `requests answered by two worker processes: ${[...workers].join(', ')}`);
       assert.ok(!workers.has(server.child.pid!), 'the primary answers nothing itself');
 
