@@ -10,6 +10,7 @@
  * Source: PostgreSQL, "Message Flow: Extended Query".
  */
 import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
+import { LRUCache } from 'lru-cache';
 
 /** The parts of `@electric-sql/pglite` this module uses, handed over by the caller that loaded it. */
 export interface PgliteProtocolKit {
@@ -23,8 +24,10 @@ interface Embedded {
   readonly pglite: PGlite;
   readonly kit: PgliteProtocolKit;
   readonly statements: Map<string, readonly number[]>;
-  /** The names given to statements prepared by their text, in order of last use (oldest first). */
-  readonly byText: Map<string, string>;
+  /** The names given to statements prepared by their text, the most recently used kept. */
+  readonly byText: LRUCache<string, string>;
+  /** Names the cache let go of, to close before the next statement runs. */
+  readonly evicted: string[];
   /** How many statements were prepared by their text so far (for their names). */
   prepared: number;
 }
@@ -59,7 +62,14 @@ const RAW_OPTIONS: QueryOptions = { rowMode: 'object', parsers: Object.fromEntri
  * run once, and are not worth keeping.
  */
 export function enablePreparedStatements(pglite: PGlite, kit: PgliteProtocolKit): void {
-  const entry: Embedded = { pglite, kit, statements: new Map(), byText: new Map(), prepared: 0 };
+  const evicted: string[] = [];
+  const byText = new LRUCache<string, string>({
+    max: MAX_PREPARED_BY_TEXT,
+    dispose: (name, _text, reason) => {
+      if (reason === 'evict') evicted.push(name);
+    },
+  });
+  const entry: Embedded = { pglite, kit, statements: new Map(), byText, evicted, prepared: 0 };
   embedded.set(pglite, entry);
   pglite.query = preparingByText(pglite);
   const begin = pglite.transaction.bind(pglite);
@@ -88,29 +98,10 @@ function runByText<T>(client: object, text: string, params: readonly unknown[], 
   if (name === undefined) {
     db.prepared += 1;
     name = `wum_text_${db.prepared}`;
-  } else {
-    db.byText.delete(text);
-  }
-  // Last used last: the first entry is the one to close when there are too many.
-  db.byText.set(text, name);
-  const evicted: string[] = [];
-  while (db.byText.size > MAX_PREPARED_BY_TEXT) {
-    const [oldest, oldestName] = db.byText.entries().next().value as [string, string];
-    db.byText.delete(oldest);
-    evicted.push(oldestName);
+    db.byText.set(text, name);
   }
   // PGlite's defaults when the caller gave no options (its own parsers: timestamps as Date).
-  return runPrepared(client, name, text, params, options ?? {}, evicted) as Promise<Results<T>>;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
+  return runPrepared(client, name, text, params, options ?? {}, db.evicted.splice(0)) as Promise<Results<T>>;
 }
 
 /** Parses `text` as statement `name` once per database; its parameters' type OIDs. */
@@ -119,7 +110,7 @@ async function prepare(db: Embedded, name: string, text: string): Promise<readon
   if (known) return known;
   const { serialize, parseDescribeStatementResults } = db.kit;
   const messages = await db.pglite.execProtocolStream(
-    concat([serialize.parse({ name, text, types: [] }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+    Buffer.concat([serialize.parse({ name, text, types: [] }), serialize.describe({ type: 'S', name }), serialize.sync()]),
     { syncToFs: false },
   );
   const types = parseDescribeStatementResults(messages);
@@ -132,7 +123,7 @@ async function close(db: Embedded, names: readonly string[]): Promise<void> {
   const { serialize } = db.kit;
   const prepared = names.filter((name) => db.statements.delete(name));
   if (prepared.length === 0) return;
-  await db.pglite.execProtocolStream(concat([...prepared.map((name) => serialize.close({ type: 'S', name })), serialize.sync()]), { syncToFs: false });
+  await db.pglite.execProtocolStream(Buffer.concat([...prepared.map((name) => serialize.close({ type: 'S', name })), serialize.sync()]), { syncToFs: false });
 }
 
 /** Binds `params` to statement `name` and runs it: one exchange with the backend. */
@@ -148,7 +139,7 @@ async function execute(db: Embedded, name: string, text: string, params: readonl
   });
   const { serialize, parseResults } = db.kit;
   const messages = await db.pglite.execProtocolStream(
-    concat([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
+    Buffer.concat([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
     { syncToFs: false },
   );
   return parseResults(messages, db.pglite.parsers, options)[0] ?? { rows: [], fields: [] };
