@@ -1,7 +1,7 @@
 /*
- * `npm run bench:scenario -- <products|list|add> [--pool-size N] [--unix-socket]
+ * `npm run bench:scenario -- <products|list|add|patch> [--pool-size N] [--unix-socket]
  * [--seconds S] [--warmup S] [--cpu-prof]`: one scenario of `npm run bench`, alone, on a
- * small seeded workspace (10,000 users), for trying a setting or profiling the server: prints the rate,
+ * small seeded workspace (10,000 users; `patch` gives its users new first names, one after the other), for trying a setting or profiling the server: prints the rate,
  * the server's and the load generator's CPU per request. With `--cpu-prof` the server writes
  * a V8 CPU profile to `bench-profiles/` (open it in Chrome DevTools). `products` also
  * measures the bare Fastify constant JSON (bench/framework-ceiling.ts) right before and after
@@ -16,8 +16,8 @@ import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build
 import type { HttpRequestSpec } from './http-load.ts';
 import { watchMachineLoad } from './machine-load.ts';
 import { buildService, CPU_PROFILE_FLAGS, sampleOwnCpu, sampleUsage, SERVER_SCRIPT, startServer } from './processes.ts';
-import { addRequest, listRequest, productsRequest } from './requests.ts';
-import { seedSmallAndAdds } from './seed.ts';
+import { addRequest, listRequest, patchRequest, productsRequest } from './requests.ts';
+import { seededEmail, seedSmallAndAdds } from './seed.ts';
 
 const { values: options, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,7 +34,7 @@ const { values: options, positionals } = parseArgs({
   },
 });
 const scenario = positionals[0] ?? 'list';
-if (!['products', 'list', 'add'].includes(scenario)) throw new Error(`unknown scenario ${scenario}: products, list or add`);
+if (!['products', 'list', 'add', 'patch'].includes(scenario)) throw new Error(`unknown scenario ${scenario}: products, list, add or patch`);
 
 const load = watchMachineLoad();
 buildService();
@@ -83,7 +83,13 @@ try {
     { nodeArgs: [...NODE_FLAGS, ...PROFILE_FLAGS] },
   );
   try {
-    const next = { products: () => productsRequest(small), list: () => listRequest(small, 1), add: () => addRequest(adds) }[scenario]!;
+    let patched = 0;
+    const next = {
+      products: () => productsRequest(small),
+      list: () => listRequest(small, 1),
+      add: () => addRequest(adds),
+      patch: () => patchRequest(small, seededEmail(small.subdomain, (patched++ % small.users) + 1)),
+    }[scenario]!;
     await runHttpLoad({ port: server.port, connections: 10, seconds: WARMUP_SECONDS, next });
     const serverCpu = sampleUsage(server.pid);
     const ownCpu = sampleOwnCpu();
