@@ -1,8 +1,9 @@
 /*
- * `npm run bench:webhooks [-- --quick] [--worker-process] [--env NAME=value ...]`: the webhooks section of `npm run bench` alone
+ * `npm run bench:webhooks [-- --quick] [--worker-process] [--statements] [--env NAME=value ...]`: the webhooks section of `npm run bench` alone
  * (`POST /users` with 1 and 3 endpoints against none; event-to-delivery latency at 500 changes
  * per second), on a throw-away PostgreSQL cluster, in a few minutes; with `--worker-process`,
- * the requests go to a server with `WEBHOOK_WORKER=false` and a second server delivers. See bench/webhooks.ts and
+ * the requests go to a server with `WEBHOOK_WORKER=false` and a second server delivers; with `--statements`, what each
+ * statement cost PostgreSQL per change in each endpoint row's window (bench/statement-stats.ts). See bench/webhooks.ts and
  * docs/performance.md.
  */
 import { parseArgs } from 'node:util';
@@ -19,6 +20,7 @@ const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     'worker-process': { type: 'boolean', default: false },
+    statements: { type: 'boolean', default: false },
     /** A setting of the servers, `NAME=value` (repeatable), e.g. `--env WEBHOOK_CONCURRENCY_PER_ENDPOINT=32`. */
     env: { type: 'string', multiple: true, default: [] },
   },
@@ -33,7 +35,7 @@ const settings = Object.fromEntries(
 const seconds = args.quick ? 3 : 10;
 
 buildService();
-const cluster = await startPostgresCluster();
+const cluster = await startPostgresCluster({ statementStats: args.statements });
 if (!cluster) throw new Error('npm run bench:webhooks needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');
 const servers: ServerHandle[] = [];
 try {
@@ -48,6 +50,7 @@ try {
     subdomain: adds.subdomain,
     add: () => addRequest(adds),
     workerProcess: args['worker-process'],
+    statementStats: args.statements,
     log: (message) => process.stderr.write(`${message}\n`),
   });
   const extra = Object.entries(settings).map(([name, value]) => `; ${name}=${value}`).join('');

@@ -12,6 +12,7 @@ import { sendRequest } from '../harness/server-process.ts';
 import { runHttpLoad, type HttpRequestSpec } from './http-load.ts';
 import { LatencyRecorder, type Measurement } from './measurement.ts';
 import { sampleOwnCpu, sampleUsage, type Usage } from './processes.ts';
+import { openStatementStats } from './statement-stats.ts';
 import type { ReportRow, ReportSection } from './report.ts';
 import type { SectionBench } from './section-bench.ts';
 
@@ -28,6 +29,8 @@ export interface WebhookBench extends SectionBench {
    * then both processes'.
    */
   readonly workerProcess?: boolean;
+  /** Print what each statement cost per change in each endpoint row (the cluster loads `pg_stat_statements`). */
+  readonly statementStats?: boolean;
 }
 
 /** Changes per second of the latency row (docs/performance.md). */
@@ -132,6 +135,7 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
     const requests = serverUsage.stop();
     return { measured, client: client.stop(), server: senderUsage ? together(requests, senderUsage.stop()) : requests, database: databaseUsage.stop() };
   };
+  const statements = bench.statementStats ? await openStatementStats(bench.env.DATABASE_URL!) : undefined;
   try {
     const rows: ReportRow[] = [];
     const none = { scenario: 'POST /users, no webhook endpoint', ...(await measure()) };
@@ -141,8 +145,12 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
     for (const { endpoints: count, ratio: goal } of RATIO_GOALS) {
       while (endpoints.length < count) await addEndpoint();
       const claimsBefore = await claims();
-      const row = { scenario: `POST /users, ${count} webhook endpoint${count > 1 ? 's' : ''}`, ...(await measure()) };
+      const row = { scenario: `POST /users, ${count} webhook endpoint${count > 1 ? 's' : ''}`, ...(await measure(undefined, statements?.reset)) };
       const ratio = row.measured.perSecond / baseline.perSecond;
+      if (statements) {
+        bench.log(`${row.scenario}: PostgreSQL's statements in the window, per change`);
+        await statements.print(row.measured.perSecond * row.measured.seconds, bench.log);
+      }
       const drainMs = await drained();
       const claimsAfter = await claims();
       // Per change of the row (warm-up and window): how many claim statements the worker ran.
@@ -190,6 +198,7 @@ export async function measureWebhooks(bench: WebhookBench): Promise<ReportSectio
     const servers = bench.workerProcess ? 'a server for the requests and one that delivers' : 'one server';
     return { title: `Webhooks (PostgreSQL, ${servers}, local receiver)`, rows };
   } finally {
+    await statements?.close();
     if (sender !== server) await sender.stop();
     await server.stop();
     await receiver.close();

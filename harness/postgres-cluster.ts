@@ -19,13 +19,23 @@ function onPath(binary: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0;
 }
 
+/** Options of {@link startPostgresCluster}. */
+export interface ClusterOptions {
+  /**
+   * Loads `pg_stat_statements` with planning tracked (a benchmark's `--statements`), so that
+   * `create extension pg_stat_statements` then gives each statement's calls, execution and
+   * planning time.
+   */
+  readonly statementStats?: boolean;
+}
+
 /**
  * Starts a PostgreSQL cluster in a temporary directory on a free port, tuned for tests
  * (no fsync: the data is thrown away). PostgreSQL refuses to run as root, so as root the
  * server runs as the `postgres` user through runuser.
  * @returns undefined when no PostgreSQL server binaries are installed.
  */
-export async function startPostgresCluster(): Promise<PostgresCluster | undefined> {
+export async function startPostgresCluster(options: ClusterOptions = {}): Promise<PostgresCluster | undefined> {
   if (!onPath('initdb') || !onPath('pg_ctl')) return undefined;
   const asRoot = process.getuid?.() === 0;
   const run = (command: string, args: string[]) =>
@@ -42,7 +52,7 @@ export async function startPostgresCluster(): Promise<PostgresCluster | undefine
   const dataDir = join(dir, 'data');
   const port = await freePort();
   run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--locale=C']);
-  const options = [
+  const settings = [
     `-p ${port}`,
     `-k ${dir}`,
     '-c listen_addresses=127.0.0.1',
@@ -53,8 +63,9 @@ export async function startPostgresCluster(): Promise<PostgresCluster | undefine
     // Shared memory segments as files in the data directory, removed with it: POSIX segments
     // (the default) live in /dev/shm and outlast a server stopped with `-m immediate`.
     '-c dynamic_shared_memory_type=mmap',
+    ...(options.statementStats ? ['-c shared_preload_libraries=pg_stat_statements', '-c pg_stat_statements.track_planning=on'] : []),
   ].join(' ');
-  run('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
+  run('pg_ctl', ['-D', dataDir, '-o', settings, '-l', join(dir, 'server.log'), '-w', 'start']);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     socketUrl: `postgres://postgres@/postgres?host=${encodeURIComponent(dir)}&port=${port}`,

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from './database.ts';
 import { toWorkspaceEvent } from './events.queries.ts';
+import { NamedStatement, ph } from './named-statement.ts';
 import { rowsOf } from './rows.ts';
 import type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliveryQueue, DeliverySuccess, RecordedAttempt } from '../core/webhooks/delivery-queue.ts';
 
@@ -125,26 +126,18 @@ export async function recordAttempt(
 }
 
 /**
- * Records many successful attempts in one statement, each as {@link recordAttempt} would
- * (log entry, `succeeded`, delivered now, only while the row is still as claimed), and marks
- * their endpoints' last success at most once a second; the endpoint rows are locked in key
- * order, so two processes recording batches cannot deadlock on them. Returns the ids of the
- * deliveries recorded (the others were no longer as claimed). One statement per batch instead
- * of one per delivery: docs/performance.md, "Webhooks".
+ * The statement of {@link recordSuccesses}, a named statement: planned once per connection, where
+ * planning it had cost about as much as running it (docs/performance.md, "Webhooks"). Each
+ * delivery is locked by its key, then updated by the version locked (ctid): joined to the batch
+ * by key in the update, with few pending rows in its statistics, PostgreSQL read every pending
+ * delivery per batch. The batch comes as arrays sorted by key, so that two batches lock in one
+ * order. A row changed after this statement's snapshot is left as it is: no longer as claimed.
  */
-export async function recordSuccesses(db: Database, successes: readonly DeliverySuccess[]): Promise<Set<string>> {
-  if (successes.length === 0) return new Set();
-  const sorted = [...successes].sort((a, b) => a.delivery.workspaceId - b.delivery.workspaceId || (a.delivery.id < b.delivery.id ? -1 : 1));
-  const column = <T>(pick: (success: DeliverySuccess) => T) => sql.param(sorted.map(pick));
-  // Each delivery locked by its key, then updated by the version locked (ctid): joined to the batch
-  // by key in the update, with few pending rows in its statistics, PostgreSQL read every pending
-  // delivery per batch (docs/performance.md, "Webhooks"). The batch is arrays, not one JSON
-  // document, so the planner knows its length; sorted by key, so that two batches lock in one
-  // order. A row changed after this statement's snapshot is left as it is: no longer as claimed.
-  const result = await db.execute(sql`with batch as (
-      select * from unnest(${column((s) => s.delivery.workspaceId)}::int8[], ${column((s) => s.delivery.id)}::uuid[],
-          ${column((s) => s.delivery.attempts)}::int4[], ${column((s) => s.attempt.attempted_at)}::timestamptz[],
-          ${column((s) => s.attempt.response_status)}::int4[], ${column((s) => JSON.stringify(s.attempt))}::jsonb[])
+const recordSucceeded = new NamedStatement(
+  'wum_deliveries_succeeded',
+  () => sql`with batch as (
+      select * from unnest(${ph('workspaceIds')}::int8[], ${ph('ids')}::uuid[], ${ph('attempts')}::int4[],
+          ${ph('attemptedAt')}::timestamptz[], ${ph('responseStatuses')}::int4[], ${ph('entries')}::jsonb[])
         as b(workspace_id, id, attempts, attempted_at, response_status, entry)
     ),
     found as (
@@ -174,8 +167,29 @@ export async function recordSuccesses(db: Database, successes: readonly Delivery
       update webhook_endpoints ep set last_success_at = now() from stale
       where ep.workspace_id = stale.workspace_id and ep.id = stale.id
     )
-    select id from done`);
-  return new Set(rowsOf<{ id: string }>(result).map((row) => row.id));
+    select id from done`,
+);
+
+/**
+ * Records many successful attempts in one statement, each as {@link recordAttempt} would
+ * (log entry, `succeeded`, delivered now, only while the row is still as claimed), and marks
+ * their endpoints' last success at most once a second; the endpoint rows are locked in key
+ * order, so two processes recording batches cannot deadlock on them. Returns the ids of the
+ * deliveries recorded (the others were no longer as claimed). One statement per batch instead
+ * of one per delivery: docs/performance.md, "Webhooks".
+ */
+export async function recordSuccesses(db: Database, successes: readonly DeliverySuccess[]): Promise<Set<string>> {
+  if (successes.length === 0) return new Set();
+  const sorted = [...successes].sort((a, b) => a.delivery.workspaceId - b.delivery.workspaceId || (a.delivery.id < b.delivery.id ? -1 : 1));
+  const rows = await recordSucceeded.run<{ id: string }>(db, {
+    workspaceIds: sorted.map((s) => s.delivery.workspaceId),
+    ids: sorted.map((s) => s.delivery.id),
+    attempts: sorted.map((s) => s.delivery.attempts),
+    attemptedAt: sorted.map((s) => s.attempt.attempted_at),
+    responseStatuses: sorted.map((s) => s.attempt.response_status),
+    entries: sorted.map((s) => JSON.stringify(s.attempt)),
+  });
+  return new Set(rows.map((row) => row.id));
 }
 
 /** Deliveries waiting to be sent (pending, enabled endpoint or not): the `/metrics` gauge. */
