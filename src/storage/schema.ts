@@ -486,9 +486,10 @@ export const webhookDeliveries = pgTable(
       columns: [t.workspaceId, t.eventSequence],
       foreignColumns: [events.workspaceId, events.sequence],
     }).onDelete('cascade'),
-    // What the worker claims: due pending deliveries, per endpoint, oldest first.
+    // What the worker claims: due pending deliveries, per endpoint, oldest first; and the pending
+    // gauge's count. (A second index of pending deliveries by due time alone, which the claim's
+    // per-endpoint probes read with a filter instead of this one, was dropped: migration 0020.)
     index('webhook_deliveries__due').on(t.endpointId, t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
-    index('webhook_deliveries__pending').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
     index('webhook_deliveries__endpoint_created').on(t.workspaceId, t.endpointId, t.createdAt),
     // Deleting (pruning) an event finds its deliveries.
     index('webhook_deliveries__event').on(t.workspaceId, t.eventSequence),
