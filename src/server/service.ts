@@ -100,6 +100,8 @@ export async function startService(config: Config, options: ServiceOptions = {})
   });
   // Who is told of committed deliveries: this process's worker, or (without one) the others'.
   let deliveriesDue = (): void => {};
+  // Bound below, once the worker runs: it takes the deliveries of this process's user writes.
+  let worker: DeliveryWorker | undefined;
   // Bound below, once the scheduler runs: a user written here may be due sooner than it sleeps
   // (only such writes call it: a look after every write cost a quarter to a third of a write's CPU,
   // docs/performance.md, "Writes against the plain SQL").
@@ -110,6 +112,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     keyRing: keys.ring,
     cacheTtlMs: config.cacheTtlMs,
     onDeliveriesDue: () => deliveriesDue(),
+    deliveryHandOff: { leaseMs: () => worker?.leaseMs() ?? 0, take: (deliveries) => worker?.take(deliveries) },
     onDueSooner: () => userWritten(),
     onImportQueued: () => importQueued(),
     ...(options.onChange ? { onChange: options.onChange } : {}),
@@ -180,8 +183,9 @@ export async function startService(config: Config, options: ServiceOptions = {})
     run: async () => void (await storage.idempotency.purgeExpired()),
   });
   if (background) {
-    const worker = background.deliveryWorker;
-    wakeWorker = () => worker.wake();
+    worker = background.deliveryWorker;
+    const running = worker;
+    wakeWorker = () => running.wake();
     deliveriesDue = wakeWorker;
   } else if (connect) {
     const log = app.log.child({ component: 'webhooks' });

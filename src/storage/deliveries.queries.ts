@@ -192,6 +192,17 @@ export async function recordSuccesses(db: Database, successes: readonly Delivery
   return new Set(rows.map((row) => row.id));
 }
 
+/**
+ * Makes the given deliveries due now, each only while it is pending with no attempt made
+ * (as a write left it leased for its process's worker, which will not send it): one statement.
+ */
+export async function releaseLeases(db: Database, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+  if (deliveries.length === 0) return;
+  await db.execute(sql`update webhook_deliveries d set next_attempt_at = now()
+    from unnest(${sql.param(deliveries.map((d) => d.workspaceId))}::int8[], ${sql.param(deliveries.map((d) => d.id))}::uuid[]) as r(workspace_id, id)
+    where d.workspace_id = r.workspace_id and d.id = r.id and d.status = 'pending' and d.attempts = 0`);
+}
+
 /** Deliveries waiting to be sent (pending, enabled endpoint or not): the `/metrics` gauge. */
 export async function countPendingDeliveries(db: Database): Promise<number> {
   const [row] = rowsOf<{ n: number | string }>(await db.execute(sql`select count(*) as n from webhook_deliveries where status = 'pending'`));
@@ -205,5 +216,6 @@ export function createDeliveryQueue(db: Database): DeliveryQueue {
     recordAttempt: (delivery, outcome) => recordAttempt(db, delivery, outcome),
     recordSuccesses: (successes) => recordSuccesses(db, successes),
     countPending: () => countPendingDeliveries(db),
+    releaseLeases: (deliveries) => releaseLeases(db, deliveries),
   };
 }

@@ -2,6 +2,7 @@ import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { ActorJson } from '../core/actor.ts';
 import type { NewWorkspaceEvent, WorkspaceEvent } from '../core/events/event.ts';
 import type { EventPruning, EventRepository } from '../core/events/event-repository.ts';
+import type { ClaimedDelivery } from '../core/webhooks/delivery-queue.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { rowCount, rowsOf } from './rows.ts';
@@ -109,6 +110,11 @@ export function eventInsert(
     readonly extra?: SQL | Placeholder;
     /** `source` may hold several rows (a batch): each gets its own sequence. */
     readonly many?: boolean;
+    /**
+     * The lease, in seconds (0: none), with which the deliveries are written for the writing
+     * process's worker ({@link handOffColumn}); without it they are written due. One row only.
+     */
+    readonly leaseSecs?: SQL | Placeholder;
   },
 ): SQL {
   const { workspaceId, type, user, previous, actor } = params;
@@ -122,7 +128,7 @@ export function eventInsert(
   return sql`sequenced as (
       update workspaces set event_sequence = event_sequence + ${many ? sql`(select count(*) from ${from})` : sql`1`}
       where id = ${workspaceId} and exists (select 1 from ${from})
-      returning event_sequence
+      returning event_sequence${params.leaseSecs ? sql`, subdomain` : sql``}
     ),
     evented as (
       insert into events (workspace_id, sequence, id, type, data, actor)
@@ -131,20 +137,68 @@ export function eventInsert(
           || case when ${previous}::jsonb is null then '{}'::jsonb else jsonb_build_object('previous', ${previous}::jsonb) end${extra},
         ${actor}
       from ${rows} s, sequenced q
-      returning type, sequence
+      returning ${params.leaseSecs ? sql`id, type, sequence, created_at, data, actor` : sql`type, sequence`}
     ),
-    deliveries as (${deliveriesOf(workspaceId)})`;
+    deliveries as (${deliveriesOf(workspaceId, params.leaseSecs)})`;
 }
 
 /**
  * One webhook delivery of each event of CTE `evented` (with `type` and `sequence`) per enabled
  * endpoint of the workspace that wants its type: written with the event, so no crash can lose one.
+ * With `leaseSecs`, each is written leased for that many seconds (due at once for 0), and
+ * returned for {@link handOffColumn}.
  */
-function deliveriesOf(workspaceId: SQL | Placeholder | number): SQL {
-  return sql`insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence)
-      select ${workspaceId}, ep.id, e.sequence from evented e
+function deliveriesOf(workspaceId: SQL | Placeholder | number, leaseSecs?: SQL | Placeholder): SQL {
+  const leased = leaseSecs
+    ? { column: sql`, next_attempt_at`, value: sql`, clock_timestamp() + make_interval(secs => ${leaseSecs}::float8)`, returning: sql` returning id, endpoint_id` }
+    : { column: sql``, value: sql``, returning: sql`` };
+  return sql`insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence${leased.column})
+      select ${workspaceId}, ep.id, e.sequence${leased.value} from evented e
       join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.enabled
-        and (ep.event_types is null or e.type = any(ep.event_types))`;
+        and (ep.event_types is null or e.type = any(ep.event_types))${leased.returning}`;
+}
+
+/**
+ * A column for the final select of a statement whose {@link eventInsert} was given `leaseSecs`:
+ * when the lease is more than 0 and the change has deliveries, the event and each delivery with
+ * what sending it needs (its endpoint's URL and signing secrets, as stored), as JSON for
+ * {@link toHandedOff}; else null. The endpoint is read again by key: an insert returns only its
+ * own table's columns.
+ */
+export function handOffColumn(workspaceId: SQL | Placeholder, leaseSecs: SQL | Placeholder): SQL {
+  return sql`(select jsonb_build_object(
+      'event', jsonb_build_object('id', e.id, 'type', e.type, 'sequence', e.sequence, 'created_at', e.created_at,
+        'subdomain', q.subdomain, 'data', e.data, 'actor', e.actor),
+      'deliveries', (select jsonb_agg(jsonb_build_object('id', d.id, 'endpoint_id', d.endpoint_id, 'url', ep.url, 'secret', ep.secret,
+          'previous_secret', case when ep.previous_secret_expires_at > now() then ep.previous_secret end))
+        from deliveries d join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.id = d.endpoint_id))
+    from evented e, sequenced q
+    where ${leaseSecs}::float8 > 0 and exists (select 1 from deliveries) limit 1)`;
+}
+
+/** The JSON of {@link handOffColumn}. */
+interface HandOffJson {
+  event: { id: string; type: string; sequence: number; created_at: string; subdomain: string; data: unknown; actor: unknown };
+  deliveries: Array<{ id: string; endpoint_id: string; url: string; secret: string; previous_secret: string | null }>;
+}
+
+/**
+ * The deliveries of {@link handOffColumn}'s value (`workspaceId` their workspace), as a claim
+ * returns them (no attempt yet); none for null.
+ */
+export function toHandedOff(workspaceId: number, value: unknown): ClaimedDelivery[] {
+  if (value === null || value === undefined) return [];
+  const json = (typeof value === 'string' ? JSON.parse(value) : value) as HandOffJson;
+  const event = toWorkspaceEvent({ ...json.event, createdAt: json.event.created_at });
+  return json.deliveries.map((d) => ({
+    workspaceId,
+    id: d.id,
+    endpointId: d.endpoint_id,
+    url: d.url,
+    secrets: d.previous_secret ? [d.secret, d.previous_secret] : [d.secret],
+    attempts: 0,
+    event,
+  }));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { mayBeDueSooner } from '../core/lifecycle/due-sooner.ts';
 import type { Repositories, Store } from '../core/ports.ts';
 import { decryptSecret, type KeyRing } from '../core/secrets/secret-box.ts';
-import type { DeliveriesDue } from '../core/webhooks/delivery-queue.ts';
+import type { ClaimedDelivery, DeliveriesDue, DeliveryHandOff } from '../core/webhooks/delivery-queue.ts';
 import { createApiKeyRepository } from './api-keys.queries.ts';
 import { createAuditRepository } from './audit.queries.ts';
 import { createAuditStreamRepository } from './audit-streams.queries.ts';
@@ -18,15 +18,15 @@ import { createProductRepository } from './products.queries.ts';
 import { DEFAULT_CACHE_TTL_MS, ReadCache } from './read-cache.ts';
 import { createSessionRepository } from './sessions.queries.ts';
 import { createOperatorSessionRepository } from './operator-sessions.queries.ts';
-import { createUserRepository } from './users.queries.ts';
+import { createUserRepository, type UserDeliverySink } from './users.queries.ts';
 import { createUserImportRepository } from './user-imports.queries.ts';
 import { createWebhookRepository } from './webhooks.queries.ts';
 import { reencryptSecrets } from './stored-secrets.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
 
-function repositories(db: Database, keyRing: KeyRing): Repositories {
+function repositories(db: Database, keyRing: KeyRing, deliveries: UserDeliverySink): Repositories {
   return {
-    users: createUserRepository(db),
+    users: createUserRepository(db, deliveries),
     groups: createGroupRepository(db),
     products: createProductRepository(db),
     workspaces: createWorkspaceRepository(db),
@@ -66,6 +66,12 @@ export interface StoreOptions {
    * a stream's pause; a redelivery): wakes the delivery worker.
    */
   readonly onDeliveriesDue?: DeliveriesDue;
+  /**
+   * This process's delivery worker, which takes the deliveries of the user writes it commits
+   * (written leased to it) instead of claiming them; without it they are written due and
+   * `onDeliveriesDue` is called.
+   */
+  readonly deliveryHandOff?: DeliveryHandOff;
   /**
    * Called after this store committed a write of a user that may be due sooner than the sweep
    * of access that ends on time sleeps ({@link mayBeDueSooner}): wakes the sweep. Not called
@@ -110,12 +116,10 @@ function watchDeliveries(repos: Repositories, due: () => void): Repositories {
   const then = followedBy(due);
   return {
     ...repos,
+    // A write of one user tells of its deliveries itself (UserDeliverySink): it may have handed them over.
     users: {
       ...repos.users,
-      insertIfAbsent: then(repos.users.insertIfAbsent),
       insertMany: then(repos.users.insertMany),
-      write: then(repos.users.write),
-      writeIfUnchanged: then(repos.users.writeIfUnchanged),
       recordNotice: then(repos.users.recordNotice),
     },
     webhooks: { ...repos.webhooks, redeliver: then(repos.webhooks.redeliver) },
@@ -169,8 +173,13 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
   const deliveriesDue = onDue ? () => afterCommit(onDue) : () => {};
   const onSooner = options.onDueSooner;
   const dueSooner = onSooner ? () => afterCommit(onSooner) : () => {};
+  const handOff = options.deliveryHandOff;
+  const leaseMs = handOff ? () => handOff.leaseMs() : () => 0;
+  /** Hands deliveries written leased to the worker once what wrote them has committed. */
+  const take = (deliveries: readonly ClaimedDelivery[]) => afterCommit(() => handOff?.take(deliveries));
   // Outside a transaction each change has committed already when its method returns.
-  const base = watchChanges(watchDueSooner(watchDeliveries(repositories(db, keyRing), deliveriesDue), dueSooner), async () => {
+  const sink: UserDeliverySink = { leaseMs, leased: take, due: deliveriesDue };
+  const base = watchChanges(watchDueSooner(watchDeliveries(repositories(db, keyRing, sink), deliveriesDue), dueSooner), async () => {
     cache.invalidate();
     // Outside a transaction the change has committed already: tell the others right after.
     await announceCacheChange(db);
@@ -199,11 +208,13 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
       let changed = false;
       let delivering = false;
       let sooner = false;
+      const leased: ClaimedDelivery[] = [];
+      const sink: UserDeliverySink = { leaseMs, leased: (deliveries) => void leased.push(...deliveries), due: () => void (delivering = true) };
       let result;
       try {
         result = await db.transaction(async (tx) => {
           const repos = watchDueSooner(
-            watchDeliveries(repositories(tx, keyRing), () => void (delivering = true)),
+            watchDeliveries(repositories(tx, keyRing, sink), () => void (delivering = true)),
             () => void (sooner = true),
           );
           const value = await work(watchChanges(repos, () => void (changed = true)));
@@ -216,6 +227,7 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
       }
       if (changed) cache.invalidate();
       if (delivering) deliveriesDue();
+      if (leased.length > 0) take(leased);
       if (sooner) dueSooner();
       return result;
     },

@@ -6,7 +6,7 @@ import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, Worksp
 import { foldEmail } from '../core/users/email.ts';
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
-import { eventInsert } from './events.queries.ts';
+import { eventInsert, handOffColumn, toHandedOff } from './events.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, indexRanges, orderSql } from './user-conditions.ts';
@@ -14,6 +14,7 @@ import type { RowWindow, UserCondition, UserSort } from '../core/users/user-quer
 import { isUuid } from './uuid.ts';
 import { toWireApps, WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
+import type { ClaimedDelivery } from '../core/webhooks/delivery-queue.ts';
 
 /*
  * The hot paths are written out in SQL so that each step costs one round trip: an add is one
@@ -152,10 +153,20 @@ function wireUserJson(apps: SQL): SQL {
 /** The actor bound by {@link auditEventParams}, as the event shows it. */
 const actorJson = sql`jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)`;
 
-/** The outbox event (and its deliveries) of the change of the user row `s` of CTE `source`. */
-function userEventInsert(source: string, user: SQL = wireUserJson(appsParamJson)): SQL {
-  return eventInsert(source, { workspaceId: workspaceParam, type: ph('eventType'), user, previous: ph('previous'), actor: actorJson, extra: ph('extra') });
+/** The lease of the deliveries a write hands to this process's worker, in seconds (0: none). */
+const leaseParam = ph('deliveryLeaseSecs');
+
+/**
+ * The outbox event (and its deliveries) of the change of the user row `s` of CTE `source`;
+ * `handOff`: its deliveries written with the lease {@link leaseParam}, for {@link handOffColumn}.
+ */
+function userEventInsert(source: string, user: SQL = wireUserJson(appsParamJson), handOff = false): SQL {
+  const lease = handOff ? { leaseSecs: leaseParam } : {};
+  return eventInsert(source, { workspaceId: workspaceParam, type: ph('eventType'), user, previous: ph('previous'), actor: actorJson, extra: ph('extra'), ...lease });
 }
+
+/** The column `handoff` of a statement whose event was written by `userEventInsert(…, true)`. */
+const handOff = sql`${handOffColumn(workspaceParam, leaseParam)} as handoff`;
 
 /** The values of every statement that writes `user` with its change record. */
 function writeParams(workspaceId: number, user: UserWrite, record: UserChangeRecord): Record<string, unknown> {
@@ -273,8 +284,8 @@ function insertStatement(name: string, withApps: boolean): NamedStatement {
       ${withApps ? apps : sql``}
       counted as (${countChange('inserted', sql`values (s.status, 1)`)}),
       audited as (${auditInsert('inserted')}),
-      ${userEventInsert('inserted')}
-      select * from inserted`;
+      ${userEventInsert('inserted', undefined, true)}
+      select *, ${handOff} from inserted`;
   });
 }
 const insertWithApps = insertStatement('wum_user_insert', true);
@@ -426,8 +437,8 @@ function writeUserStatement(name: string, parts: WriteParts): NamedStatement {
     ${parts.counts ? sql`moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`)}),` : sql``}
     ${parts.apps ? replacedApps : sql``}
     audited as (${auditInsert('updated')}),
-    ${userEventInsert('updated')}
-    select ${userColumnsOf('updated')} from updated`,
+    ${userEventInsert('updated', undefined, true)}
+    select ${userColumnsOf('updated')}, ${handOff} from updated`,
   );
 }
 
@@ -573,8 +584,38 @@ const recordNotice = new NamedStatement(
  * `(workspace_id, lower(email))` unique index, by id the `(workspace_id, public_id)` one; every
  * change of a user's existence or status changes `user_counts` in the same statement.
  */
-export function createUserRepository(db: Database): UserRepository {
+/**
+ * Where a user repository's writes of one user tell of the webhook deliveries they wrote
+ * (docs/contract.md Part B, Events and webhooks): each write asks for the lease, in ms, with
+ * which to write them for this process's worker, then hands the deliveries it wrote leased
+ * over, or says that it wrote them due (a lease of 0), for any worker's claim.
+ */
+export interface UserDeliverySink {
+  /** The lease for the next write's deliveries, in ms; 0: written due. */
+  leaseMs(): number;
+  /** Deliveries a write wrote leased (committed, or to be with the write's transaction). */
+  leased(deliveries: readonly ClaimedDelivery[]): void;
+  /** A write wrote its deliveries (if any) due. */
+  due(): void;
+}
+
+/** A row of a write of one user, with the deliveries it hands over. */
+type WrittenRow = UserRow & { handoff?: unknown };
+
+/**
+ * The user repository over `db` (docs/architecture.md, the storage adapters): the statements
+ * above, with every write of one user telling `deliveries` of the webhook deliveries it wrote.
+ */
+export function createUserRepository(db: Database, deliveries: UserDeliverySink): UserRepository {
   const list = async (query: SQL): Promise<UserRow[]> => rowsOf<UserRow>(await db.execute(query));
+  /** Runs a write of one user with the lease its deliveries get, and hands them over. */
+  const writeOne = async (workspaceId: number, statement: NamedStatement, values: Record<string, unknown>): Promise<UserRow | undefined> => {
+    const leaseMs = deliveries.leaseMs();
+    const [row] = await statement.run<WrittenRow>(db, { ...values, deliveryLeaseSecs: leaseMs / 1000 });
+    if (leaseMs === 0) deliveries.due();
+    else if (row?.handoff) deliveries.leased(toHandedOff(workspaceId, row.handoff));
+    return row;
+  };
   /** The users of row ids just locked, read in a second statement for the reason given in `find`. */
   const readLocked = async (workspaceId: number, locked: ReadonlyArray<{ id: number | string }>): Promise<StoredUser[]> => {
     if (locked.length === 0) return [];
@@ -610,7 +651,7 @@ export function createUserRepository(db: Database): UserRepository {
 
     async insertIfAbsent(workspaceId, id, user, record) {
       const values = { ...writeParams(workspaceId, user, record), publicId: id };
-      const [row] = await (user.apps.length > 0 ? insertWithApps : insertWithoutApps).run<UserRow>(db, values);
+      const row = await writeOne(workspaceId, user.apps.length > 0 ? insertWithApps : insertWithoutApps, values);
       return row ? toUser(row, user.apps) : undefined;
     },
 
@@ -642,7 +683,7 @@ export function createUserRepository(db: Database): UserRepository {
 
     async write(workspaceId, current, user, record) {
       const replaceApps = !sameApps(current.apps, user.apps);
-      const [row] = await writeUserFor(current, user, replaceApps).run<UserRow>(db, {
+      const row = await writeOne(workspaceId, writeUserFor(current, user, replaceApps), {
         ...writeParams(workspaceId, user, record),
         rowId: current.rowId,
         replaceApps,
@@ -653,7 +694,7 @@ export function createUserRepository(db: Database): UserRepository {
 
     async writeIfUnchanged(workspaceId, current, user, record) {
       if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
-      const [row] = await writeUserFor(current, user, false).run<UserRow>(db, {
+      const row = await writeOne(workspaceId, writeUserFor(current, user, false), {
         ...writeParams(workspaceId, user, record),
         rowId: current.rowId,
         replaceApps: false,

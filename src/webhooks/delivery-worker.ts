@@ -5,7 +5,7 @@ import type { Store } from '../core/ports.ts';
 import type { DeliveryAttempt } from '../core/webhooks/webhook-endpoint.ts';
 import { disableFailingEndpoint } from '../core/webhooks/webhook-endpoints-service.ts';
 import type { Logger } from '../core/logger.ts';
-import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
+import type { AttemptOutcome, ClaimedDelivery, DeliveryHandOff, DeliveryQueue, DeliverySuccess } from '../core/webhooks/delivery-queue.ts';
 import { retryDelayMs } from './retry-schedule.ts';
 import { createWebhookSender, type SendResult, type WebhookSender } from './send.ts';
 import { signDelivery } from './sign.ts';
@@ -23,8 +23,11 @@ export interface DeliveryWorkerOptions {
   readonly registry: Registry;
 }
 
-/** A running delivery worker. */
-export interface DeliveryWorker {
+/**
+ * A running delivery worker; as a {@link DeliveryHandOff}, it takes the deliveries of this
+ * process's writes without claiming them while it has room for them.
+ */
+export interface DeliveryWorker extends DeliveryHandOff {
   /** Looks for due deliveries now rather than at the next poll (e.g. after this process wrote events). */
   wake(): void;
   /** Stops claiming, waits for the attempts in flight (each ends within the timeout), closes connections. */
@@ -37,6 +40,16 @@ const MAX_ENDPOINTS = 64;
 const MAX_IN_FLIGHT = 256;
 /** How much longer than an attempt's timeout a claim holds, in ms (recording the outcome takes a moment too). */
 const LEASE_MARGIN_MS = 5000;
+/** Most handed-over deliveries waiting for a slot, over all endpoints. */
+const MAX_WAITING = 1024;
+/** How many rounds of an endpoint's slots may wait for them. */
+const WAITING_ROUNDS = 4;
+/**
+ * Longest a handed-over delivery may wait for a slot, in ms: less than its lease's margin over
+ * the attempt's timeout, so that its lease cannot pass while it is being sent. One that waited
+ * longer is given back for a claim.
+ */
+const MAX_WAIT_MS = 2500;
 /** Wait after a failed claim (database unreachable), in ms, so an outage does not spin. */
 const ERROR_BACKOFF_MS = 1000;
 /**
@@ -88,6 +101,11 @@ function metrics(registry: Registry, queue: DeliveryQueue) {
       labelNames: ['found'],
       registers: [registry],
     }),
+    handedOver: new Counter({
+      name: 'wum_webhook_deliveries_handed_over_total',
+      help: 'Deliveries this process wrote leased to its own worker and sent without a claim; the rest are claimed.',
+      registers: [registry],
+    }),
     disabled: new Counter({
       name: 'wum_webhook_endpoints_disabled_total',
       help: 'Endpoints disabled because a delivery used up its retry schedule.',
@@ -117,6 +135,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const successes = successBatches((batch: readonly DeliverySuccess[]) => queue.recordSuccesses(batch), (s) => s.delivery.id);
   /** Deliveries being sent, by endpoint id (the per-endpoint bound). */
   const inFlight = new Map<string, number>();
+  /**
+   * Deliveries handed over while their endpoint's slots were all taken, by endpoint id, each with
+   * when it was taken: sent as slots free, oldest first.
+   */
+  const waiting = new Map<string, Array<{ readonly delivery: ClaimedDelivery; readonly since: number }>>();
+  let waitingTotal = 0;
+  /** Most deliveries waiting for one endpoint's slots: a few rounds of its slots. */
+  const waitingPerEndpoint = config.concurrencyPerEndpoint * WAITING_ROUNDS;
   const tasks = new Set<Promise<void>>();
   let stopping = false;
   /** Set by a wake (a committed change, a freed slot) since the last claim began. */
@@ -204,22 +230,97 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     const left = (inFlight.get(delivery.endpointId) ?? 1) - 1;
     if (left > 0) inFlight.set(delivery.endpointId, left);
     else inFlight.delete(delivery.endpointId);
-    wake();
+    const next = nextWaiting(delivery.endpointId);
+    if (next) run(next);
+    else wake();
+  }
+
+  /** The oldest delivery waiting for a slot of `endpointId`; those that waited too long are given back. */
+  function nextWaiting(endpointId: string): ClaimedDelivery | undefined {
+    const queued = waiting.get(endpointId);
+    const late: ClaimedDelivery[] = [];
+    let next: ClaimedDelivery | undefined;
+    while (queued && queued.length > 0 && !next) {
+      const entry = queued.shift()!;
+      waitingTotal -= 1;
+      if (performance.now() - entry.since > MAX_WAIT_MS || stopping) late.push(entry.delivery);
+      else next = entry.delivery;
+    }
+    if (queued?.length === 0) waiting.delete(endpointId);
+    giveBack(late);
+    return next;
+  }
+
+  /** Makes deliveries handed over but not sent due again, for a claim. */
+  function giveBack(deliveries: readonly ClaimedDelivery[]): void {
+    if (deliveries.length === 0) return;
+    track(
+      queue.releaseLeases(deliveries).catch((err: unknown) => {
+        log.warn({ err, deliveries: deliveries.length }, 'could not release webhook deliveries handed over; they are claimed once their lease has passed');
+      }),
+    );
+  }
+
+  /** Deliveries sending or waiting, by endpoint: what a claim counts as taken. */
+  function occupied(): ReadonlyMap<string, number> {
+    if (waitingTotal === 0) return inFlight;
+    const counts = new Map(inFlight);
+    for (const [endpointId, queued] of waiting) counts.set(endpointId, (counts.get(endpointId) ?? 0) + queued.length);
+    return counts;
   }
 
   /** Sends one claimed delivery; its endpoint's slot is freed once answered (or failed), and the loop woken. */
   function run(delivery: ClaimedDelivery): void {
     inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1);
     sending.add(delivery.id);
-    const task = attempt(delivery)
-      .catch((err: unknown) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
-      .then(() => {
-        release(delivery);
-        tasks.delete(task);
-        wake();
-      });
+    track(
+      attempt(delivery)
+        .catch((err: unknown) => log.error({ err, delivery: delivery.id }, 'could not record a webhook attempt'))
+        .then(() => release(delivery)),
+    );
+  }
+
+  /** Keeps `work` among the tasks `stop` waits for; wakes the loop when it ends. */
+  function track(work: Promise<void>): void {
+    const task = work.then(() => {
+      tasks.delete(task);
+      wake();
+    });
     tasks.add(task);
   }
+
+  /** Whether a delivery for `endpointId` can be sent now (a slot of its endpoint, room in the process). */
+  const hasRoom = (endpointId: string) =>
+    !stopping && tasks.size < MAX_IN_FLIGHT && (inFlight.get(endpointId) ?? 0) < config.concurrencyPerEndpoint;
+
+  /**
+   * Sends the deliveries a committed write of this process handed over, each at once or, while its
+   * endpoint's slots are taken, as soon as one frees; any there is no room for (too many waiting,
+   * or the worker is stopping) is made due again for a claim.
+   */
+  function take(deliveries: readonly ClaimedDelivery[]): void {
+    const refused: ClaimedDelivery[] = [];
+    for (const delivery of deliveries) {
+      if (hasRoom(delivery.endpointId) && !waiting.has(delivery.endpointId)) {
+        m.handedOver.inc();
+        run(delivery);
+        continue;
+      }
+      const queued = waiting.get(delivery.endpointId) ?? [];
+      if (stopping || waitingTotal >= MAX_WAITING || queued.length >= waitingPerEndpoint) {
+        refused.push(delivery);
+        continue;
+      }
+      m.handedOver.inc();
+      queued.push({ delivery, since: performance.now() });
+      waiting.set(delivery.endpointId, queued);
+      waitingTotal += 1;
+    }
+    giveBack(refused);
+  }
+
+  /** Whether some endpoint has as many deliveries waiting as it may: then writes hand nothing over. */
+  const waitingFull = () => waitingTotal >= MAX_WAITING || [...waiting.values()].some((queued) => queued.length >= waitingPerEndpoint);
 
   async function loop(): Promise<void> {
     let gapMs = MIN_WAKE_GAP_MS;
@@ -230,7 +331,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       if (tasks.size < MAX_IN_FLIGHT) {
         try {
           claimed = await queue.claimDue({
-            inFlight,
+            inFlight: occupied(),
             maxEndpoints: MAX_ENDPOINTS,
             perEndpoint: config.concurrencyPerEndpoint,
             leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
@@ -259,10 +360,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const running = loop();
   return {
     wake,
+    // The lease a claim would set; none while an endpoint has as many waiting as it may (its
+    // deliveries then wait for a claim) or the process has no room.
+    leaseMs: () => (stopping || waitingFull() || tasks.size >= MAX_IN_FLIGHT ? 0 : config.timeoutMs + LEASE_MARGIN_MS),
+    take,
     async stop() {
       stopping = true;
       wakeUp?.();
       await running;
+      for (const endpointId of [...waiting.keys()]) nextWaiting(endpointId);
       await Promise.all(tasks);
       await sender.close();
     },

@@ -73,6 +73,26 @@ export interface DeliveryQueue {
   recordSuccesses(successes: readonly DeliverySuccess[]): Promise<Set<string>>;
   /** Deliveries waiting to be sent (pending, of any endpoint). */
   countPending(): Promise<number>;
+  /**
+   * Makes deliveries due now that were written leased to this process ({@link DeliveryHandOff})
+   * but that it will not send, each only while it is still as written (pending, no attempt yet),
+   * so that any worker's next claim takes them instead of waiting for their lease to pass.
+   */
+  releaseLeases(deliveries: readonly ClaimedDelivery[]): Promise<void>;
+}
+
+/**
+ * A process's delivery worker, as the writers of that process see it: the deliveries of a
+ * change are written already leased to it for {@link leaseMs} (the lease a claim would set) and
+ * handed over once the change has committed, so it sends them without claiming them first. A
+ * process that dies before sending leaves them to any worker's claim once the lease has passed,
+ * as it would a claimed delivery (docs/contract.md Part B, Events and webhooks).
+ */
+export interface DeliveryHandOff {
+  /** The lease, in ms, for the deliveries written now; 0 when this worker takes none (they are written due). */
+  leaseMs(): number;
+  /** Takes the deliveries of a committed change, written with a lease of {@link leaseMs}, to send them. */
+  take(deliveries: readonly ClaimedDelivery[]): void;
 }
 
 /**
