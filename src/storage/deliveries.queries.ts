@@ -3,6 +3,7 @@ import type { Database } from './database.ts';
 import { toWorkspaceEvent } from './events.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { rowsOf } from './rows.ts';
+import { previousSecretWhileValid, signingSecrets } from './signing-secrets.ts';
 import type { AttemptOutcome, ClaimedDelivery, ClaimOptions, DeliveryQueue, DeliverySuccess, RecordedAttempt } from '../core/webhooks/delivery-queue.ts';
 
 /*
@@ -72,7 +73,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       returning d.workspace_id, d.id, d.endpoint_id, d.event_sequence, d.attempts
     )
     select c.workspace_id, c.id, c.endpoint_id, c.attempts, ep.url, ep.secret,
-      case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret,
+      ${previousSecretWhileValid} as previous_secret,
       e.id as event_id, e.type, e.sequence, e.created_at as event_created_at, e.data, e.actor, w.subdomain
     -- Each row by its key, laterally (the limit keeps PostgreSQL from flattening the subquery back
     -- into a join): as plain joins, a claim estimated at one row let the planner read every event
@@ -87,7 +88,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     id: row.id,
     endpointId: row.endpoint_id,
     url: row.url,
-    secrets: row.previous_secret ? [row.secret, row.previous_secret] : [row.secret],
+    secrets: signingSecrets(row.secret, row.previous_secret),
     attempts: Number(row.attempts),
     event: toWorkspaceEvent({
       id: row.event_id,

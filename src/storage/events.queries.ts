@@ -6,6 +6,7 @@ import type { ClaimedDelivery } from '../core/webhooks/delivery-queue.ts';
 import type { Database } from './database.ts';
 import { NamedStatement, ph } from './named-statement.ts';
 import { rowCount, rowsOf } from './rows.ts';
+import { previousSecretWhileValid, signingSecrets } from './signing-secrets.ts';
 
 /** The actor of events written before actors were recorded (migration 0008). */
 const UNKNOWN_ACTOR: ActorJson = { type: 'system', id: null, label: null };
@@ -170,7 +171,7 @@ export function handOffColumn(workspaceId: SQL | Placeholder, leaseSecs: SQL | P
       'event', jsonb_build_object('id', e.id, 'type', e.type, 'sequence', e.sequence, 'created_at', e.created_at,
         'subdomain', q.subdomain, 'data', e.data, 'actor', e.actor),
       'deliveries', (select jsonb_agg(jsonb_build_object('id', d.id, 'endpoint_id', d.endpoint_id, 'url', ep.url, 'secret', ep.secret,
-          'previous_secret', case when ep.previous_secret_expires_at > now() then ep.previous_secret end))
+          'previous_secret', ${previousSecretWhileValid}))
         from deliveries d join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.id = d.endpoint_id))
     from evented e, sequenced q
     where ${leaseSecs}::float8 > 0 and exists (select 1 from deliveries) limit 1)`;
@@ -195,7 +196,7 @@ export function toHandedOff(workspaceId: number, value: unknown): ClaimedDeliver
     id: d.id,
     endpointId: d.endpoint_id,
     url: d.url,
-    secrets: d.previous_secret ? [d.secret, d.previous_secret] : [d.secret],
+    secrets: signingSecrets(d.secret, d.previous_secret),
     attempts: 0,
     event,
   }));

@@ -580,11 +580,6 @@ const recordNotice = new NamedStatement(
 );
 
 /**
- * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
- * `(workspace_id, lower(email))` unique index, by id the `(workspace_id, public_id)` one; every
- * change of a user's existence or status changes `user_counts` in the same statement.
- */
-/**
  * Where a user repository's writes of one user tell of the webhook deliveries they wrote
  * (docs/contract.md Part B, Events and webhooks): each write asks for the lease, in ms, with
  * which to write them for this process's worker, then hands the deliveries it wrote leased
@@ -603,8 +598,10 @@ export interface UserDeliverySink {
 type WrittenRow = UserRow & { handoff?: unknown };
 
 /**
- * The user repository over `db` (docs/architecture.md, the storage adapters): the statements
- * above, with every write of one user telling `deliveries` of the webhook deliveries it wrote.
+ * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
+ * `(workspace_id, lower(email))` unique index, by id the `(workspace_id, public_id)` one; every
+ * change of a user's existence or status changes `user_counts` in the same statement. Every
+ * write of one user tells `deliveries` of the webhook deliveries it wrote.
  */
 export function createUserRepository(db: Database, deliveries: UserDeliverySink): UserRepository {
   const list = async (query: SQL): Promise<UserRow[]> => rowsOf<UserRow>(await db.execute(query));

@@ -320,7 +320,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   }
 
   /** Whether some endpoint has as many deliveries waiting as it may: then writes hand nothing over. */
-  const waitingFull = () => waitingTotal >= MAX_WAITING || [...waiting.values()].some((queued) => queued.length >= waitingPerEndpoint);
+  // Asked before every write of a user: nothing to look at while nothing waits.
+  const waitingFull = () =>
+    waitingTotal > 0 && (waitingTotal >= MAX_WAITING || [...waiting.values()].some((queued) => queued.length >= waitingPerEndpoint));
 
   async function loop(): Promise<void> {
     let gapMs = MIN_WAKE_GAP_MS;
