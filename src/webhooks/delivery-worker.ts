@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { WebhookConfig } from '../config/load-config.ts';
+import { boundedLru } from '../core/bounded-lru.ts';
 import { toEventJson } from '../core/events/event.ts';
 import type { Store } from '../core/ports.ts';
 import type { DeliveryAttempt } from '../core/webhooks/webhook-endpoint.ts';
@@ -62,6 +63,8 @@ const ERROR_BACKOFF_MS = 1000;
  */
 const MIN_WAKE_GAP_MS = 5;
 const MAX_WAKE_GAP_MS = 100;
+/** Signing secrets kept decrypted, by their stored (encrypted) form: two per endpoint at most. */
+const OPENED_SECRETS = 1024;
 
 function metrics(registry: Registry, queue: DeliveryQueue) {
   return {
@@ -175,10 +178,19 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
    * Signs and sends one delivery; the stored secrets are decrypted only here. A secret this
    * server's keys cannot decrypt sends nothing: the attempt fails with the reason, and is retried.
    */
+  // A stored secret always opens to the same secret (the keys are the process's own), so each is
+  // decrypted once rather than on every delivery; the process holds the key that opens them all
+  // anyway. A rotated-out secret is stored anew and drops out as the least recently used.
+  const opened = boundedLru<string, string>(OPENED_SECRETS);
+  const open = (stored: string): string => {
+    let secret = opened.get(stored);
+    if (secret === undefined) opened.set(stored, (secret = store.openSecret(stored)));
+    return secret;
+  };
   async function signAndSend(delivery: ClaimedDelivery, sentAt: Date, body: string): Promise<SendResult> {
     let secrets: string[];
     try {
-      secrets = delivery.secrets.map((stored) => store.openSecret(stored));
+      secrets = delivery.secrets.map(open);
     } catch (err) {
       log.error({ err, endpoint: delivery.endpointId }, 'cannot decrypt a webhook signing secret: check SECRETS_KEY (and SECRETS_KEY_PREVIOUS during a rotation)');
       return { error: `the signing secret cannot be decrypted with this server's SECRETS_KEY (${(err as Error).message})` };

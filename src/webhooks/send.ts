@@ -1,4 +1,5 @@
-import type { Agent, request as undiciRequest } from 'undici';
+import type { Agent } from 'undici';
+import { boundedLru } from '../core/bounded-lru.ts';
 import { assertLiteralAllowed, guardedLookup } from '../outbound/outbound-guard.ts';
 import { parseWebhookUrl, type UrlPolicy } from './url-guard.ts';
 
@@ -13,6 +14,16 @@ export interface WebhookSender {
 
 /** The most of a receiver's answer read (then dropped): wum needs only its status. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** Endpoint URLs whose form and literal address were checked, kept: far more than a workspace has endpoints. */
+const CHECKED_URLS = 1024;
+
+/** Where a checked URL sends: its agent's protocol, origin and path with query. */
+interface Target {
+  readonly protocol: 'http:' | 'https:';
+  readonly origin: string;
+  readonly path: string;
+}
 
 /** The message of an error and its causes, e.g. `fetch failed: connect ECONNREFUSED 127.0.0.1:9`. */
 function describe(error: unknown): string {
@@ -31,9 +42,9 @@ function describe(error: unknown): string {
  */
 export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): WebhookSender {
   // undici is loaded with the first delivery: a process with no endpoint never needs it.
-  let transport: Promise<{ request: typeof undiciRequest; agents: Record<'http:' | 'https:', Agent> }> | undefined;
+  let transport: Promise<Record<'http:' | 'https:', Agent>> | undefined;
   const load = () =>
-    (transport ??= import('undici').then(({ Agent, request }) => {
+    (transport ??= import('undici').then(({ Agent }) => {
       const agent = (protocol: 'http:' | 'https:') =>
         new Agent({
           connect: { lookup: guardedLookup(protocol, policy), timeout: timeoutMs },
@@ -41,21 +52,38 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
           bodyTimeout: timeoutMs,
           connections: 32,
         });
-      return { request, agents: { 'http:': agent('http:'), 'https:': agent('https:') } };
+      return { 'http:': agent('http:'), 'https:': agent('https:') };
     }));
+  // The policy is fixed for the sender's life, so a URL that passed its checks passes them
+  // again: each is parsed and checked once, not on every delivery. Names are still checked at
+  // each connection by the guarded lookup.
+  const checked = boundedLru<string, Target>(CHECKED_URLS);
+  const targetOf = (raw: string): Target => {
+    let target = checked.get(raw);
+    if (!target) {
+      const url = parseWebhookUrl(raw, policy);
+      assertLiteralAllowed(url, policy);
+      target = { protocol: url.protocol as 'http:' | 'https:', origin: url.origin, path: `${url.pathname}${url.search}` };
+      checked.set(raw, target);
+    }
+    return target;
+  };
   return {
     async send(raw, headers, body) {
+      // One timer per attempt, cleared when it ends: AbortSignal.timeout's signal and timer
+      // would live on for the whole timeout after every attempt.
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
       try {
-        const url = parseWebhookUrl(raw, policy);
-        const protocol = url.protocol as 'http:' | 'https:';
-        assertLiteralAllowed(url, policy);
-        const { request, agents } = await load();
-        const response = await request(url, {
+        const { protocol, origin, path } = targetOf(raw);
+        const agents = await load();
+        const response = await agents[protocol].request({
+          origin,
+          path,
           method: 'POST',
           headers: { 'content-type': 'application/json', 'user-agent': 'wum-webhooks/1', ...headers },
           body,
-          dispatcher: agents[protocol],
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: abort.signal,
           // A redirect is not followed (undici's request never does): it counts as a failed attempt.
         });
         await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => {});
@@ -64,11 +92,13 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
         const name = (error as Error).name;
         if (name === 'TimeoutError' || name === 'AbortError') return { error: `no answer within ${timeoutMs} ms` };
         return { error: describe(error) };
+      } finally {
+        clearTimeout(timer);
       }
     },
     async close() {
       if (!transport) return;
-      const { agents } = await transport;
+      const agents = await transport;
       await Promise.all(Object.values(agents).map((a) => a.close()));
     },
   };

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LightMyRequestResponse } from 'fastify';
@@ -323,6 +324,37 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       assert.equal(sentFor(event.id).length, 0);
     } finally {
       await strict.stop();
+      worker = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
+    }
+  });
+
+  test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, is recorded as no answer, and retried', async () => {
+    const ws = await ctx.createWorkspace('silent');
+    // Takes the connection and the request, and never answers.
+    const silent = createNetServer((socket) => socket.on('data', () => {}));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const created = await ctx.admin('POST', base(ws), { url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook` });
+    assert.equal(created.statusCode, 201, created.body);
+    const endpoint = json<'createWebhookEndpoint'>(created);
+    await worker.stop();
+    const quick = startDeliveryWorker({
+      queue: createDeliveryQueue(ctx.database.db),
+      store: ctx.store,
+      config: testConfig({ ...ENV, WEBHOOK_TIMEOUT_MS: '300' }).webhooks,
+      log: ctx.app.log,
+      registry: new Registry(),
+    });
+    try {
+      await ctx.api(ws, 'POST', '/users', { body: userBody('silent@example.com') });
+      const [row] = await until('two attempts without an answer', () => deliveries(ws, endpoint), (d) => (d[0]?.attempt_log.length ?? 0) >= 2);
+      for (const attempt of row!.attempt_log.slice(0, 2)) {
+        assert.equal(attempt.response_status, null);
+        assert.equal(attempt.error, 'no answer within 300 ms');
+        assert.ok(attempt.duration_ms >= 290 && attempt.duration_ms < 2_000, `attempt took ${attempt.duration_ms} ms`);
+      }
+    } finally {
+      await quick.stop();
+      silent.close();
       worker = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
     }
   });
