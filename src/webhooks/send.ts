@@ -1,4 +1,6 @@
-import type { Agent } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
+
+type DispatchController = Dispatcher.DispatchController;
 import { boundedLru } from '../core/bounded-lru.ts';
 import { assertLiteralAllowed, guardedLookup } from '../outbound/outbound-guard.ts';
 import { parseWebhookUrl, type UrlPolicy } from './url-guard.ts';
@@ -35,10 +37,11 @@ function describe(error: unknown): string {
 }
 
 /**
- * A sender for `policy`: every URL is checked again (scheme, literal address), names are
- * resolved by a lookup that refuses forbidden addresses at connect time, and each attempt
- * ends after `timeoutMs` (docs/contract.md: 15 s) whatever the receiver does. Never throws: failures
- * come back as `{error}`.
+ * A sender for `policy`: every URL is checked (scheme, literal address) before its first
+ * delivery, names are resolved by a lookup that refuses forbidden addresses at connect time,
+ * and each attempt ends after `timeoutMs` (docs/contract.md: 15 s) whatever the receiver does.
+ * An attempt's result is the answer's status as soon as its head arrives. Never throws:
+ * failures come back as `{error}`.
  */
 export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): WebhookSender {
   // undici is loaded with the first delivery: a process with no endpoint never needs it.
@@ -70,31 +73,69 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
   };
   return {
     async send(raw, headers, body) {
-      // One timer per attempt, cleared when it ends: AbortSignal.timeout's signal and timer
-      // would live on for the whole timeout after every attempt.
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+      let target: Target;
       try {
-        const { protocol, origin, path } = targetOf(raw);
-        const agents = await load();
-        const response = await agents[protocol].request({
-          origin,
-          path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'user-agent': 'wum-webhooks/1', ...headers },
-          body,
-          signal: abort.signal,
-          // A redirect is not followed (undici's request never does): it counts as a failed attempt.
-        });
-        await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => {});
-        return { status: response.statusCode };
+        target = targetOf(raw);
       } catch (error) {
-        const name = (error as Error).name;
-        if (name === 'TimeoutError' || name === 'AbortError') return { error: `no answer within ${timeoutMs} ms` };
         return { error: describe(error) };
-      } finally {
-        clearTimeout(timer);
       }
+      const agents = await load();
+      return new Promise<SendResult>((resolve) => {
+        // The attempt's outcome is its status, known once the answer's head has arrived; the
+        // body is then read and dropped (up to MAX_RESPONSE_BYTES) so the connection can serve
+        // the next delivery, and a body that stalls is cut at the timeout like the rest.
+        let outcome: SendResult | undefined;
+        let received = 0;
+        let controller: DispatchController | undefined;
+        const decide = (result: SendResult) => {
+          if (outcome) return;
+          outcome = result;
+          resolve(result);
+        };
+        const end = (result: SendResult) => {
+          clearTimeout(timer);
+          decide(result);
+        };
+        const timedOut = () => new Error(`no answer within ${timeoutMs} ms`);
+        // One timer per attempt, cleared when it ends: the attempt ends at timeoutMs whatever
+        // the receiver does (connect, the answer's head, a body that stalls).
+        const timer = setTimeout(() => {
+          decide({ error: timedOut().message });
+          controller?.abort(timedOut());
+        }, timeoutMs);
+        // undici's low-level interface: no stream, promise or abort signal per attempt
+        // (docs/performance.md, "Webhooks").
+        agents[target.protocol].dispatch(
+          {
+            origin: target.origin,
+            path: target.path,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'user-agent': 'wum-webhooks/1', ...headers },
+            body,
+            // A redirect is not followed (dispatch never does): it counts as a failed attempt.
+          },
+          {
+            onRequestStart(c) {
+              controller = c;
+              if (outcome) c.abort(timedOut());
+            },
+            onResponseStart(_c, statusCode) {
+              // 1xx heads come before the final one and decide nothing.
+              if (statusCode >= 200) decide({ status: statusCode });
+            },
+            onResponseData(c, chunk) {
+              received += chunk.length;
+              if (received > MAX_RESPONSE_BYTES) c.abort(new Error('answer longer than is read'));
+            },
+            onResponseEnd() {
+              end({ error: 'no status' });
+            },
+            onResponseError(_c, error) {
+              end({ error: describe(error) });
+            },
+          },
+        );
+      });
     },
     async close() {
       if (!transport) return;

@@ -328,14 +328,30 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
     }
   });
 
-  test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, is recorded as no answer, and retried', async () => {
-    const ws = await ctx.createWorkspace('silent');
-    // Takes the connection and the request, and never answers.
-    const silent = createNetServer((socket) => socket.on('data', () => {}));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const created = await ctx.admin('POST', base(ws), { url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook` });
-    assert.equal(created.statusCode, 201, created.body);
-    const endpoint = json<'createWebhookEndpoint'>(created);
+  test('an attempt without an answer ends at WEBHOOK_TIMEOUT_MS; an answer\'s status counts, however long or slow its body', async () => {
+    const ws = await ctx.createWorkspace('slow');
+    // /silent takes the request and never answers; /stalled sends its status and part of a body,
+    // then nothing; /long answers 200 with 4 MiB, far past what a sender reads of an answer.
+    const receivers = createNetServer((socket) => {
+      socket.once('data', (request: Buffer) => {
+        const path = / (\/\w+) /.exec(request.toString('latin1'))?.[1];
+        if (path === '/stalled') socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial');
+        if (path === '/long') {
+          const body = Buffer.alloc(4 * 1024 * 1024, 'x');
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`);
+          socket.write(body);
+        }
+      });
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => receivers.listen(0, '127.0.0.1', resolve));
+    const at = (path: string) => `http://127.0.0.1:${(receivers.address() as AddressInfo).port}${path}`;
+    const endpoints: Record<string, Endpoint> = {};
+    for (const path of ['/silent', '/stalled', '/long']) {
+      const created = await ctx.admin('POST', base(ws), { url: at(path) });
+      assert.equal(created.statusCode, 201, created.body);
+      endpoints[path] = json<'createWebhookEndpoint'>(created);
+    }
     await worker.stop();
     const quick = startDeliveryWorker({
       queue: createDeliveryQueue(ctx.database.db),
@@ -345,16 +361,22 @@ describe(`webhooks: endpoints, signed deliveries, retries, disabling [${BACKEND}
       registry: new Registry(),
     });
     try {
-      await ctx.api(ws, 'POST', '/users', { body: userBody('silent@example.com') });
-      const [row] = await until('two attempts without an answer', () => deliveries(ws, endpoint), (d) => (d[0]?.attempt_log.length ?? 0) >= 2);
-      for (const attempt of row!.attempt_log.slice(0, 2)) {
+      await ctx.api(ws, 'POST', '/users', { body: userBody('slow@example.com') });
+      const [silent] = await until('two attempts to /silent', () => deliveries(ws, endpoints['/silent']!), (d) => (d[0]?.attempt_log.length ?? 0) >= 2);
+      for (const attempt of silent!.attempt_log.slice(0, 2)) {
         assert.equal(attempt.response_status, null);
         assert.equal(attempt.error, 'no answer within 300 ms');
         assert.ok(attempt.duration_ms >= 290 && attempt.duration_ms < 2_000, `attempt took ${attempt.duration_ms} ms`);
       }
+      for (const path of ['/stalled', '/long']) {
+        const [row] = await until(`the answer of ${path} recorded`, () => deliveries(ws, endpoints[path]!), (d) => d[0]?.status === 'succeeded');
+        assert.equal(row!.attempts, 1, path);
+        assert.equal(row!.attempt_log[0]!.response_status, 200, path);
+        assert.equal(row!.attempt_log[0]!.error, null, path);
+      }
     } finally {
       await quick.stop();
-      silent.close();
+      receivers.close();
       worker = startDeliveryWorker({ queue: createDeliveryQueue(ctx.database.db), store: ctx.store, config: ctx.config.webhooks, log: ctx.app.log, registry: new Registry() });
     }
   });
