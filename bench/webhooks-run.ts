@@ -1,5 +1,5 @@
 /*
- * `npm run bench:webhooks [-- --quick] [--worker-process] [--statements] [--env NAME=value ...]`: the webhooks section of `npm run bench` alone
+ * `npm run bench:webhooks [-- --quick] [--worker-process] [--statements] [--turns N] [--env NAME=value ...]`: the webhooks section of `npm run bench` alone
  * (`POST /users` with 1 and 3 endpoints against none; event-to-delivery latency at 500 changes
  * per second), on a throw-away PostgreSQL cluster, in a few minutes; with `--worker-process`,
  * the requests go to a server with `WEBHOOK_WORKER=false` and a second server delivers; with `--statements`, what each
@@ -21,6 +21,8 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     'worker-process': { type: 'boolean', default: false },
     statements: { type: 'boolean', default: false },
+    /** How many times the rows of none, one and three endpoints are taken in turn. */
+    turns: { type: 'string', default: '2' },
     /** A setting of the servers, `NAME=value` (repeatable), e.g. `--env WEBHOOK_CONCURRENCY_PER_ENDPOINT=32`. */
     env: { type: 'string', multiple: true, default: [] },
   },
@@ -51,6 +53,7 @@ try {
     add: () => addRequest(adds),
     workerProcess: args['worker-process'],
     statementStats: args.statements,
+    turns: Number(args.turns),
     log: (message) => process.stderr.write(`${message}\n`),
   });
   const extra = Object.entries(settings).map(([name, value]) => `; ${name}=${value}`).join('');
