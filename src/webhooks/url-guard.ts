@@ -5,7 +5,8 @@ import { assertOutboundUrlAllowed, OutboundRefusedError, parseOutboundUrl, type 
 /*
  * The outbound guard (outbound/outbound-guard.ts) as webhook URLs meet it (docs/contract.md
  * Part B, Events and webhooks; docs/security.md, "Outbound connections"): checked when an
- * endpoint is created or changed, and again before every delivery, after DNS.
+ * endpoint is created or changed, and again by the sender: a URL's form and literal address before
+ * its first delivery, a name at each connection, after DNS.
  */
 
 /** The rules a webhook URL follows: the outbound policy of the configuration. */
