@@ -128,18 +128,21 @@ export async function recordAttempt(
 
 /**
  * The statement of {@link recordSuccesses}, a named statement: planned once per connection, where
- * planning it had cost about as much as running it (docs/performance.md, "Webhooks"). Each
+ * planning it had cost about as much as running it (docs/performance.md, "Webhooks"). The batch
+ * is one JSON array read by `jsonb_to_recordset`, whose row estimate is the same whatever its
+ * length: as arrays read by `unnest`, each call's own plan knew the batch's length and the
+ * generic plan assumed ten rows, so a batch of a few deliveries (a server without much load)
+ * looked cheaper planned anew, and PostgreSQL planned the statement on every call. Each
  * delivery is locked by its key, then updated by the version locked (ctid): joined to the batch
  * by key in the update, with few pending rows in its statistics, PostgreSQL read every pending
- * delivery per batch. The batch comes as arrays sorted by key, so that two batches lock in one
- * order. A row changed after this statement's snapshot is left as it is: no longer as claimed.
+ * delivery per batch. The batch comes sorted by key, so that two batches lock in one order. A
+ * row changed after this statement's snapshot is left as it is: no longer as claimed.
  */
 const recordSucceeded = new NamedStatement(
   'wum_deliveries_succeeded',
   () => sql`with batch as (
-      select * from unnest(${ph('workspaceIds')}::int8[], ${ph('ids')}::uuid[], ${ph('attempts')}::int4[],
-          ${ph('attemptedAt')}::timestamptz[], ${ph('responseStatuses')}::int4[], ${ph('entries')}::jsonb[])
-        as b(workspace_id, id, attempts, attempted_at, response_status, entry)
+      select * from jsonb_to_recordset(${ph('batch')}::jsonb)
+        as b(workspace_id int8, id uuid, attempts int4, attempted_at timestamptz, response_status int4, entry jsonb)
     ),
     found as (
       select f.ctid, b.attempted_at, b.response_status, b.entry from batch b
@@ -182,14 +185,15 @@ const recordSucceeded = new NamedStatement(
 export async function recordSuccesses(db: Database, successes: readonly DeliverySuccess[]): Promise<Set<string>> {
   if (successes.length === 0) return new Set();
   const sorted = [...successes].sort((a, b) => a.delivery.workspaceId - b.delivery.workspaceId || (a.delivery.id < b.delivery.id ? -1 : 1));
-  const rows = await recordSucceeded.run<{ id: string }>(db, {
-    workspaceIds: sorted.map((s) => s.delivery.workspaceId),
-    ids: sorted.map((s) => s.delivery.id),
-    attempts: sorted.map((s) => s.delivery.attempts),
-    attemptedAt: sorted.map((s) => s.attempt.attempted_at),
-    responseStatuses: sorted.map((s) => s.attempt.response_status),
-    entries: sorted.map((s) => JSON.stringify(s.attempt)),
-  });
+  const batch = sorted.map((s) => ({
+    workspace_id: s.delivery.workspaceId,
+    id: s.delivery.id,
+    attempts: s.delivery.attempts,
+    attempted_at: s.attempt.attempted_at,
+    response_status: s.attempt.response_status,
+    entry: s.attempt,
+  }));
+  const rows = await recordSucceeded.run<{ id: string }>(db, { batch: JSON.stringify(batch) });
   return new Set(rows.map((row) => row.id));
 }
 

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Database } from '../../src/storage/database.ts';
 import { claimDueDeliveries, recordSuccesses } from '../../src/storage/deliveries.queries.ts';
 import { rowsOf } from '../../src/storage/rows.ts';
+import { openFreshStore } from '../helpers/fresh-database.ts';
 import { BACKEND, createTestContext, userBody, type TestContext } from '../helpers/test-context.ts';
 
 /*
@@ -53,5 +54,28 @@ describe(`recording delivered webhooks in a batch [${BACKEND}]`, () => {
     assert.deepEqual(await stored(changed!.id), { status: 'pending', attempts: 4, log: 0, last_response_status: null });
     // Recording the same batch again records nothing: none is as claimed any more.
     assert.equal((await recordSuccesses(db, claimed.map((delivery) => ({ delivery, attempt })))).size, 0);
+  });
+
+  test('batches of one keep the statement\'s generic plan: planned once per connection, not on every call', async () => {
+    // One connection, so that this session's prepared statements are the pool's.
+    const fresh = await openFreshStore(1);
+    try {
+      const attempt = { attempted_at: new Date().toISOString(), response_status: 204, error: null, duration_ms: 3 };
+      const success = (n: number) => ({
+        delivery: { workspaceId: 1, id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, endpointId: 'e', url: 'http://127.0.0.1:9/', secrets: [], attempts: 0, event: undefined! },
+        attempt,
+      });
+      // PostgreSQL plans a prepared statement anew for its first five executions, then keeps
+      // its generic plan unless each call's own plan looked cheaper.
+      for (let n = 1; n <= 10; n += 1) assert.equal((await recordSuccesses(fresh.database.db, [success(n)])).size, 0);
+      const [plans] = rowsOf<{ generic_plans: number | string; custom_plans: number | string }>(
+        await fresh.database.db.execute(sql`select generic_plans, custom_plans from pg_prepared_statements where name = 'wum_deliveries_succeeded'`),
+      );
+      assert.ok(plans, 'the statement is prepared on the connection');
+      assert.equal(Number(plans.custom_plans), 5);
+      assert.equal(Number(plans.generic_plans), 5);
+    } finally {
+      await fresh.close();
+    }
   });
 });
