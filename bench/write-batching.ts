@@ -18,7 +18,7 @@ import { watchMachineLoad } from './machine-load.ts';
 import { postmasterPid, sampleUsage } from './processes.ts';
 import { seedSmallAndAdds } from './seed.ts';
 
-const machine = watchMachineLoad();
+const load = watchMachineLoad();
 const { values: options } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, turns: { type: 'string', default: '2' } } });
 
 /** One change per statement: `$1` workspace, `$2` user row id, `$3` first name, `$4` the audit's before and after. */
@@ -122,10 +122,10 @@ try {
     const rate = median(figures[i]!.rates);
     const cpu = median(figures[i]!.cpu);
     process.stdout.write(
-      `${label(shape)}: ${rate.toFixed(0)} changes/s (${machine.ratio(rate / base.rate)}), database ${cpu.toFixed(0)} µs per change (${machine.ratio(cpu / base.cpu)})\n`,
+      `${label(shape)}: ${rate.toFixed(0)} changes/s (${load.ratio(rate / base.rate)}), database ${cpu.toFixed(0)} µs per change (${load.ratio(cpu / base.cpu)})\n`,
     );
   }
-  process.stdout.write(`${machine.summary()}\n`);
+  process.stdout.write(`${load.summary()}\n`);
 } finally {
   cluster.stop();
 }

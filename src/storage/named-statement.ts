@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DrizzleQueryError, fillPlaceholders, sql, type Placeholder, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Database } from './database.ts';
@@ -55,6 +56,39 @@ export class NamedStatement {
     }
     const prepared = db._.session.prepareQuery(built, undefined, this.name, false);
     return rowsOf<T>(await prepared.execute(values));
+  }
+}
+
+/**
+ * Runs statements whose text depends only on their shape (every value a parameter: a filtered
+ * listing built per request from its filter) as named prepared statements on PostgreSQL, each
+ * named after its text: a connection parses and plans a shape once, then PostgreSQL reuses the
+ * plan it keeps for it, where a one-off statement is planned on every call (a filtered listing's
+ * planning had cost five to fifteen times its execution: docs/performance.md, "Filtered
+ * listings planned once"). Only the first `maxShapes` texts get a name; later ones run unnamed,
+ * so that no client can make a connection keep plans without bound. The embedded database
+ * prepares every statement by its text already (pglite-prepared.ts), so there it runs `execute`.
+ */
+export class ShapedStatements {
+  /** Statement name by text. */
+  private readonly names = new Map<string, string>();
+
+  /** @param maxShapes - most distinct texts named (and so kept prepared on each connection). */
+  constructor(private readonly maxShapes: number) {}
+
+  /** Runs `query` on `db` (the pool, or a transaction); its rows as {@link NamedStatement.run} returns them. */
+  async run<T>(db: Database, query: SQL): Promise<T[]> {
+    const { client } = db._.session as unknown as { client?: object };
+    if (client && isEmbeddedClient(client)) return rowsOf<T>(await db.execute(query));
+    const built = dialect.sqlToQuery(query);
+    let name = this.names.get(built.sql);
+    if (name === undefined) {
+      if (this.names.size >= this.maxShapes) return rowsOf<T>(await db.execute(query));
+      // Named after the text itself: one name always stands for one text, whichever instance named it.
+      name = `wum_shape_${createHash('sha256').update(built.sql).digest('hex').slice(0, 24)}`;
+      this.names.set(built.sql, name);
+    }
+    return rowsOf<T>(await db._.session.prepareQuery(built, undefined, name, false).execute({}));
   }
 }
 

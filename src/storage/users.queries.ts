@@ -7,7 +7,7 @@ import { foldEmail } from '../core/users/email.ts';
 import type { Database } from './database.ts';
 import { auditEventParams, auditInsert } from './audit.queries.ts';
 import { eventInsert, handOffColumn, toHandedOff } from './events.queries.ts';
-import { NamedStatement, ph } from './named-statement.ts';
+import { NamedStatement, ph, ShapedStatements } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, indexRanges, orderSql } from './user-conditions.ts';
 import type { RowWindow, UserCondition, UserSort } from '../core/users/user-query.ts';
@@ -512,6 +512,13 @@ const pageStatement = new NamedStatement(
     order by p.id`,
 );
 
+/**
+ * The filtered listings' statements (their text is the filter's shape, their values parameters),
+ * each prepared once per connection: a few dozen shapes cover every filter a client sends (SCIM's
+ * `userName eq`, `q`, expiry and status filters, each sort).
+ */
+const filteredListings = new ShapedStatements(64);
+
 /** Same apps, with the same expiries, in the same order. */
 function sameApps(a: readonly AppRole[], b: readonly AppRole[]): boolean {
   const expiry = (app: AppRole) => app.expiresAt?.getTime() ?? null;
@@ -727,11 +734,12 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink)
               where c.workspace_id = ${workspaceId}${query.status === 'all' ? sql`` : sql` and c.status = ${query.status}`}
                 and c.level = ${sql.raw(String(TOP_LEVEL))})`;
       const ranges = query.where && indexRanges(query.where);
-      const found = (await list(
+      const found = await filteredListings.run<UserRow & { total: number | string }>(
+        db,
         ranges
           ? searchSql(workspaceId, ranges, where, sort, window)
           : matchingSql(workspaceId, where, totalSql, orderSql(sort, 'u'), orderSql(sort, 'p'), window.limit, window.offset),
-      )) as Array<UserRow & { total: number | string }>;
+      );
       const total = Number(found[0]?.total ?? 0);
       return { rows: found.filter((r) => r.id !== null).map((r) => toUser(r)), total };
     },
