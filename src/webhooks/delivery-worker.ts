@@ -174,10 +174,6 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     wakeUp?.();
   };
 
-  /**
-   * Signs and sends one delivery; the stored secrets are decrypted only here. A secret this
-   * server's keys cannot decrypt sends nothing: the attempt fails with the reason, and is retried.
-   */
   // A stored secret always opens to the same secret (the keys are the process's own), so each is
   // decrypted once rather than on every delivery; the process holds the key that opens them all
   // anyway. A rotated-out secret is stored anew and drops out as the least recently used.
@@ -187,6 +183,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     if (secret === undefined) opened.set(stored, (secret = store.openSecret(stored)));
     return secret;
   };
+  /**
+   * Signs and sends one delivery; the stored secrets are decrypted only here (once each). A secret this
+   * server's keys cannot decrypt sends nothing: the attempt fails with the reason, and is retried.
+   */
   async function signAndSend(delivery: ClaimedDelivery, sentAt: Date, body: string): Promise<SendResult> {
     let secrets: string[];
     try {

@@ -1,6 +1,4 @@
 import type { Agent, Dispatcher } from 'undici';
-
-type DispatchController = Dispatcher.DispatchController;
 import { boundedLru } from '../core/bounded-lru.ts';
 import { assertLiteralAllowed, guardedLookup } from '../outbound/outbound-guard.ts';
 import { parseWebhookUrl, type UrlPolicy } from './url-guard.ts';
@@ -61,6 +59,8 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
   // again: each is parsed and checked once, not on every delivery. Names are still checked at
   // each connection by the guarded lookup.
   const checked = boundedLru<string, Target>(CHECKED_URLS);
+  /** Why an attempt that timed out failed. */
+  const noAnswer = `no answer within ${timeoutMs} ms`;
   const targetOf = (raw: string): Target => {
     let target = checked.get(raw);
     if (!target) {
@@ -86,7 +86,7 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
         // the next delivery, and a body that stalls is cut at the timeout like the rest.
         let outcome: SendResult | undefined;
         let received = 0;
-        let controller: DispatchController | undefined;
+        let controller: Dispatcher.DispatchController | undefined;
         const decide = (result: SendResult) => {
           if (outcome) return;
           outcome = result;
@@ -96,12 +96,11 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
           clearTimeout(timer);
           decide(result);
         };
-        const timedOut = () => new Error(`no answer within ${timeoutMs} ms`);
         // One timer per attempt, cleared when it ends: the attempt ends at timeoutMs whatever
         // the receiver does (connect, the answer's head, a body that stalls).
         const timer = setTimeout(() => {
-          decide({ error: timedOut().message });
-          controller?.abort(timedOut());
+          decide({ error: noAnswer });
+          controller?.abort(new Error(noAnswer));
         }, timeoutMs);
         // undici's low-level interface: no stream, promise or abort signal per attempt
         // (docs/performance.md, "Webhooks").
@@ -117,7 +116,7 @@ export function createWebhookSender(policy: UrlPolicy, timeoutMs: number): Webho
           {
             onRequestStart(c) {
               controller = c;
-              if (outcome) c.abort(timedOut());
+              if (outcome) c.abort(new Error(noAnswer));
             },
             onResponseStart(_c, statusCode) {
               // 1xx heads come before the final one and decide nothing.
