@@ -44,8 +44,8 @@ export class NamedStatement {
    */
   async run<T>(db: Database, values: Record<string, unknown>): Promise<T[]> {
     const built = this.query();
-    const { client } = db._.session as unknown as { client?: object };
-    if (client && isEmbeddedClient(client)) {
+    const client = embeddedClient(db);
+    if (client) {
       const params = fillPlaceholders(built.params, values);
       try {
         return rowsOf<T>(await runPrepared(client, this.name, built.sql, params));
@@ -54,9 +54,19 @@ export class NamedStatement {
         throw new DrizzleQueryError(built.sql, params, error as Error);
       }
     }
-    const prepared = db._.session.prepareQuery(built, undefined, this.name, false);
-    return rowsOf<T>(await prepared.execute(values));
+    return runNamed<T>(db, this.name, built, values);
   }
+}
+
+/** The embedded database (or transaction of one) behind `db`, if that is what it is. */
+function embeddedClient(db: Database): object | undefined {
+  const { client } = db._.session as unknown as { client?: object };
+  return client && isEmbeddedClient(client) ? client : undefined;
+}
+
+/** Runs `built` on PostgreSQL as the prepared statement `name`, with `values` for its placeholders. */
+async function runNamed<T>(db: Database, name: string, built: Query, values: Record<string, unknown>): Promise<T[]> {
+  return rowsOf<T>(await db._.session.prepareQuery(built, undefined, name, false).execute(values));
 }
 
 /**
@@ -78,8 +88,7 @@ export class ShapedStatements {
 
   /** Runs `query` on `db` (the pool, or a transaction); its rows as {@link NamedStatement.run} returns them. */
   async run<T>(db: Database, query: SQL): Promise<T[]> {
-    const { client } = db._.session as unknown as { client?: object };
-    if (client && isEmbeddedClient(client)) return rowsOf<T>(await db.execute(query));
+    if (embeddedClient(db)) return rowsOf<T>(await db.execute(query));
     const built = dialect.sqlToQuery(query);
     let name = this.names.get(built.sql);
     if (name === undefined) {
@@ -88,7 +97,7 @@ export class ShapedStatements {
       name = `wum_shape_${createHash('sha256').update(built.sql).digest('hex').slice(0, 24)}`;
       this.names.set(built.sql, name);
     }
-    return rowsOf<T>(await db._.session.prepareQuery(built, undefined, name, false).execute({}));
+    return runNamed<T>(db, name, built, {});
   }
 }
 
