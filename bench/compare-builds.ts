@@ -21,6 +21,7 @@ import { sendRequest } from '../harness/server-process.ts';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build.ts';
 import { runHttpLoad } from './http-load.ts';
+import { median } from './measurement.ts';
 import { postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
 import { addRequest, listRequest, productsRequest, scimFindRequest } from './requests.ts';
 import { seededEmail, seedSmallAndAdds } from './seed.ts';
@@ -84,8 +85,6 @@ async function withEndpoints(server: ServerHandle, subdomain: string): Promise<(
   };
 }
 
-/** The median of `values` (the upper one of an even count). */
-const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
 const cluster = await startPostgresCluster();
 if (!cluster) throw new Error('bench/compare-builds.ts needs the PostgreSQL server binaries (initdb, pg_ctl) on PATH');

@@ -25,6 +25,7 @@ import { freePort } from '../harness/free-port.ts';
 import { sendRequest } from '../harness/server-process.ts';
 import { DEMO_KEY_FILE } from '../src/server/demo-key.ts';
 import { watchMachineLoad } from './machine-load.ts';
+import { median } from './measurement.ts';
 
 const load = watchMachineLoad();
 
@@ -116,7 +117,6 @@ async function start(args: readonly string[], dataDir: string, env: Record<strin
   return { listenMs: listening.ms, cpuSeconds: listening.cpu, peakMb: listening.peak, rssAfterRequestMb: after.rss, apiKey: key };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[], digits = 0) => `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
 await buildBundles({ ifStale: true });

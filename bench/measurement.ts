@@ -76,3 +76,8 @@ export function measurement(operations: number, seconds: number, latencies: Late
     errorDetail: failures.describe(),
   };
 }
+
+/** The median of `values` (the upper one of an even count); NaN when there are none. */
+export function median(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+}

@@ -14,6 +14,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { watchMachineLoad } from './machine-load.ts';
+import { median } from './measurement.ts';
 
 if (process.argv[2] === '--receiver') {
   const server = createServer((req, res) => {
@@ -55,7 +56,6 @@ if (process.argv[2] === '--receiver') {
   const now = new Date().toISOString();
   const user = { id: randomUUID(), email: 'ada@example.com', role: 'non_owner', first_name: 'Ada', last_name: 'Lovelace', status: 'active', apps: [{ name: 'crm', role: 'member' }], created_at: now, updated_at: now };
   const inFlight = Number(options['in-flight']);
-  const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
   /** Sends `count` deliveries, `inFlight` at a time; resolves with this process's CPU per delivery (µs) and the rate. */
   async function run(build: Awaited<ReturnType<typeof load>>, count: number) {

@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startPostgresCluster } from '../harness/postgres-cluster.ts';
 import { watchMachineLoad } from './machine-load.ts';
+import { median } from './measurement.ts';
 import { postmasterPid, sampleUsage } from './processes.ts';
 import { seedSmallAndAdds } from './seed.ts';
 
@@ -105,7 +106,6 @@ try {
     return { perSecond, databaseUs };
   }
 
-  const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const figures = SHAPES.map(() => ({ rates: [] as number[], cpu: [] as number[] }));
   const label = (shape: (typeof SHAPES)[number]) => `${shape.connections} connection${shape.connections > 1 ? 's' : ''}, ${shape.size} change${shape.size > 1 ? 's' : ''} a statement`;
   for (let turn = 1; turn <= Number(options.turns); turn += 1) {
