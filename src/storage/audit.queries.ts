@@ -21,8 +21,26 @@ function toEvent(row: typeof auditEvents.$inferSelect): AuditEvent {
   };
 }
 
-/** The audit columns that differ from row to row of a batch (a bulk import's users). */
-type PerRowAuditColumn = 'targetId' | 'userId' | 'before' | 'after';
+/**
+ * The values of an audit entry, by name, with their SQL types: each bound as a placeholder of
+ * that name, or, in a batch, given per row (a bulk import's users differ in target, user,
+ * before and after; the changes of several requests written together in every one).
+ */
+export const AUDIT_VALUE_TYPES = {
+  actorType: 'text',
+  actorId: 'text',
+  actorLabel: 'text',
+  requestId: 'text',
+  action: 'text',
+  targetType: 'text',
+  targetId: 'text',
+  userId: 'uuid',
+  before: 'jsonb',
+  after: 'jsonb',
+} as const;
+
+/** The name of a value of an audit entry ({@link AUDIT_VALUE_TYPES}). */
+export type AuditValue = keyof typeof AUDIT_VALUE_TYPES;
 
 /**
  * Inserts the audit event bound by {@link auditEventParams}: once, or (given `source`, a CTE
@@ -30,20 +48,19 @@ type PerRowAuditColumn = 'targetId' | 'userId' | 'before' | 'after';
  * replaces bound values by expressions over the row `s` of `source`, for a batch whose rows
  * are different users.
  */
-export function auditInsert(source?: string, perRow: Partial<Record<PerRowAuditColumn, SQL>> = {}): SQL {
-  const value = (column: PerRowAuditColumn, type: string) => perRow[column] ?? sql`${ph(column)}::${sql.raw(type)}`;
+export function auditInsert(source?: string, perRow: Partial<Record<AuditValue, SQL>> = {}): SQL {
+  const values = (Object.keys(AUDIT_VALUE_TYPES) as AuditValue[]).map(
+    (name) => perRow[name] ?? sql`${ph(name)}::${sql.raw(AUDIT_VALUE_TYPES[name])}`,
+  );
   return sql`insert into audit_events
       (workspace_id, actor_type, actor_id, actor_label, request_id, action, target_type, target_id, user_id, before, after)
-    select ${ph('workspaceId')}::int8, ${ph('actorType')}::text, ${ph('actorId')}::text, ${ph('actorLabel')}::text, ${ph('requestId')}::text,
-      ${ph('action')}::text, ${ph('targetType')}::text, ${value('targetId', 'text')}, ${value('userId', 'uuid')},
-      ${value('before', 'jsonb')}, ${value('after', 'jsonb')}
+    select ${ph('workspaceId')}::int8, ${sql.join(values, sql`, `)}
     ${source ? sql`from ${sql.identifier(source)} s` : sql``}`;
 }
 
-/** The values of {@link auditInsert}'s placeholders for `entry`. */
-export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
+/** The values of `entry` by the names of {@link AUDIT_VALUE_TYPES}; `before` and `after` as they are (objects or null). */
+export function auditValues(entry: AuditEntry): Record<AuditValue, unknown> {
   return {
-    workspaceId: entry.workspaceId ?? null,
     actorType: entry.actor.type,
     actorId: entry.actor.id ?? null,
     actorLabel: entry.actor.label ?? null,
@@ -52,8 +69,19 @@ export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
     targetType: entry.targetType,
     targetId: entry.targetId,
     userId: entry.userId ?? null,
-    before: entry.before === null || entry.before === undefined ? null : JSON.stringify(entry.before),
-    after: entry.after === null || entry.after === undefined ? null : JSON.stringify(entry.after),
+    before: entry.before ?? null,
+    after: entry.after ?? null,
+  };
+}
+
+/** The values of {@link auditInsert}'s placeholders for `entry`. */
+export function auditEventParams(entry: AuditEntry): Record<string, unknown> {
+  const values = auditValues(entry);
+  return {
+    ...values,
+    workspaceId: entry.workspaceId ?? null,
+    before: values.before === null ? null : JSON.stringify(values.before),
+    after: values.after === null ? null : JSON.stringify(values.after),
   };
 }
 

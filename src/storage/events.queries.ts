@@ -113,7 +113,7 @@ export function eventInsert(
     readonly many?: boolean;
     /**
      * The lease, in seconds (0: none), with which the deliveries are written for the writing
-     * process's worker ({@link handOffColumn}); without it they are written due. One row only.
+     * process's worker ({@link handOffColumn}); without it they are written due.
      */
     readonly leaseSecs?: SQL | Placeholder;
   },
@@ -151,7 +151,7 @@ export function eventInsert(
  */
 function deliveriesOf(workspaceId: SQL | Placeholder | number, leaseSecs?: SQL | Placeholder): SQL {
   const leased = leaseSecs
-    ? { column: sql`, next_attempt_at`, value: sql`, clock_timestamp() + make_interval(secs => ${leaseSecs}::float8)`, returning: sql` returning id, endpoint_id` }
+    ? { column: sql`, next_attempt_at`, value: sql`, clock_timestamp() + make_interval(secs => ${leaseSecs}::float8)`, returning: sql` returning id, endpoint_id, event_sequence` }
     : { column: sql``, value: sql``, returning: sql`` };
   return sql`insert into webhook_deliveries (workspace_id, endpoint_id, event_sequence${leased.column})
       select ${workspaceId}, ep.id, e.sequence${leased.value} from evented e
@@ -164,17 +164,19 @@ function deliveriesOf(workspaceId: SQL | Placeholder | number, leaseSecs?: SQL |
  * when the lease is more than 0 and the change has deliveries, the event and each delivery with
  * what sending it needs (its endpoint's URL and signing secrets, as stored), as JSON for
  * {@link toHandedOff}; else null. The endpoint is read again by key: an insert returns only its
- * own table's columns.
+ * own table's columns. `eventOf`, a condition on the event `e`, picks the row's own event when
+ * the statement wrote several (a batch of changes: one event, and its deliveries, per row).
  */
-export function handOffColumn(workspaceId: SQL | Placeholder, leaseSecs: SQL | Placeholder): SQL {
+export function handOffColumn(workspaceId: SQL | Placeholder, leaseSecs: SQL | Placeholder, eventOf: SQL = sql`true`): SQL {
+  const ofEvent = sql`d.event_sequence = e.sequence`;
   return sql`(select jsonb_build_object(
       'event', jsonb_build_object('id', e.id, 'type', e.type, 'sequence', e.sequence, 'created_at', e.created_at,
         'subdomain', q.subdomain, 'data', e.data, 'actor', e.actor),
       'deliveries', (select jsonb_agg(jsonb_build_object('id', d.id, 'endpoint_id', d.endpoint_id, 'url', ep.url, 'secret', ep.secret,
           'previous_secret', ${previousSecretWhileValid}))
-        from deliveries d join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.id = d.endpoint_id))
+        from deliveries d join webhook_endpoints ep on ep.workspace_id = ${workspaceId} and ep.id = d.endpoint_id where ${ofEvent}))
     from evented e, sequenced q
-    where ${leaseSecs}::float8 > 0 and exists (select 1 from deliveries) limit 1)`;
+    where ${leaseSecs}::float8 > 0 and ${eventOf} and exists (select 1 from deliveries d where ${ofEvent}) limit 1)`;
 }
 
 /** The JSON of {@link handOffColumn}. */

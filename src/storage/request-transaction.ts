@@ -40,6 +40,14 @@ export function afterCommit(signal: () => void): void {
 }
 
 /**
+ * Whether a request transaction is open in the current async context: a statement run there
+ * belongs to it, so it must not be combined with other requests' statements (users.queries.ts).
+ */
+export function inRequestTransaction(): boolean {
+  return current.getStore()?.open === true;
+}
+
+/**
  * A handle that behaves as `db` outside any request transaction and as that transaction's
  * handle inside one ({@link RequestTransaction.run}), looked up at every use. Drizzle's query
  * builders read their session from it when called, so repositories built once over this handle

@@ -24,9 +24,10 @@ import { createWebhookRepository } from './webhooks.queries.ts';
 import { reencryptSecrets } from './stored-secrets.queries.ts';
 import { createWorkspaceRepository } from './workspaces.queries.ts';
 
-function repositories(db: Database, keyRing: KeyRing, deliveries: UserDeliverySink): Repositories {
+/** The repositories over `db`; `pool`: `db` is the pool, not a transaction (its users' writes may be combined). */
+function repositories(db: Database, keyRing: KeyRing, deliveries: UserDeliverySink, pool = false): Repositories {
   return {
-    users: createUserRepository(db, deliveries),
+    users: createUserRepository(db, deliveries, { combineWrites: pool }),
     groups: createGroupRepository(db),
     products: createProductRepository(db),
     workspaces: createWorkspaceRepository(db),
@@ -179,7 +180,7 @@ export function createStore(db: Database, options: StoreOptions): CachingStore {
   const take = (deliveries: readonly ClaimedDelivery[]) => afterCommit(() => handOff?.take(deliveries));
   // Outside a transaction each change has committed already when its method returns.
   const sink: UserDeliverySink = { leaseMs, leased: take, due: deliveriesDue };
-  const base = watchChanges(watchDueSooner(watchDeliveries(repositories(db, keyRing, sink), deliveriesDue), dueSooner), async () => {
+  const base = watchChanges(watchDueSooner(watchDeliveries(repositories(db, keyRing, sink, true), deliveriesDue), dueSooner), async () => {
     cache.invalidate();
     // Outside a transaction the change has committed already: tell the others right after.
     await announceCacheChange(db);

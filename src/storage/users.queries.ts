@@ -5,7 +5,7 @@ import type { UserChangeRecord, UserRepository } from '../core/users/user-reposi
 import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
 import { foldEmail } from '../core/users/email.ts';
 import type { Database } from './database.ts';
-import { auditEventParams, auditInsert } from './audit.queries.ts';
+import { AUDIT_VALUE_TYPES, auditEventParams, auditInsert, auditValues, type AuditValue } from './audit.queries.ts';
 import { eventInsert, handOffColumn, toHandedOff } from './events.queries.ts';
 import { NamedStatement, ph, ShapedStatements } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
@@ -14,6 +14,8 @@ import type { RowWindow, UserCondition, UserSort } from '../core/users/user-quer
 import { isUuid } from './uuid.ts';
 import { toWireApps, WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
+import { inRequestTransaction } from './request-transaction.ts';
+import { WriteCombiner } from './write-combiner.ts';
 import type { ClaimedDelivery } from '../core/webhooks/delivery-queue.ts';
 
 /*
@@ -442,6 +444,13 @@ function writeUserStatement(name: string, parts: WriteParts): NamedStatement {
   );
 }
 
+/** Whether writing `user` over `current` may have to end console sessions ({@link endedSessions}). */
+function writesSessions(current: StoredUser, user: UserWrite): boolean {
+  // Only an active owner signs in (docs/security.md, "Console sessions"): a user who was no
+  // owner has no session a change of it could have to end, unless its email changes.
+  return current.role === 'owner' || current.email !== user.email;
+}
+
 /** Every variant of {@link writeUserStatement} by its name, built on first use. */
 const writeUserStatements = new Map<string, NamedStatement>();
 
@@ -453,9 +462,7 @@ function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean
   const parts: WriteParts = {
     counts: current.status !== user.status,
     apps: replaceApps,
-    // Only an active owner signs in (docs/security.md, "Console sessions"): a user who was no
-    // owner has no session a change of it could have to end, unless its email changes.
-    sessions: current.role === 'owner' || current.email !== user.email,
+    sessions: writesSessions(current, user),
   };
   // One name per variant, e.g. `wum_user_write_cs` (counts and sessions), `wum_user_write` (neither part).
   const suffix = `${parts.counts ? 'c' : ''}${parts.apps ? 'a' : ''}${parts.sessions ? 's' : ''}`;
@@ -464,6 +471,108 @@ function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean
   if (!statement) writeUserStatements.set(name, (statement = writeUserStatement(name, parts)));
   return statement;
 }
+
+/** The audit values of a batch's change ({@link AUDIT_VALUE_TYPES}), by their names. */
+const BATCH_AUDIT_VALUES = Object.keys(AUDIT_VALUE_TYPES) as AuditValue[];
+
+/**
+ * The columns of one change of a batch ({@link writeBatchStatement}), as `jsonb_to_recordset`
+ * reads them: the row and the version it was read at, the status it had, every attribute
+ * written, the apps as the API shows them (for the event), the event's values, and the audit
+ * entry's values under their own names ({@link batchRow} writes them).
+ */
+const BATCH_COLUMNS = sql.raw(`ord int4, row_id int8, expected_version int4, old_status text, email text, role text,
+  first_name text, last_name text, status text, external_id text, scim_attributes jsonb, scim_deleted boolean,
+  expires_at timestamptz, wire_apps jsonb, event_type text, previous jsonb, extra jsonb,
+  ${BATCH_AUDIT_VALUES.map((name) => `"${name}" ${AUDIT_VALUE_TYPES[name]}`).join(', ')}`);
+
+/**
+ * Several changes of one workspace's users in one statement (the changes of concurrent requests
+ * that a {@link WriteCombiner} gathered), each as {@link writeUserStatement} writes it with an
+ * expected version and without apps or sessions: the user row, only while still at the version
+ * its change was read at; its count if `counts` (the status changes); its audit event; its
+ * outbox event, numbered in one bump of the workspace's sequence by their number; its
+ * deliveries, with the lease `deliveryLeaseSecs`. The changes come as one JSON array
+ * (`jsonb_to_recordset`), so the statement's text and its plan stay the same whatever the
+ * batch's size (the success record's lesson, docs/performance.md "Webhooks"). Returns each row
+ * written, with its change's `ord` and the deliveries it hands over; a change whose row had
+ * moved on returns none.
+ */
+function writeBatchStatement(name: string, counts: boolean): NamedStatement {
+  return new NamedStatement(
+    name,
+    () => sql`with input as (
+      select * from jsonb_to_recordset(${ph('rows')}::jsonb) as i(${BATCH_COLUMNS})
+    ),
+    updated as (
+      update users set email = i.email, role = i.role, first_name = i.first_name, last_name = i.last_name, status = i.status,
+        external_id = i.external_id, scim_attributes = i.scim_attributes, scim_deleted = i.scim_deleted,
+        expires_at = i.expires_at, version = users.version + 1, updated_at = now()
+      from input i
+      where users.workspace_id = ${workspaceParam} and users.id = i.row_id and users.version = i.expected_version
+      returning ${userColumnsOf('users')}, i.ord, i.old_status, i.wire_apps, i.event_type, i.previous, i.extra,
+        ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
+    ),
+    ${counts ? sql`moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`, true)}),` : sql``}
+    audited as (${auditInsert('updated', Object.fromEntries(BATCH_AUDIT_VALUES.map((name) => [name, sql`s.${sql.identifier(name)}`])))}),
+    ${eventInsert('updated', {
+      workspaceId: workspaceParam,
+      type: sql`s.event_type`,
+      user: wireUserJson(sql`s.wire_apps`),
+      previous: sql`s.previous`,
+      actor: sql`jsonb_build_object('type', s."actorType", 'id', s."actorId", 'label', s."actorLabel")`,
+      extra: sql`s.extra`,
+      many: true,
+      leaseSecs: leaseParam,
+    })}
+    select ${userColumnsOf('s')}, s.ord,
+      ${handOffColumn(workspaceParam, leaseParam, sql`e.data->'user'->>'id' = s.public_id::text`)} as handoff
+    from updated s`,
+  );
+}
+const writeBatch = writeBatchStatement('wum_user_write_batch', false);
+const writeBatchWithCounts = writeBatchStatement('wum_user_write_batch_c', true);
+
+/** A change {@link UserRepository.writeIfUnchanged} was asked for, waiting for its batch. */
+interface PendingWrite {
+  readonly current: StoredUser;
+  readonly user: UserWrite;
+  readonly record: UserChangeRecord;
+}
+
+/** One change of a batch, as {@link BATCH_COLUMNS} reads it. */
+function batchRow(ord: number, { current, user, record }: PendingWrite): Record<string, unknown> {
+  return {
+    ord,
+    row_id: current.rowId,
+    expected_version: current.version,
+    old_status: current.status,
+    email: user.email,
+    role: user.role,
+    first_name: user.firstName,
+    last_name: user.lastName,
+    status: user.status,
+    external_id: user.externalId,
+    scim_attributes: user.scimAttributes,
+    scim_deleted: user.scimDeleted,
+    expires_at: user.expiresAt?.toISOString() ?? null,
+    wire_apps: toWireApps(user.apps),
+    event_type: record.eventType,
+    previous: record.previous,
+    extra: record.reason ? { reason: record.reason } : null,
+    ...auditValues(record.audit),
+  };
+}
+
+/**
+ * Most batches of one workspace's changes running at once: one. Measured on two cores against
+ * two and three (docs/performance.md, "Several changes in one statement"): the fewer run at once,
+ * the more changes each carries, and the less the server and the database spend per change.
+ * Other workspaces' batches run beside it.
+ */
+const BATCHES_IN_FLIGHT = 1;
+/** Most changes in one batch. */
+const BATCH_SIZE = 32;
 
 /** Active owners of a workspace (the partial index `users__active_owners`). */
 const countActiveOwners = new NamedStatement(
@@ -604,13 +713,24 @@ export interface UserDeliverySink {
 /** A row of a write of one user, with the deliveries it hands over. */
 type WrittenRow = UserRow & { handoff?: unknown };
 
+/** Options of {@link createUserRepository}. */
+export interface UserRepositoryOptions {
+  /**
+   * Gather the concurrent changes of {@link UserRepository.writeIfUnchanged} of one workspace
+   * into batches ({@link WriteCombiner}): only for a repository over the pool, never one over a
+   * transaction, whose statements must run in it. A change made while a request transaction is
+   * open is written alone, in it.
+   */
+  readonly combineWrites?: boolean;
+}
+
 /**
  * The users repository. Every statement filters on `workspace_id`; look-ups by email use the
  * `(workspace_id, lower(email))` unique index, by id the `(workspace_id, public_id)` one; every
  * change of a user's existence or status changes `user_counts` in the same statement. Every
  * write of one user tells `deliveries` of the webhook deliveries it wrote.
  */
-export function createUserRepository(db: Database, deliveries: UserDeliverySink): UserRepository {
+export function createUserRepository(db: Database, deliveries: UserDeliverySink, options: UserRepositoryOptions = {}): UserRepository {
   const list = async (query: SQL): Promise<UserRow[]> => rowsOf<UserRow>(await db.execute(query));
   /** Runs a write of one user with the lease its deliveries get, and hands them over. */
   const writeOne = async (workspaceId: number, statement: NamedStatement, values: Record<string, unknown>): Promise<UserRow | undefined> => {
@@ -633,6 +753,57 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink)
       order by u.id`);
     return rows.map((row) => toUser(row));
   };
+
+  /** Writes one change of `writeIfUnchanged` in a statement of its own. */
+  const writeAlone = async (workspaceId: number, { current, user, record }: PendingWrite): Promise<StoredUser | undefined> => {
+    const row = await writeOne(workspaceId, writeUserFor(current, user, false), {
+      ...writeParams(workspaceId, user, record),
+      rowId: current.rowId,
+      replaceApps: false,
+      expectedVersion: current.version,
+    });
+    return row ? toUser(row, user.apps) : undefined;
+  };
+  /** Writes several changes of `writeIfUnchanged` of one workspace in one statement; each one's row, or none if it moved on. */
+  const writeTogether = async (workspaceId: number, writes: readonly PendingWrite[], counts: boolean): Promise<Array<StoredUser | undefined>> => {
+    const leaseMs = deliveries.leaseMs();
+    const rows = await (counts ? writeBatchWithCounts : writeBatch).run<WrittenRow & { ord: number | string }>(db, {
+      workspaceId,
+      deliveryLeaseSecs: leaseMs / 1000,
+      rows: JSON.stringify(writes.map((write, ord) => batchRow(ord, write))),
+    });
+    if (leaseMs === 0) deliveries.due();
+    const written = new Map(rows.map((row) => [Number(row.ord), row]));
+    return writes.map((write, ord) => {
+      const row = written.get(ord);
+      if (!row) return undefined;
+      if (row.handoff) deliveries.leased(toHandedOff(workspaceId, row.handoff));
+      return toUser(row, write.user.apps);
+    });
+  };
+  /**
+   * A batch of one lane: alone in its own statement, else together; a batch the database refuses
+   * as a whole (a deadlock with another process's batch, a row a constraint refuses) is written
+   * change by change, so each change gets its own outcome, as it would have alone.
+   */
+  const runLane = (workspaceId: number, counts: boolean) => async (writes: readonly PendingWrite[]) => {
+    const alone = () => Promise.allSettled(writes.map((write) => writeAlone(workspaceId, write)));
+    if (writes.length === 1) return alone();
+    try {
+      return (await writeTogether(workspaceId, writes, counts)).map((value) => ({ status: 'fulfilled' as const, value }));
+    } catch {
+      return alone();
+    }
+  };
+  const combiner = options.combineWrites
+    ? new WriteCombiner<PendingWrite & { readonly workspaceId: number; readonly counts: boolean }, StoredUser | undefined>({
+        maxInFlight: BATCHES_IN_FLIGHT,
+        maxBatch: BATCH_SIZE,
+        identity: (write) => write.current.rowId,
+        // A lane is one workspace and one statement: every write of a batch has the lane's.
+        run: (writes) => runLane(writes[0]!.workspaceId, writes[0]!.counts)(writes),
+      })
+    : undefined;
 
   return {
     async find(workspaceId, ref, options) {
@@ -698,13 +869,11 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink)
 
     async writeIfUnchanged(workspaceId, current, user, record) {
       if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
-      const row = await writeOne(workspaceId, writeUserFor(current, user, false), {
-        ...writeParams(workspaceId, user, record),
-        rowId: current.rowId,
-        replaceApps: false,
-        expectedVersion: current.version,
-      });
-      return row ? toUser(row, user.apps) : undefined;
+      const write = { current, user, record };
+      // A change that may end console sessions is written alone: the batch carries no sessions part.
+      if (!combiner || writesSessions(current, user) || inRequestTransaction()) return writeAlone(workspaceId, write);
+      const counts = current.status !== user.status;
+      return combiner.submit(`${workspaceId}${counts ? ':counts' : ''}`, { ...write, workspaceId, counts });
     },
 
     async countActiveOwners(workspaceId) {

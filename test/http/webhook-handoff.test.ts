@@ -12,6 +12,7 @@ import { claimDueDeliveries, createDeliveryQueue, releaseLeases } from '../../sr
 import { rowsOf } from '../../src/storage/rows.ts';
 import { createStore } from '../../src/storage/store.ts';
 import { startDeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
+import { changeRecord } from '../../src/core/users/users-service.ts';
 import { BACKEND, createTestContext, testConfig, testKeyRing, userBody, type TestContext } from '../helpers/test-context.ts';
 
 /*
@@ -140,6 +141,41 @@ describe(`webhook deliveries handed to the writing process's worker [${BACKEND}]
     } finally {
       await worker.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  test('changes written together: each hands over its own event and that event\'s deliveries, leased', async () => {
+    const ws = await ctx.createWorkspace();
+    const urls = ['http://127.0.0.1:9/one', 'http://127.0.0.1:9/two'];
+    for (const url of urls) assert.equal((await ctx.admin('POST', `/workspaces/${ws.subdomain}/webhook-endpoints`, { url })).statusCode, 201);
+    const emails = Array.from({ length: 6 }, (_, i) => `together${i}@example.com`);
+    for (const email of emails) assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody(email) })).statusCode, 201);
+    const taken: ClaimedDelivery[] = [];
+    const store = createStore(ctx.database.db, { keyRing: testKeyRing(), deliveryHandOff: { leaseMs: () => 60_000, take: (d) => void taken.push(...d) } });
+    const workspace = (await store.workspaces.findBySubdomain(ws.subdomain))!;
+    const actor = { type: 'api_key' as const, id: 'test', label: 'test', requestId: null };
+    const currents = await Promise.all(emails.map((email) => store.users.find(workspace.id, { email })));
+    // Submitted at once: the first alone, the others in one statement.
+    await Promise.all(
+      currents.map((current, i) => {
+        const next = { ...current!, firstName: `Handed${i}` };
+        return store.users.writeIfUnchanged(workspace.id, current!, next, changeRecord(workspace.id, actor, 'user.updated', current!.id, current!, next));
+      }),
+    );
+    assert.equal(taken.length, 12, 'one delivery per change and endpoint');
+    const byEvent = new Map<string, ClaimedDelivery[]>();
+    for (const delivery of taken) byEvent.set(delivery.event.id, [...(byEvent.get(delivery.event.id) ?? []), delivery]);
+    assert.equal(byEvent.size, 6);
+    const handed = [...byEvent.values()].map((deliveries) => {
+      const { user } = deliveries[0]!.event.data as { user: { email: string; first_name: string } };
+      assert.ok(deliveries.every((d) => d.event.sequence === deliveries[0]!.event.sequence), 'one event per change');
+      return [user.email, user.first_name, deliveries.map((d) => d.url).sort()];
+    });
+    assert.deepEqual(handed.sort(), emails.map((email, i) => [email, `Handed${i}`, urls]).sort());
+    for (const delivery of taken) {
+      const row = await stored(delivery.id);
+      assert.equal(row!.status, 'pending');
+      assert.ok(row!.leased_for_s > 50, `leased for about a minute, got ${row!.leased_for_s} s`);
     }
   });
 });
