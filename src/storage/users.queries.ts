@@ -476,15 +476,43 @@ function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean
 const BATCH_AUDIT_VALUES = Object.keys(AUDIT_VALUE_TYPES) as AuditValue[];
 
 /**
- * The columns of one change of a batch ({@link writeBatchStatement}), as `jsonb_to_recordset`
- * reads them: the row and the version it was read at, the status it had, every attribute
- * written, the apps as the API shows them (for the event), the event's values, and the audit
- * entry's values under their own names ({@link batchRow} writes them).
+ * The columns of a user written in a batch ({@link writeBatchStatement}, {@link addBatchStatement}),
+ * as `jsonb_to_recordset` reads them after each statement's own (its place `ord` first): every
+ * attribute written, the apps as the API shows them (for the event, and an add's apps), the
+ * event's values, and the audit entry's values under their own names ({@link batchUser} writes them).
  */
-const BATCH_COLUMNS = sql.raw(`ord int4, row_id int8, expected_version int4, old_status text, email text, role text,
-  first_name text, last_name text, status text, external_id text, scim_attributes jsonb, scim_deleted boolean,
-  expires_at timestamptz, wire_apps jsonb, event_type text, previous jsonb, extra jsonb,
-  ${BATCH_AUDIT_VALUES.map((name) => `"${name}" ${AUDIT_VALUE_TYPES[name]}`).join(', ')}`);
+const BATCH_USER_COLUMNS = `email text, role text, first_name text, last_name text, status text, external_id text,
+  scim_attributes jsonb, scim_deleted boolean, expires_at timestamptz, wire_apps jsonb, event_type text, previous jsonb,
+  extra jsonb, ${BATCH_AUDIT_VALUES.map((name) => `"${name}" ${AUDIT_VALUE_TYPES[name]}`).join(', ')}`;
+
+/** The batch's rows (`rows`, a JSON array) with `columns` of their own before {@link BATCH_USER_COLUMNS}. */
+function batchInput(columns: string): SQL {
+  return sql`input as (
+      select * from jsonb_to_recordset(${ph('rows')}::jsonb) as i(${sql.raw(`ord int4, ${columns}, ${BATCH_USER_COLUMNS}`)})
+    )`;
+}
+
+/**
+ * The audit row, the event and its deliveries of each user of CTE `source` (a batch's users, each
+ * with the columns of {@link BATCH_USER_COLUMNS}), then each user as written with its `ord` and
+ * the deliveries it hands over: the end of a batch's statement.
+ */
+function batchRecords(source: string): SQL {
+  return sql`audited as (${auditInsert(source, Object.fromEntries(BATCH_AUDIT_VALUES.map((name) => [name, sql`s.${sql.identifier(name)}`])))}),
+    ${eventInsert(source, {
+      workspaceId: workspaceParam,
+      type: sql`s.event_type`,
+      user: wireUserJson(sql`s.wire_apps`),
+      previous: sql`s.previous`,
+      actor: sql`jsonb_build_object('type', s."actorType", 'id', s."actorId", 'label', s."actorLabel")`,
+      extra: sql`s.extra`,
+      many: true,
+      leaseSecs: leaseParam,
+    })}
+    select ${userColumnsOf('s')}, s.ord,
+      ${handOffColumn(workspaceParam, leaseParam, sql`e.data->'user'->>'id' = s.public_id::text`)} as handoff
+    from ${sql.identifier(source)} s`;
+}
 
 /**
  * Several changes of one workspace's users in one statement (the changes of concurrent requests
@@ -501,9 +529,7 @@ const BATCH_COLUMNS = sql.raw(`ord int4, row_id int8, expected_version int4, old
 function writeBatchStatement(name: string, counts: boolean): NamedStatement {
   return new NamedStatement(
     name,
-    () => sql`with input as (
-      select * from jsonb_to_recordset(${ph('rows')}::jsonb) as i(${BATCH_COLUMNS})
-    ),
+    () => sql`with ${batchInput('row_id int8, expected_version int4, old_status text')},
     updated as (
       update users set email = i.email, role = i.role, first_name = i.first_name, last_name = i.last_name, status = i.status,
         external_id = i.external_id, scim_attributes = i.scim_attributes, scim_deleted = i.scim_deleted,
@@ -514,24 +540,57 @@ function writeBatchStatement(name: string, counts: boolean): NamedStatement {
         ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
     ),
     ${counts ? sql`moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`, true)}),` : sql``}
-    audited as (${auditInsert('updated', Object.fromEntries(BATCH_AUDIT_VALUES.map((name) => [name, sql`s.${sql.identifier(name)}`])))}),
-    ${eventInsert('updated', {
-      workspaceId: workspaceParam,
-      type: sql`s.event_type`,
-      user: wireUserJson(sql`s.wire_apps`),
-      previous: sql`s.previous`,
-      actor: sql`jsonb_build_object('type', s."actorType", 'id', s."actorId", 'label', s."actorLabel")`,
-      extra: sql`s.extra`,
-      many: true,
-      leaseSecs: leaseParam,
-    })}
-    select ${userColumnsOf('s')}, s.ord,
-      ${handOffColumn(workspaceParam, leaseParam, sql`e.data->'user'->>'id' = s.public_id::text`)} as handoff
-    from updated s`,
+    ${batchRecords('updated')}`,
   );
 }
 const writeBatch = writeBatchStatement('wum_user_write_batch', false);
 const writeBatchWithCounts = writeBatchStatement('wum_user_write_batch_c', true);
+
+/**
+ * Several adds of one workspace in one statement (the adds of concurrent requests that a
+ * {@link WriteCombiner} gathered), each as {@link insertStatement} adds one: the products the
+ * batch names share-locked (in name order), and a user inserted only if every app of it names a
+ * product that still has its role and its email is not taken; its apps, its count, its audit
+ * event, its outbox event and its deliveries. Returns each user added, with its `ord` and the
+ * deliveries it hands over; an add refused (email taken, a role gone) returns none.
+ */
+const addBatch = new NamedStatement(
+  'wum_user_add_batch',
+  () => sql`with ${batchInput('public_id uuid')},
+    requested as (
+      select i.ord, a.app->>'name' as product, a.app->>'role' as role
+      from input i cross join lateral jsonb_array_elements(i.wire_apps) as a(app)
+    ),
+    locked as (
+      select name, roles from products where name in (select product from requested) order by name for share
+    ),
+    inserted as (
+      insert into users (workspace_id, public_id, email, role, first_name, last_name, status, external_id,
+        scim_attributes, scim_deleted, expires_at)
+      select ${workspaceParam}::int8, i.public_id, i.email, i.role, i.first_name, i.last_name, i.status, i.external_id,
+        i.scim_attributes, i.scim_deleted, i.expires_at
+      from input i
+      where not exists (
+        select 1 from requested r where r.ord = i.ord
+          and not exists (select 1 from locked l where l.name = r.product and r.role = any(l.roles))
+      )
+      order by i.ord
+      on conflict (workspace_id, lower(email)) do nothing
+      returning ${userColumnsOf('users')}
+    ),
+    created as (
+      select s.*, i.ord, i.wire_apps, i.event_type, i.previous, i.extra,
+        ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
+      from inserted s join input i on i.public_id = s.public_id
+    ),
+    apps as (
+      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
+      select ${workspaceParam}, s.id, a.app->>'name', a.app->>'role', a.position - 1, (a.app->>'expires_at')::timestamptz
+      from created s cross join lateral jsonb_array_elements(s.wire_apps) with ordinality as a(app, position)
+    ),
+    counted as (${countChange('created', sql`values (s.status, 1)`, sql`true`, true)}),
+    ${batchRecords('created')}`,
+);
 
 /** A change {@link UserRepository.writeIfUnchanged} was asked for, waiting for its batch. */
 interface PendingWrite {
@@ -540,13 +599,9 @@ interface PendingWrite {
   readonly record: UserChangeRecord;
 }
 
-/** One change of a batch, as {@link BATCH_COLUMNS} reads it. */
-function batchRow(ord: number, { current, user, record }: PendingWrite): Record<string, unknown> {
+/** `user` written in a batch with its change record, as {@link BATCH_USER_COLUMNS} reads it. */
+function batchUser(user: UserWrite, record: UserChangeRecord): Record<string, unknown> {
   return {
-    ord,
-    row_id: current.rowId,
-    expected_version: current.version,
-    old_status: current.status,
     email: user.email,
     role: user.role,
     first_name: user.firstName,
@@ -564,14 +619,21 @@ function batchRow(ord: number, { current, user, record }: PendingWrite): Record<
   };
 }
 
+/** An add {@link UserRepository.insertIfAbsent} was asked for, waiting for its batch. */
+interface PendingAdd {
+  readonly id: string;
+  readonly user: UserWrite;
+  readonly record: UserChangeRecord;
+}
+
 /**
- * Most batches of one workspace's changes running at once: one. Measured on two cores against
+ * Most batches of one workspace's changes (or adds) running at once: one. Measured on two cores against
  * two and three (docs/performance.md, "Several changes in one statement"): the fewer run at once,
  * the more changes each carries, and the less the server and the database spend per change.
  * Other workspaces' batches run beside it.
  */
 const BATCHES_IN_FLIGHT = 1;
-/** Most changes in one batch. */
+/** Most changes (or adds) in one batch. */
 const BATCH_SIZE = 32;
 
 /** Active owners of a workspace (the partial index `users__active_owners`). */
@@ -764,46 +826,104 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
     });
     return row ? toUser(row, user.apps) : undefined;
   };
-  /** Writes several changes of `writeIfUnchanged` of one workspace in one statement; each one's row, or none if it moved on. */
-  const writeTogether = async (workspaceId: number, writes: readonly PendingWrite[], counts: boolean): Promise<Array<StoredUser | undefined>> => {
+  /**
+   * Runs a batch's statement with `rows` (each with its `ord`, its place in the batch) and the
+   * lease its deliveries get, hands each row's deliveries over, and returns the users it wrote
+   * by their place (`apps`: the apps of each).
+   */
+  const together = async (
+    workspaceId: number,
+    statement: NamedStatement,
+    rows: ReadonlyArray<Record<string, unknown>>,
+    apps: ReadonlyArray<readonly AppRole[]>,
+  ): Promise<Array<StoredUser | undefined>> => {
     const leaseMs = deliveries.leaseMs();
-    const rows = await (counts ? writeBatchWithCounts : writeBatch).run<WrittenRow & { ord: number | string }>(db, {
+    const found = await statement.run<WrittenRow & { ord: number | string }>(db, {
       workspaceId,
       deliveryLeaseSecs: leaseMs / 1000,
-      rows: JSON.stringify(writes.map((write, ord) => batchRow(ord, write))),
+      rows: JSON.stringify(rows),
     });
     if (leaseMs === 0) deliveries.due();
-    const written = new Map(rows.map((row) => [Number(row.ord), row]));
-    return writes.map((write, ord) => {
+    const written = new Map(found.map((row) => [Number(row.ord), row]));
+    return apps.map((userApps, ord) => {
       const row = written.get(ord);
       if (!row) return undefined;
       if (row.handoff) deliveries.leased(toHandedOff(workspaceId, row.handoff));
-      return toUser(row, write.user.apps);
+      return toUser(row, userApps);
     });
   };
   /**
-   * A batch of one lane: alone in its own statement, else together; a batch the database refuses
-   * as a whole (a deadlock with another process's batch, a row a constraint refuses) is written
-   * change by change, so each change gets its own outcome, as it would have alone.
+   * A batch: alone in its own statement, else together; a batch the database refuses as a whole
+   * (a deadlock with another process's batch, a row a constraint refuses) is written one by one,
+   * so each gets its own outcome, as it would have alone.
    */
-  const runLane = (workspaceId: number, counts: boolean) => async (writes: readonly PendingWrite[]) => {
-    const alone = () => Promise.allSettled(writes.map((write) => writeAlone(workspaceId, write)));
-    if (writes.length === 1) return alone();
+  const settle = async <W>(
+    writes: readonly W[],
+    alone: (write: W) => Promise<StoredUser | undefined>,
+    all: (writes: readonly W[]) => Promise<Array<StoredUser | undefined>>,
+  ): Promise<Array<PromiseSettledResult<StoredUser | undefined>>> => {
+    const oneByOne = () => Promise.allSettled(writes.map(alone));
+    if (writes.length === 1) return oneByOne();
     try {
-      return (await writeTogether(workspaceId, writes, counts)).map((value) => ({ status: 'fulfilled' as const, value }));
+      return (await all(writes)).map((value) => ({ status: 'fulfilled' as const, value }));
     } catch {
-      return alone();
+      return oneByOne();
     }
   };
-  const combiner = options.combineWrites
-    ? new WriteCombiner<PendingWrite & { readonly workspaceId: number; readonly counts: boolean }, StoredUser | undefined>({
-        maxInFlight: BATCHES_IN_FLIGHT,
-        maxBatch: BATCH_SIZE,
-        identity: (write) => write.current.rowId,
-        // A lane is one workspace and one statement: every write of a batch has the lane's.
-        run: (writes) => runLane(writes[0]!.workspaceId, writes[0]!.counts)(writes),
-      })
-    : undefined;
+  type Lane<W> = W & { readonly workspaceId: number };
+  /** A combiner of one kind of write; `run` writes a batch, all of the batch's workspace. */
+  const combinerOf = <W>(identity: (write: W) => unknown, run: (workspaceId: number, writes: readonly W[]) => ReturnType<typeof settle<W>>) =>
+    options.combineWrites
+      ? new WriteCombiner<Lane<W>, StoredUser | undefined>({
+          maxInFlight: BATCHES_IN_FLIGHT,
+          maxBatch: BATCH_SIZE,
+          identity,
+          // A lane is one workspace (and one statement): every write of a batch has the lane's.
+          run: (writes) => run(writes[0]!.workspaceId, writes),
+        })
+      : undefined;
+  const changes = combinerOf<PendingWrite & { readonly counts: boolean }>(
+    (write) => write.current.rowId,
+    (workspaceId, writes) =>
+      settle(
+        writes,
+        (write) => writeAlone(workspaceId, write),
+        (all) =>
+          together(
+            workspaceId,
+            all[0]!.counts ? writeBatchWithCounts : writeBatch,
+            all.map(({ current, user, record }, ord) => ({
+              ord,
+              row_id: current.rowId,
+              expected_version: current.version,
+              old_status: current.status,
+              ...batchUser(user, record),
+            })),
+            all.map((write) => write.user.apps),
+          ),
+      ),
+  );
+  /** Adds one user in a statement of its own. */
+  const addAlone = async (workspaceId: number, { id, user, record }: PendingAdd): Promise<StoredUser | undefined> => {
+    const values = { ...writeParams(workspaceId, user, record), publicId: id };
+    const row = await writeOne(workspaceId, user.apps.length > 0 ? insertWithApps : insertWithoutApps, values);
+    return row ? toUser(row, user.apps) : undefined;
+  };
+  const adds = combinerOf<PendingAdd>(
+    (add) => foldEmail(add.user.email),
+    (workspaceId, batch) =>
+      settle(
+        batch,
+        (add) => addAlone(workspaceId, add),
+        (all) =>
+          together(
+            workspaceId,
+            addBatch,
+            all.map(({ id, user, record }, ord) => ({ ord, public_id: id, ...batchUser(user, record) })),
+            all.map((add) => add.user.apps),
+          ),
+      ),
+  );
 
   return {
     async find(workspaceId, ref, options) {
@@ -825,9 +945,9 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
     },
 
     async insertIfAbsent(workspaceId, id, user, record) {
-      const values = { ...writeParams(workspaceId, user, record), publicId: id };
-      const row = await writeOne(workspaceId, user.apps.length > 0 ? insertWithApps : insertWithoutApps, values);
-      return row ? toUser(row, user.apps) : undefined;
+      const add = { id, user, record };
+      if (!adds || inRequestTransaction()) return addAlone(workspaceId, add);
+      return adds.submit(`${workspaceId}:adds`, { ...add, workspaceId });
     },
 
     async insertMany(workspaceId, batch) {
@@ -871,9 +991,9 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
       if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
       const write = { current, user, record };
       // A change that may end console sessions is written alone: the batch carries no sessions part.
-      if (!combiner || writesSessions(current, user) || inRequestTransaction()) return writeAlone(workspaceId, write);
+      if (!changes || writesSessions(current, user) || inRequestTransaction()) return writeAlone(workspaceId, write);
       const counts = current.status !== user.status;
-      return combiner.submit(`${workspaceId}${counts ? ':counts' : ''}`, { ...write, workspaceId, counts });
+      return changes.submit(`${workspaceId}${counts ? ':counts' : ''}`, { ...write, workspaceId, counts });
     },
 
     async countActiveOwners(workspaceId) {

@@ -183,4 +183,63 @@ describe(`changes of one workspace's users written together [${BACKEND}]`, () =>
     assert.deepEqual(events.map((e) => e.email).sort(), emails.slice(0, -1).sort(), 'no event of the refused change');
     assert.equal((await auditOf(ws, 'user.updated')).length, 5, 'no audit entry of the refused change');
   });
+
+  /** Adds each of `users` at once, through the store as the service's add calls it; each add's outcome. */
+  async function addAtOnce(ws: TestWorkspace, users: ReadonlyArray<{ email: string; apps: Array<{ name: string; role: string; expiresAt?: Date }> }>) {
+    const workspace = (await ctx.store.workspaces.findBySubdomain(ws.subdomain))!;
+    const actor = { type: 'api_key' as const, id: 'test', label: 'test', requestId: null };
+    return Promise.allSettled(
+      users.map(({ email, apps }) => {
+        const user = { email, role: 'non_owner' as const, firstName: 'Added', lastName: 'Together', apps, status: 'active' as const, externalId: null, scimAttributes: null, scimDeleted: false, expiresAt: null };
+        const id = crypto.randomUUID();
+        return ctx.store.users.insertIfAbsent(workspace.id, id, user, changeRecord(workspace.id, actor, 'user.created', id, undefined, user));
+      }),
+    );
+  }
+
+  test('adds submitted at once: each added with its apps, count, audit entry and event, in two statements', async () => {
+    const ws = await ctx.createWorkspace('adds');
+    const ends = new Date(Date.now() + 86_400_000);
+    const users = Array.from({ length: 8 }, (_, i) => ({
+      email: `add${i}@example.com`,
+      apps: i % 2 === 0 ? [{ name: 'crm', role: 'member' }, { name: 'analytics', role: 'viewer', expiresAt: ends }] : [],
+    }));
+    const outcomes = await addAtOnce(ws, users);
+    for (const outcome of outcomes) assert.equal(outcome.status, 'fulfilled');
+    const listed = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { page_size: '100' } }));
+    assert.equal(listed.total_count, 8);
+    for (const [i, { email, apps }] of users.entries()) {
+      const stored = json<'getUser'>(await ctx.api(ws, 'GET', `/users/${encodeURIComponent(email)}`));
+      assert.deepEqual(
+        stored.apps,
+        apps.map((a) => (a.expiresAt ? { name: a.name, role: a.role, expires_at: a.expiresAt.toISOString() } : { name: a.name, role: a.role })),
+        `apps of user ${i}`,
+      );
+    }
+    const events = await eventsOf(ws, 'user.created');
+    assert.deepEqual(events.map((e) => e.sequence), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.deepEqual(events.map((e) => e.email).sort(), users.map((u) => u.email).sort());
+    assert.equal((await auditOf(ws, 'user.created')).length, 8);
+    assert.equal(new Set(events.map((e) => e.created_at)).size, 2, 'the first add alone, the other seven together');
+  });
+
+  test('adds at once that the statement refuses (an email taken, in the batch or before; a role the catalogue lacks) get no user, the others are added', async () => {
+    const ws = await ctx.createWorkspace('refusedadd');
+    assert.equal((await ctx.api(ws, 'POST', '/users', { body: userBody('taken@example.com') })).statusCode, 201);
+    const member = [{ name: 'crm', role: 'member' }];
+    const outcomes = await addAtOnce(ws, [
+      { email: 'first@example.com', apps: member },
+      { email: 'taken@example.com', apps: member },
+      { email: 'twice@example.com', apps: member },
+      { email: 'TWICE@example.com', apps: member },
+      { email: 'unknown-role@example.com', apps: [{ name: 'crm', role: 'no-such-role' }] },
+      { email: 'kept@example.com', apps: member },
+    ]);
+    const added = outcomes.map((o) => (o.status === 'fulfilled' ? (o.value?.email ?? null) : 'rejected'));
+    assert.deepEqual(added, ['first@example.com', null, 'twice@example.com', null, null, 'kept@example.com']);
+    const listed = json<'listUsers'>(await ctx.api(ws, 'GET', '/users', { query: { page_size: '100' } }));
+    assert.deepEqual(listed.users.map((u) => u.email).sort(), ['first@example.com', 'kept@example.com', 'taken@example.com', 'twice@example.com']);
+    assert.equal((await eventsOf(ws, 'user.created')).length, 4, 'an event for each user added, none for the refused');
+    assert.equal((await auditOf(ws, 'user.created')).length, 4);
+  });
 });
