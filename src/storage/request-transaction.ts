@@ -41,7 +41,7 @@ export function afterCommit(signal: () => void): void {
 
 /**
  * Whether a request transaction is open in the current async context: a statement run there
- * belongs to it, so it must not be combined with other requests' statements (users.queries.ts).
+ * belongs to it, so it must not be combined with other requests' statements (user-batches.queries.ts).
  */
 export function inRequestTransaction(): boolean {
   return current.getStore()?.open === true;

@@ -1,22 +1,37 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { PageRequest, Slice } from '../core/pagination.ts';
 import { pageOffset } from '../core/pagination.ts';
-import type { UserChangeRecord, UserRepository } from '../core/users/user-repository.ts';
-import type { AppRole, ScimAttributes, StoredUser, UserStatus, UserWrite, WorkspaceRole } from '../core/users/user.ts';
+import type { UserRepository } from '../core/users/user-repository.ts';
+import type { AppRole, StoredUser, UserWrite } from '../core/users/user.ts';
 import { foldEmail } from '../core/users/email.ts';
 import type { Database } from './database.ts';
-import { AUDIT_VALUE_TYPES, auditEventParams, auditInsert, auditValues, type AuditValue } from './audit.queries.ts';
-import { eventInsert, handOffColumn, toHandedOff } from './events.queries.ts';
+import { auditEventParams, auditInsert } from './audit.queries.ts';
+import { eventInsert, toHandedOff } from './events.queries.ts';
 import { NamedStatement, ph, ShapedStatements } from './named-statement.ts';
 import { USER_COUNT_LEVEL_BITS } from './schema.ts';
 import { conditionSql, indexRanges, orderSql } from './user-conditions.ts';
 import type { RowWindow, UserCondition, UserSort } from '../core/users/user-query.ts';
 import { isUuid } from './uuid.ts';
-import { toWireApps, WIRE_USER_FIELDS, type WireUserSource } from '../core/users/wire-user.ts';
+import { toWireApps } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
 import { inRequestTransaction } from './request-transaction.ts';
-import { WriteCombiner } from './write-combiner.ts';
-import type { ClaimedDelivery } from '../core/webhooks/delivery-queue.ts';
+import { createUserBatches, type PendingAdd, type PendingWrite } from './user-batches.queries.ts';
+import {
+  appsOf,
+  appsParam,
+  countChange,
+  handOff,
+  toUser,
+  userColumnsOf,
+  userEventInsert,
+  wireUserJson,
+  workspaceParam,
+  writeParams,
+  actorJson,
+  type UserDeliverySink,
+  type UserRow,
+  type WrittenRow,
+} from './user-sql.ts';
 
 /*
  * The hot paths are written out in SQL so that each step costs one round trip: an add is one
@@ -28,194 +43,6 @@ import type { ClaimedDelivery } from '../core/webhooks/delivery-queue.ts';
  * text is built once, and PostgreSQL plans it once per connection. Every statement names
  * `workspace_id`.
  */
-
-/**
- * Slots a block's count is spread over (`user_counts.slot` = user id modulo this): adds to one
- * workspace lock different count rows. Any value is correct, since a count is the sum
- * over all slots; changing it needs no migration.
- */
-const COUNT_SLOTS = 4;
-
-/** The workspace every statement is confined to. */
-const workspaceParam = ph('workspaceId');
-
-/** One app as the API shows it: `{name, role}`, and `expires_at` (RFC 3339) only on a grant that ends. */
-function appJson(product: SQL, role: SQL, expiresAt: SQL): SQL {
-  return sql`(jsonb_build_object('name', ${product}, 'role', ${role})
-    || case when ${expiresAt} is null then '{}'::jsonb else jsonb_build_object('expires_at', ${isoTimestamp(expiresAt)}) end)`;
-}
-
-/** The apps of the user row of `table` as a JSON array, in the order they were given. */
-function appsOf(table: string, workspace: SQL = sql`${workspaceParam}`): SQL {
-  return sql`coalesce((
-    select json_agg(${appJson(sql`ua.product`, sql`ua.role`, sql`ua.expires_at`)} order by ua.position)
-    from user_apps ua
-    where ua.workspace_id = ${workspace} and ua.user_id = ${sql.identifier(table)}.id
-  ), '[]'::json)`;
-}
-
-/** The columns of a user row, of `table`, in the shape {@link toUser} reads. */
-function userColumnsOf(table: string): SQL {
-  const row = sql.identifier(table);
-  return sql`${row}.id, ${row}.public_id, ${row}.email, ${row}.role, ${row}.first_name, ${row}.last_name, ${row}.status,
-    ${row}.external_id, ${row}.scim_attributes, ${row}.scim_deleted, ${row}.version, ${row}.created_at, ${row}.updated_at,
-    ${row}.expires_at, ${row}.last_active_at`;
-}
-
-/** A user row as either driver returns it: int8 as number or string, timestamps as text. */
-interface UserRow {
-  id: number | string;
-  public_id: string;
-  email: string;
-  role: string;
-  first_name: string;
-  last_name: string;
-  status: string;
-  external_id: string | null;
-  scim_attributes: ScimAttributes | string | null;
-  scim_deleted: boolean;
-  version: number | string;
-  created_at: string | Date;
-  updated_at: string | Date;
-  expires_at: string | Date | null;
-  last_active_at: string | Date | null;
-  apps?: WireAppRow[];
-}
-
-/** An app as {@link appJson} writes it. */
-interface WireAppRow {
-  name: string;
-  role: string;
-  expires_at?: string;
-}
-
-/** Apps read back from JSON → domain apps. */
-function toApps(apps: readonly WireAppRow[]): AppRole[] {
-  return apps.map((a) => (a.expires_at ? { name: a.name, role: a.role, expiresAt: new Date(a.expires_at) } : { name: a.name, role: a.role }));
-}
-
-function toDate(value: string | Date): Date {
-  return value instanceof Date ? value : new Date(value);
-}
-
-function toUser(row: UserRow, apps: readonly AppRole[] = toApps(row.apps ?? [])): StoredUser {
-  return {
-    rowId: Number(row.id),
-    id: row.public_id,
-    email: row.email,
-    role: row.role as WorkspaceRole,
-    firstName: row.first_name,
-    lastName: row.last_name,
-    apps,
-    status: row.status as UserStatus,
-    externalId: row.external_id,
-    scimAttributes: typeof row.scim_attributes === 'string' ? (JSON.parse(row.scim_attributes) as ScimAttributes) : row.scim_attributes,
-    scimDeleted: row.scim_deleted,
-    version: Number(row.version),
-    createdAt: toDate(row.created_at),
-    updatedAt: toDate(row.updated_at),
-    expiresAt: row.expires_at === null ? null : toDate(row.expires_at),
-    lastActiveAt: row.last_active_at === null ? null : toDate(row.last_active_at),
-  };
-}
-
-/** An instant as the API writes it: RFC 3339 in UTC with milliseconds, as `Date.toISOString()`. */
-function isoTimestamp(column: SQL): SQL {
-  return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-}
-
-/** The apps bound as `products[]`/`roles[]`/`appExpiries[]`, in order, as the API shows them. */
-const appsParam = sql`unnest(${ph('products')}::text[], ${ph('roles')}::text[], ${ph('appExpiries')}::timestamptz[])
-  with ordinality as a(product, role, expires_at, position)`;
-
-/** The apps bound as {@link appsParam}, as the JSON array `[{name, role, expires_at?}]`. */
-const appsParamJson = sql`(select coalesce(jsonb_agg(${appJson(sql`a.product`, sql`a.role`, sql`a.expires_at`)} order by a.position), '[]'::jsonb)
-  from ${appsParam})`;
-
-/** The column of the user row `s` behind each field of the wire user (`apps` comes apart). */
-const WIRE_COLUMNS: Record<Exclude<WireUserSource, 'apps'>, SQL> = {
-  id: sql`s.public_id`,
-  email: sql`s.email`,
-  role: sql`s.role`,
-  firstName: sql`s.first_name`,
-  lastName: sql`s.last_name`,
-  status: sql`s.status`,
-  createdAt: isoTimestamp(sql`s.created_at`),
-  updatedAt: isoTimestamp(sql`s.updated_at`),
-  expiresAt: isoTimestamp(sql`s.expires_at`),
-  lastActiveAt: isoTimestamp(sql`s.last_active_at`),
-};
-
-/** The user row `s` as the API shows it (the wire user of core/users/wire-user.ts), with `apps` given. */
-function wireUserJson(apps: SQL): SQL {
-  const pairs = WIRE_USER_FIELDS.map(([wire, field]) => sql`${sql.raw(`'${wire}'`)}, ${field === 'apps' ? apps : WIRE_COLUMNS[field]}`);
-  return sql`jsonb_build_object(${sql.join(pairs, sql`, `)})`;
-}
-
-/** The actor bound by {@link auditEventParams}, as the event shows it. */
-const actorJson = sql`jsonb_build_object('type', ${ph('actorType')}::text, 'id', ${ph('actorId')}::text, 'label', ${ph('actorLabel')}::text)`;
-
-/** The lease of the deliveries a write hands to this process's worker, in seconds (0: none). */
-const leaseParam = ph('deliveryLeaseSecs');
-
-/**
- * The outbox event (and its deliveries) of the change of the user row `s` of CTE `source`;
- * `handOff`: its deliveries written with the lease {@link leaseParam}, for {@link handOffColumn}.
- */
-function userEventInsert(source: string, user: SQL = wireUserJson(appsParamJson), handOff = false): SQL {
-  const lease = handOff ? { leaseSecs: leaseParam } : {};
-  return eventInsert(source, { workspaceId: workspaceParam, type: ph('eventType'), user, previous: ph('previous'), actor: actorJson, extra: ph('extra'), ...lease });
-}
-
-/** The column `handoff` of a statement whose event was written by `userEventInsert(…, true)`. */
-const handOff = sql`${handOffColumn(workspaceParam, leaseParam)} as handoff`;
-
-/** The values of every statement that writes `user` with its change record. */
-function writeParams(workspaceId: number, user: UserWrite, record: UserChangeRecord): Record<string, unknown> {
-  return {
-    ...auditEventParams({ ...record.audit, workspaceId }),
-    workspaceId,
-    email: user.email,
-    role: user.role,
-    firstName: user.firstName,
-    lastName: user.lastName,
-    status: user.status,
-    externalId: user.externalId,
-    scimAttributes: user.scimAttributes === null ? null : JSON.stringify(user.scimAttributes),
-    scimDeleted: user.scimDeleted,
-    products: user.apps.map((a) => a.name),
-    roles: user.apps.map((a) => a.role),
-    appExpiries: user.apps.map((a) => a.expiresAt?.toISOString() ?? null),
-    expiresAt: user.expiresAt?.toISOString() ?? null,
-    eventType: record.eventType,
-    previous: record.previous === null ? null : JSON.stringify(record.previous),
-    extra: record.reason ? JSON.stringify({ reason: record.reason }) : null,
-  };
-}
-
-/** `(level, bits)` of every level of the counts, as a VALUES list (see USER_COUNT_LEVEL_BITS). */
-const countLevels = sql.raw(`(values ${USER_COUNT_LEVEL_BITS.map((bits, level) => `(${level}::smallint, ${bits})`).join(', ')})`);
-
-/**
- * Adds each `(status, delta)` of `changes` (a VALUES list over the row `s` of CTE `source`) to
- * that user's count slot at every level, for the rows where `when` holds. Count rows are taken
- * in key order (level, block, status, slot), so two transactions moving users between the two
- * statuses cannot deadlock.
- */
-function countChange(source: string, changes: SQL, when: SQL = sql`true`, many = false): SQL {
-  const slots = sql.raw(String(COUNT_SLOTS));
-  const rows = sql`select c.status, l.level, s.id >> l.bits as block, (s.id % ${slots})::smallint as slot, c.delta
-    from ${sql.identifier(source)} s cross join lateral (${changes}) as c(status, delta)
-      cross join ${countLevels} as l(level, bits)
-    where ${when}`;
-  // Several users (a batch) share count rows: one upsert may touch each row once only, so their
-  // deltas are summed first.
-  const deltas = many ? sql`select status, level, block, slot, sum(delta)::int8 as delta from (${rows}) r group by status, level, block, slot` : rows;
-  return sql`insert into user_counts (workspace_id, status, level, block, slot, user_count)
-    select ${workspaceParam}, d.status, d.level, d.block, d.slot, d.delta from (${deltas}) d
-    order by d.level, d.block, d.status, d.slot
-    on conflict (workspace_id, status, level, block, slot) do update set user_count = user_counts.user_count + excluded.user_count`;
-}
 
 /**
  * How a reference names a user: by email (its ASCII letters folded, `foldEmail`; stored emails are
@@ -472,169 +299,6 @@ function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean
   return statement;
 }
 
-/** The audit values of a batch's change ({@link AUDIT_VALUE_TYPES}), by their names. */
-const BATCH_AUDIT_VALUES = Object.keys(AUDIT_VALUE_TYPES) as AuditValue[];
-
-/**
- * The columns of a user written in a batch ({@link writeBatchStatement}, {@link addBatchStatement}),
- * as `jsonb_to_recordset` reads them after each statement's own (its place `ord` first): every
- * attribute written, the apps as the API shows them (for the event, and an add's apps), the
- * event's values, and the audit entry's values under their own names ({@link batchUser} writes them).
- */
-const BATCH_USER_COLUMNS = `email text, role text, first_name text, last_name text, status text, external_id text,
-  scim_attributes jsonb, scim_deleted boolean, expires_at timestamptz, wire_apps jsonb, event_type text, previous jsonb,
-  extra jsonb, ${BATCH_AUDIT_VALUES.map((name) => `"${name}" ${AUDIT_VALUE_TYPES[name]}`).join(', ')}`;
-
-/** The batch's rows (`rows`, a JSON array) with `columns` of their own before {@link BATCH_USER_COLUMNS}. */
-function batchInput(columns: string): SQL {
-  return sql`input as (
-      select * from jsonb_to_recordset(${ph('rows')}::jsonb) as i(${sql.raw(`ord int4, ${columns}, ${BATCH_USER_COLUMNS}`)})
-    )`;
-}
-
-/**
- * The audit row, the event and its deliveries of each user of CTE `source` (a batch's users, each
- * with the columns of {@link BATCH_USER_COLUMNS}), then each user as written with its `ord` and
- * the deliveries it hands over: the end of a batch's statement.
- */
-function batchRecords(source: string): SQL {
-  return sql`audited as (${auditInsert(source, Object.fromEntries(BATCH_AUDIT_VALUES.map((name) => [name, sql`s.${sql.identifier(name)}`])))}),
-    ${eventInsert(source, {
-      workspaceId: workspaceParam,
-      type: sql`s.event_type`,
-      user: wireUserJson(sql`s.wire_apps`),
-      previous: sql`s.previous`,
-      actor: sql`jsonb_build_object('type', s."actorType", 'id', s."actorId", 'label', s."actorLabel")`,
-      extra: sql`s.extra`,
-      many: true,
-      leaseSecs: leaseParam,
-    })}
-    select ${userColumnsOf('s')}, s.ord,
-      ${handOffColumn(workspaceParam, leaseParam, sql`e.data->'user'->>'id' = s.public_id::text`)} as handoff
-    from ${sql.identifier(source)} s`;
-}
-
-/**
- * Several changes of one workspace's users in one statement (the changes of concurrent requests
- * that a {@link WriteCombiner} gathered), each as {@link writeUserStatement} writes it with an
- * expected version and without apps or sessions: the user row, only while still at the version
- * its change was read at; its count if `counts` (the status changes); its audit event; its
- * outbox event, numbered in one bump of the workspace's sequence by their number; its
- * deliveries, with the lease `deliveryLeaseSecs`. The changes come as one JSON array
- * (`jsonb_to_recordset`), so the statement's text and its plan stay the same whatever the
- * batch's size (the success record's lesson, docs/performance.md "Webhooks"). Returns each row
- * written, with its change's `ord` and the deliveries it hands over; a change whose row had
- * moved on returns none.
- */
-function writeBatchStatement(name: string, counts: boolean): NamedStatement {
-  return new NamedStatement(
-    name,
-    () => sql`with ${batchInput('row_id int8, expected_version int4, old_status text')},
-    updated as (
-      update users set email = i.email, role = i.role, first_name = i.first_name, last_name = i.last_name, status = i.status,
-        external_id = i.external_id, scim_attributes = i.scim_attributes, scim_deleted = i.scim_deleted,
-        expires_at = i.expires_at, version = users.version + 1, updated_at = now()
-      from input i
-      where users.workspace_id = ${workspaceParam} and users.id = i.row_id and users.version = i.expected_version
-      returning ${userColumnsOf('users')}, i.ord, i.old_status, i.wire_apps, i.event_type, i.previous, i.extra,
-        ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
-    ),
-    ${counts ? sql`moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`, true)}),` : sql``}
-    ${batchRecords('updated')}`,
-  );
-}
-const writeBatch = writeBatchStatement('wum_user_write_batch', false);
-const writeBatchWithCounts = writeBatchStatement('wum_user_write_batch_c', true);
-
-/**
- * Several adds of one workspace in one statement (the adds of concurrent requests that a
- * {@link WriteCombiner} gathered), each as {@link insertStatement} adds one: the products the
- * batch names share-locked (in name order), and a user inserted only if every app of it names a
- * product that still has its role and its email is not taken; its apps, its count, its audit
- * event, its outbox event and its deliveries. Returns each user added, with its `ord` and the
- * deliveries it hands over; an add refused (email taken, a role gone) returns none.
- */
-const addBatch = new NamedStatement(
-  'wum_user_add_batch',
-  () => sql`with ${batchInput('public_id uuid')},
-    requested as (
-      select i.ord, a.app->>'name' as product, a.app->>'role' as role
-      from input i cross join lateral jsonb_array_elements(i.wire_apps) as a(app)
-    ),
-    locked as (
-      select name, roles from products where name in (select product from requested) order by name for share
-    ),
-    inserted as (
-      insert into users (workspace_id, public_id, email, role, first_name, last_name, status, external_id,
-        scim_attributes, scim_deleted, expires_at)
-      select ${workspaceParam}::int8, i.public_id, i.email, i.role, i.first_name, i.last_name, i.status, i.external_id,
-        i.scim_attributes, i.scim_deleted, i.expires_at
-      from input i
-      where not exists (
-        select 1 from requested r where r.ord = i.ord
-          and not exists (select 1 from locked l where l.name = r.product and r.role = any(l.roles))
-      )
-      order by i.ord
-      on conflict (workspace_id, lower(email)) do nothing
-      returning ${userColumnsOf('users')}
-    ),
-    created as (
-      select s.*, i.ord, i.wire_apps, i.event_type, i.previous, i.extra,
-        ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
-      from inserted s join input i on i.public_id = s.public_id
-    ),
-    apps as (
-      insert into user_apps (workspace_id, user_id, product, role, position, expires_at)
-      select ${workspaceParam}, s.id, a.app->>'name', a.app->>'role', a.position - 1, (a.app->>'expires_at')::timestamptz
-      from created s cross join lateral jsonb_array_elements(s.wire_apps) with ordinality as a(app, position)
-    ),
-    counted as (${countChange('created', sql`values (s.status, 1)`, sql`true`, true)}),
-    ${batchRecords('created')}`,
-);
-
-/** A change {@link UserRepository.writeIfUnchanged} was asked for, waiting for its batch. */
-interface PendingWrite {
-  readonly current: StoredUser;
-  readonly user: UserWrite;
-  readonly record: UserChangeRecord;
-}
-
-/** `user` written in a batch with its change record, as {@link BATCH_USER_COLUMNS} reads it. */
-function batchUser(user: UserWrite, record: UserChangeRecord): Record<string, unknown> {
-  return {
-    email: user.email,
-    role: user.role,
-    first_name: user.firstName,
-    last_name: user.lastName,
-    status: user.status,
-    external_id: user.externalId,
-    scim_attributes: user.scimAttributes,
-    scim_deleted: user.scimDeleted,
-    expires_at: user.expiresAt?.toISOString() ?? null,
-    wire_apps: toWireApps(user.apps),
-    event_type: record.eventType,
-    previous: record.previous,
-    extra: record.reason ? { reason: record.reason } : null,
-    ...auditValues(record.audit),
-  };
-}
-
-/** An add {@link UserRepository.insertIfAbsent} was asked for, waiting for its batch. */
-interface PendingAdd {
-  readonly id: string;
-  readonly user: UserWrite;
-  readonly record: UserChangeRecord;
-}
-
-/**
- * Most batches of one workspace's changes (or adds) running at once: one. Measured on two cores against
- * two and three (docs/performance.md, "Several changes in one statement"): the fewer run at once,
- * the more changes each carries, and the less the server and the database spend per change.
- * Other workspaces' batches run beside it.
- */
-const BATCHES_IN_FLIGHT = 1;
-/** Most changes (or adds) in one batch. */
-const BATCH_SIZE = 32;
 
 /** Active owners of a workspace (the partial index `users__active_owners`). */
 const countActiveOwners = new NamedStatement(
@@ -757,23 +421,6 @@ const recordNotice = new NamedStatement(
     select count(*) as n from noticed`,
 );
 
-/**
- * Where a user repository's writes of one user tell of the webhook deliveries they wrote
- * (docs/contract.md Part B, Events and webhooks): each write asks for the lease, in ms, with
- * which to write them for this process's worker, then hands the deliveries it wrote leased
- * over, or says that it wrote them due (a lease of 0), for any worker's claim.
- */
-export interface UserDeliverySink {
-  /** The lease for the next write's deliveries, in ms; 0: written due. */
-  leaseMs(): number;
-  /** Deliveries a write wrote leased (committed, or to be with the write's transaction). */
-  leased(deliveries: readonly ClaimedDelivery[]): void;
-  /** A write wrote its deliveries (if any) due. */
-  due(): void;
-}
-
-/** A row of a write of one user, with the deliveries it hands over. */
-type WrittenRow = UserRow & { handoff?: unknown };
 
 /** Options of {@link createUserRepository}. */
 export interface UserRepositoryOptions {
@@ -826,104 +473,13 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
     });
     return row ? toUser(row, user.apps) : undefined;
   };
-  /**
-   * Runs a batch's statement with `rows` (each with its `ord`, its place in the batch) and the
-   * lease its deliveries get, hands each row's deliveries over, and returns the users it wrote
-   * by their place (`apps`: the apps of each).
-   */
-  const together = async (
-    workspaceId: number,
-    statement: NamedStatement,
-    rows: ReadonlyArray<Record<string, unknown>>,
-    apps: ReadonlyArray<readonly AppRole[]>,
-  ): Promise<Array<StoredUser | undefined>> => {
-    const leaseMs = deliveries.leaseMs();
-    const found = await statement.run<WrittenRow & { ord: number | string }>(db, {
-      workspaceId,
-      deliveryLeaseSecs: leaseMs / 1000,
-      rows: JSON.stringify(rows),
-    });
-    if (leaseMs === 0) deliveries.due();
-    const written = new Map(found.map((row) => [Number(row.ord), row]));
-    return apps.map((userApps, ord) => {
-      const row = written.get(ord);
-      if (!row) return undefined;
-      if (row.handoff) deliveries.leased(toHandedOff(workspaceId, row.handoff));
-      return toUser(row, userApps);
-    });
-  };
-  /**
-   * A batch: alone in its own statement, else together; a batch the database refuses as a whole
-   * (a deadlock with another process's batch, a row a constraint refuses) is written one by one,
-   * so each gets its own outcome, as it would have alone.
-   */
-  const settle = async <W>(
-    writes: readonly W[],
-    alone: (write: W) => Promise<StoredUser | undefined>,
-    all: (writes: readonly W[]) => Promise<Array<StoredUser | undefined>>,
-  ): Promise<Array<PromiseSettledResult<StoredUser | undefined>>> => {
-    const oneByOne = () => Promise.allSettled(writes.map(alone));
-    if (writes.length === 1) return oneByOne();
-    try {
-      return (await all(writes)).map((value) => ({ status: 'fulfilled' as const, value }));
-    } catch {
-      return oneByOne();
-    }
-  };
-  type Lane<W> = W & { readonly workspaceId: number };
-  /** A combiner of one kind of write; `run` writes a batch, all of the batch's workspace. */
-  const combinerOf = <W>(identity: (write: W) => unknown, run: (workspaceId: number, writes: readonly W[]) => ReturnType<typeof settle<W>>) =>
-    options.combineWrites
-      ? new WriteCombiner<Lane<W>, StoredUser | undefined>({
-          maxInFlight: BATCHES_IN_FLIGHT,
-          maxBatch: BATCH_SIZE,
-          identity,
-          // A lane is one workspace (and one statement): every write of a batch has the lane's.
-          run: (writes) => run(writes[0]!.workspaceId, writes),
-        })
-      : undefined;
-  const changes = combinerOf<PendingWrite & { readonly counts: boolean }>(
-    (write) => write.current.rowId,
-    (workspaceId, writes) =>
-      settle(
-        writes,
-        (write) => writeAlone(workspaceId, write),
-        (all) =>
-          together(
-            workspaceId,
-            all[0]!.counts ? writeBatchWithCounts : writeBatch,
-            all.map(({ current, user, record }, ord) => ({
-              ord,
-              row_id: current.rowId,
-              expected_version: current.version,
-              old_status: current.status,
-              ...batchUser(user, record),
-            })),
-            all.map((write) => write.user.apps),
-          ),
-      ),
-  );
   /** Adds one user in a statement of its own. */
   const addAlone = async (workspaceId: number, { id, user, record }: PendingAdd): Promise<StoredUser | undefined> => {
     const values = { ...writeParams(workspaceId, user, record), publicId: id };
     const row = await writeOne(workspaceId, user.apps.length > 0 ? insertWithApps : insertWithoutApps, values);
     return row ? toUser(row, user.apps) : undefined;
   };
-  const adds = combinerOf<PendingAdd>(
-    (add) => foldEmail(add.user.email),
-    (workspaceId, batch) =>
-      settle(
-        batch,
-        (add) => addAlone(workspaceId, add),
-        (all) =>
-          together(
-            workspaceId,
-            addBatch,
-            all.map(({ id, user, record }, ord) => ({ ord, public_id: id, ...batchUser(user, record) })),
-            all.map((add) => add.user.apps),
-          ),
-      ),
-  );
+  const batches = options.combineWrites ? createUserBatches(db, deliveries, { change: writeAlone, add: addAlone }) : undefined;
 
   return {
     async find(workspaceId, ref, options) {
@@ -946,8 +502,7 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
 
     async insertIfAbsent(workspaceId, id, user, record) {
       const add = { id, user, record };
-      if (!adds || inRequestTransaction()) return addAlone(workspaceId, add);
-      return adds.submit(`${workspaceId}:adds`, { ...add, workspaceId });
+      return batches && !inRequestTransaction() ? batches.add(workspaceId, add) : addAlone(workspaceId, add);
     },
 
     async insertMany(workspaceId, batch) {
@@ -990,10 +545,9 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
     async writeIfUnchanged(workspaceId, current, user, record) {
       if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
       const write = { current, user, record };
-      // A change that may end console sessions is written alone: the batch carries no sessions part.
-      if (!changes || writesSessions(current, user) || inRequestTransaction()) return writeAlone(workspaceId, write);
-      const counts = current.status !== user.status;
-      return changes.submit(`${workspaceId}${counts ? ':counts' : ''}`, { ...write, workspaceId, counts });
+      // A change that may end console sessions is written alone: a batch carries no sessions part.
+      if (!batches || writesSessions(current, user) || inRequestTransaction()) return writeAlone(workspaceId, write);
+      return batches.change(workspaceId, write);
     },
 
     async countActiveOwners(workspaceId) {

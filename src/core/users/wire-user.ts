@@ -2,7 +2,7 @@ import type { AppRole, User, UserWrite } from './user.ts';
 
 /*
  * The user as the API shows it, defined once: the HTTP response (http/schemas/users.ts), the
- * event payload (built in SQL by storage/users.queries.ts from the same table, which the
+ * event payload (built in SQL by storage/user-sql.ts from the same table, which the
  * compiler holds to it) and the audit snapshot (users-service.ts) all read this table.
  */
 
