@@ -28,7 +28,7 @@ import { createWorkspaceRepository } from './workspaces.queries.ts';
 /** The repositories over `db`; `pool`: `db` is the pool, not a transaction (its users' writes may be combined). */
 function repositories(db: Database, keyRing: KeyRing, deliveries: UserDeliverySink, pool = false): Repositories {
   return {
-    users: createUserRepository(db, deliveries, { combineWrites: pool }),
+    users: createUserRepository(db, deliveries, { combineStatements: pool }),
     groups: createGroupRepository(db),
     products: createProductRepository(db),
     workspaces: createWorkspaceRepository(db),

@@ -7,14 +7,14 @@ import { AUDIT_VALUE_TYPES, auditInsert, auditValues, type AuditValue } from './
 import type { Database } from './database.ts';
 import { eventInsert, handOffColumn, toHandedOff } from './events.queries.ts';
 import { NamedStatement, ph } from './named-statement.ts';
-import { countChange, leaseParam, toUser, userColumnsOf, wireUserJson, workspaceParam, type UserDeliverySink, type WrittenRow } from './user-sql.ts';
-import { WriteCombiner } from './write-combiner.ts';
+import { appsOf, countChange, leaseParam, toUser, userColumnsOf, wireUserJson, workspaceParam, type UserDeliverySink, type UserRow, type WrittenRow } from './user-sql.ts';
+import { StatementCombiner } from './statement-combiner.ts';
 
 /*
- * Writes of several users of one workspace in one statement: the concurrent adds and changes of
- * different requests that a WriteCombiner gathered while a batch of their workspace ran, each
- * written as its single statement in users.queries.ts writes it (docs/architecture.md, "Changes
- * written together").
+ * Writes and reads of several users of one workspace in one statement: the concurrent adds,
+ * changes and look-ups of different requests that a StatementCombiner gathered while a batch of
+ * their workspace ran, each done as its single statement in users.queries.ts does it
+ * (docs/architecture.md, "Changes written together").
  */
 
 /** The audit values of a batch's change ({@link AUDIT_VALUE_TYPES}), by their names. */
@@ -61,7 +61,7 @@ function batchRecords(source: string): SQL {
 
 /**
  * Several changes of one workspace's users in one statement (the changes of concurrent requests
- * that a {@link WriteCombiner} gathered), each as {@link writeUserStatement} writes it with an
+ * that a {@link StatementCombiner} gathered), each as {@link writeUserStatement} writes it with an
  * expected version and without apps or sessions: the user row, only while still at the version
  * its change was read at; its count if `counts` (the status changes); its audit event; its
  * outbox event, numbered in one bump of the workspace's sequence by their number; its
@@ -93,7 +93,7 @@ const writeBatchWithCounts = writeBatchStatement('wum_user_write_batch_c', true)
 
 /**
  * Several adds of one workspace in one statement (the adds of concurrent requests that a
- * {@link WriteCombiner} gathered), each as {@link insertStatement} adds one: the products the
+ * {@link StatementCombiner} gathered), each as {@link insertStatement} adds one: the products the
  * batch names share-locked (in name order), and a user inserted only if every app of it names a
  * product that still has its role and its email is not taken; its apps, its count, its audit
  * event, its outbox event and its deliveries. Returns each user added, with its `ord` and the
@@ -181,8 +181,37 @@ const BATCHES_IN_FLIGHT = 1;
 /** Most changes (or adds) in one batch. */
 const BATCH_SIZE = 32;
 
-/** How a repository writes one change or one add alone, in a statement of its own. */
-export interface WritesAlone {
+/** How a look-up names its user: by folded email or by public id (a UUID, checked by the caller). */
+export type UserKeyKind = 'email' | 'id';
+
+/**
+ * Several look-ups of one workspace's users in one statement, each as `wum_user_by_email` or
+ * `wum_user_by_id` does one: the user its key names, with its apps, or none. The keys come as
+ * one JSON array; each row found carries its key's place (`ord`, from 1).
+ */
+const findBatch: Record<UserKeyKind, NamedStatement> = {
+  email: findBatchStatement('email'),
+  id: findBatchStatement('id'),
+};
+
+function findBatchStatement(kind: UserKeyKind): NamedStatement {
+  const matches = kind === 'email' ? sql`lower(users.email) = k.key` : sql`users.public_id = k.key::uuid`;
+  return new NamedStatement(
+    `wum_user_find_batch_${kind}`,
+    () => sql`select k.ord, u.*
+      from jsonb_array_elements_text(${ph('keys')}::jsonb) with ordinality as k(key, ord)
+      cross join lateral (
+        select ${userColumnsOf('users')}, ${appsOf('users')} as apps from users
+        where users.workspace_id = ${workspaceParam} and ${matches}
+        limit 1
+      ) u`,
+  );
+}
+
+/** How a repository writes one change or one add, or looks up one user, alone, in a statement of its own. */
+export interface AloneStatements {
+  /** A look-up without a lock: the user `key` names, or none. */
+  find(workspaceId: number, kind: UserKeyKind, key: string): Promise<StoredUser | undefined>;
   /** `writeIfUnchanged`'s change: the user as written, or none if its row moved on. */
   change(workspaceId: number, write: PendingWrite): Promise<StoredUser | undefined>;
   /** `insertIfAbsent`'s add: the user as added, or none if refused. */
@@ -195,17 +224,19 @@ export interface UserBatches {
   change(workspaceId: number, write: PendingWrite): Promise<StoredUser | undefined>;
   /** Adds `add` with the adds of its workspace that wait with it. */
   add(workspaceId: number, add: PendingAdd): Promise<StoredUser | undefined>;
+  /** Looks up the user `key` names (no lock) with the look-ups of its workspace that wait with it. */
+  find(workspaceId: number, kind: UserKeyKind, key: string): Promise<StoredUser | undefined>;
 }
 
 /**
- * Gathers the concurrent changes and adds of each workspace into batches ({@link WriteCombiner},
- * a lane per workspace and statement), runs a batch of one as `alone` does and a larger one as one
- * statement, and tells `deliveries` of the deliveries each wrote. A batch the database refuses as
- * a whole (a deadlock with another process's batch, a row a constraint refuses) is written one by
- * one with `alone`, so each gets its own outcome, as it would have alone. Only over the pool:
- * every batch runs on `db` outside any transaction.
+ * Gathers the concurrent changes, adds and look-ups of each workspace into batches
+ * ({@link StatementCombiner}, a lane per workspace and statement), runs a batch of one as `alone`
+ * does and a larger one as one statement, and tells `deliveries` of the deliveries each wrote. A
+ * batch the database refuses as a whole (a deadlock with another process's batch, a row a
+ * constraint refuses) is run again one by one with `alone`, so each gets its own outcome, as it
+ * would have alone. Only over the pool: every batch runs on `db` outside any transaction.
  */
-export function createUserBatches(db: Database, deliveries: UserDeliverySink, alone: WritesAlone): UserBatches {
+export function createUserBatches(db: Database, deliveries: UserDeliverySink, alone: AloneStatements): UserBatches {
   /**
    * Runs a batch's statement with `rows` (each with its `ord`, its place in the batch) and the
    * lease its deliveries get, hands each row's deliveries over, and returns the users it wrote
@@ -251,7 +282,7 @@ export function createUserBatches(db: Database, deliveries: UserDeliverySink, al
     identity: (write: W) => unknown,
     run: (workspaceId: number, writes: readonly W[]) => Promise<Array<PromiseSettledResult<StoredUser | undefined>>>,
   ) =>
-    new WriteCombiner<W & { readonly workspaceId: number }, StoredUser | undefined>({
+    new StatementCombiner<W & { readonly workspaceId: number }, StoredUser | undefined>({
       maxInFlight: BATCHES_IN_FLIGHT,
       maxBatch: BATCH_SIZE,
       identity,
@@ -294,7 +325,28 @@ export function createUserBatches(db: Database, deliveries: UserDeliverySink, al
           ),
       ),
   );
+  const finds = combinerOf<{ readonly kind: UserKeyKind; readonly key: string }>(
+    // Look-ups change nothing: any number of one user may share a batch.
+    (lookUp) => lookUp,
+    (workspaceId, lookUps) =>
+      settle(
+        lookUps,
+        (lookUp) => alone.find(workspaceId, lookUp.kind, lookUp.key),
+        async (all) => {
+          const rows = await findBatch[all[0]!.kind].run<UserRow & { ord: number | string }>(db, {
+            workspaceId,
+            keys: JSON.stringify(all.map((lookUp) => lookUp.key)),
+          });
+          const found = new Map(rows.map((row) => [Number(row.ord) - 1, row]));
+          return all.map((_, i) => {
+            const row = found.get(i);
+            return row ? toUser(row) : undefined;
+          });
+        },
+      ),
+  );
   return {
+    find: (workspaceId, kind, key) => finds.submit(`${workspaceId}:find:${kind}`, { kind, key, workspaceId }),
     change(workspaceId, write) {
       // A status change moves the counts: its statement has that part, so it has a lane of its own.
       const counts = write.current.status !== write.user.status;

@@ -15,7 +15,7 @@ import { isUuid } from './uuid.ts';
 import { toWireApps } from '../core/users/wire-user.ts';
 import { rowsOf } from './rows.ts';
 import { inRequestTransaction } from './request-transaction.ts';
-import { createUserBatches, type PendingAdd, type PendingWrite } from './user-batches.queries.ts';
+import { createUserBatches, type PendingAdd, type PendingWrite, type UserKeyKind } from './user-batches.queries.ts';
 import {
   appsOf,
   appsParam,
@@ -425,12 +425,13 @@ const recordNotice = new NamedStatement(
 /** Options of {@link createUserRepository}. */
 export interface UserRepositoryOptions {
   /**
-   * Gather the concurrent changes of {@link UserRepository.writeIfUnchanged} of one workspace
-   * into batches ({@link WriteCombiner}): only for a repository over the pool, never one over a
-   * transaction, whose statements must run in it. A change made while a request transaction is
-   * open is written alone, in it.
+   * Gather the concurrent adds ({@link UserRepository.insertIfAbsent}), changes
+   * ({@link UserRepository.writeIfUnchanged}) and look-ups without a lock ({@link UserRepository.find})
+   * of one workspace into batches (user-batches.queries.ts): only for a repository over the pool,
+   * never one over a transaction, whose statements must run in it. One made while a request
+   * transaction is open runs alone, in it.
    */
-  readonly combineWrites?: boolean;
+  readonly combineStatements?: boolean;
 }
 
 /**
@@ -479,17 +480,19 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
     const row = await writeOne(workspaceId, user.apps.length > 0 ? insertWithApps : insertWithoutApps, values);
     return row ? toUser(row, user.apps) : undefined;
   };
-  const batches = options.combineWrites ? createUserBatches(db, deliveries, { change: writeAlone, add: addAlone }) : undefined;
+  /** Looks up one user, without a lock, in a statement of its own. */
+  const findAlone = async (workspaceId: number, kind: UserKeyKind, key: string): Promise<StoredUser | undefined> => {
+    const [row] = await findUser[kind].run<UserRow>(db, { workspaceId, key });
+    return row ? toUser(row) : undefined;
+  };
+  const batches = options.combineStatements ? createUserBatches(db, deliveries, { change: writeAlone, add: addAlone, find: findAlone }) : undefined;
 
   return {
     async find(workspaceId, ref, options) {
       const kind = 'email' in ref ? 'email' : 'id';
       const key = 'email' in ref ? foldEmail(ref.email) : ref.id;
       if (kind === 'id' && !isUuid(key)) return undefined;
-      if (!options?.lock) {
-        const [row] = await findUser[kind].run<UserRow>(db, { workspaceId, key });
-        return row ? toUser(row) : undefined;
-      }
+      if (!options?.lock) return batches && !inRequestTransaction() ? batches.find(workspaceId, kind, key) : findAlone(workspaceId, kind, key);
       // Lock, then read in a second statement. Under READ COMMITTED a statement that waited
       // for the row lock sees the newest version of the locked row but user_apps as of its
       // own start: read together, the apps could predate the change it waited for (found by

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { WriteCombiner } from '../../src/storage/write-combiner.ts';
+import { StatementCombiner } from '../../src/storage/statement-combiner.ts';
 
 /*
- * The write combiner of src/storage/write-combiner.ts: a write alone starts at once; writes that
+ * The statement combiner of src/storage/statement-combiner.ts: a write alone starts at once; writes that
  * arrive while a lane's batches run wait and go together; one identity is never twice in a batch;
  * each write gets its own outcome.
  */
-describe('write combiner', () => {
+describe('statement combiner', () => {
   /** A combiner whose batches are recorded and end when the test releases them. */
   function recordingCombiner(maxInFlight: number, maxBatch = 32) {
     const batches: Array<{ writes: Array<{ id: string; fail?: boolean }>; release: () => void }> = [];
-    const combiner = new WriteCombiner<{ id: string; fail?: boolean }, string>({
+    const combiner = new StatementCombiner<{ id: string; fail?: boolean }, string>({
       maxInFlight,
       maxBatch,
       identity: (write) => write.id,
@@ -81,7 +81,7 @@ describe('write combiner', () => {
     assert.equal(await kept, 'wrote b');
     await assert.rejects(refused, /refused c/);
 
-    const failing = new WriteCombiner<string, string>({
+    const failing = new StatementCombiner<string, string>({
       maxInFlight: 1,
       maxBatch: 8,
       identity: (w) => w,

@@ -1,14 +1,15 @@
 /**
- * What a {@link WriteCombiner} needs of the writes it gathers.
+ * What a {@link StatementCombiner} needs of the statements' work it gathers (writes, or
+ * look-ups; "write" below stands for either).
  * @typeParam T - one write, as its caller submits it.
  * @typeParam R - its outcome.
  */
-export interface WriteCombinerOptions<T, R> {
+export interface StatementCombinerOptions<T, R> {
   /** Most batches of one lane running at once; a write that finds them all running waits for the next. */
   readonly maxInFlight: number;
   /** Most writes in one batch. */
   readonly maxBatch: number;
-  /** What a write changes (a user's row id): two writes of the same thing never share a batch. */
+  /** What a write changes (a user's row id): two writes of the same thing never share a batch. A look-up's own object: any share one. */
   readonly identity: (write: T) => unknown;
   /**
    * Runs a batch (one write or several, of one lane) and settles each write's own outcome, in
@@ -31,8 +32,8 @@ interface Lane<T, R> {
 }
 
 /**
- * Gathers concurrent writes into batches, lane by lane (a lane: writes that one statement can
- * carry together, such as the changes of one workspace's users). A write whose lane has fewer
+ * Gathers concurrent writes (or look-ups) into batches, lane by lane (a lane: what one statement
+ * can carry together, such as the changes of one workspace's users). A write whose lane has fewer
  * than `maxInFlight` batches running starts one at once, with whatever waits beside it: a write
  * alone is never delayed. The others wait while those batches run, and the next batch takes them
  * together when one ends. The cost a database pays per statement (the round trip, the executor's
@@ -42,11 +43,11 @@ interface Lane<T, R> {
  * next. The idea is a database's group commit (one log flush for the commits that arrived
  * while the previous flush ran), applied to statements.
  */
-export class WriteCombiner<T, R> {
+export class StatementCombiner<T, R> {
   private readonly lanes = new Map<string, Lane<T, R>>();
 
   /** @param options - the batches' bounds and how a batch runs. */
-  constructor(private readonly options: WriteCombinerOptions<T, R>) {}
+  constructor(private readonly options: StatementCombinerOptions<T, R>) {}
 
   /**
    * Writes `write` in a batch of lane `lane`: its own outcome, or the reason its batch (or its own

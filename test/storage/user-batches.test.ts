@@ -242,4 +242,36 @@ describe(`changes of one workspace's users written together [${BACKEND}]`, () =>
     assert.equal((await eventsOf(ws, 'user.created')).length, 4, 'an event for each user added, none for the refused');
     assert.equal((await auditOf(ws, 'user.created')).length, 4);
   });
+
+  test('look-ups at once, by email in any case and by id, found or not: each gets its own user, with its apps', async () => {
+    const { ws, emails } = await workspaceWith(5, 'look');
+    const workspace = (await ctx.store.workspaces.findBySubdomain(ws.subdomain))!;
+    const byId = (await ctx.store.users.find(workspace.id, { email: emails[4]! }))!;
+    const found = await Promise.all([
+      ...emails.slice(0, 4).map((email, i) => ctx.store.users.find(workspace.id, { email: i % 2 === 0 ? email : email.toUpperCase() })),
+      ctx.store.users.find(workspace.id, { email: 'nobody@example.com' }),
+      ctx.store.users.find(workspace.id, { id: byId.id }),
+      ctx.store.users.find(workspace.id, { id: crypto.randomUUID() }),
+      ctx.store.users.find(workspace.id, { email: emails[0]! }),
+    ]);
+    assert.deepEqual(
+      found.map((user) => user && [user.email, user.firstName, user.apps.map((a) => `${a.name}:${a.role}`), user.version]),
+      [
+        ...emails.slice(0, 4).map((email) => [email, 'Old', ['crm:member'], 1]),
+        undefined,
+        [emails[4], 'Old', ['crm:member'], 1],
+        undefined,
+        [emails[0], 'Old', ['crm:member'], 1],
+      ],
+    );
+    // Another workspace's user is never found, even looked up at once with this workspace's.
+    const other = await workspaceWith(1, 'lookother');
+    const otherWorkspace = (await ctx.store.workspaces.findBySubdomain(other.ws.subdomain))!;
+    const [mine, theirs] = await Promise.all([
+      ctx.store.users.find(workspace.id, { email: other.emails[0]! }),
+      ctx.store.users.find(otherWorkspace.id, { email: other.emails[0]! }),
+    ]);
+    assert.equal(mine, undefined);
+    assert.equal(theirs?.email, other.emails[0]);
+  });
 });
