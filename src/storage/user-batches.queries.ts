@@ -21,7 +21,7 @@ import { StatementCombiner } from './statement-combiner.ts';
 const BATCH_AUDIT_VALUES = Object.keys(AUDIT_VALUE_TYPES) as AuditValue[];
 
 /**
- * The columns of a user written in a batch ({@link writeBatchStatement}, {@link addBatchStatement}),
+ * The columns of a user written in a batch ({@link writeBatchStatement}, {@link addBatch}),
  * as `jsonb_to_recordset` reads them after each statement's own (its place `ord` first): every
  * attribute written, the apps as the API shows them (for the event, and an add's apps), the
  * event's values, and the audit entry's values under their own names ({@link batchUser} writes them).
@@ -172,13 +172,13 @@ export interface PendingAdd {
 }
 
 /**
- * Most batches of one workspace's changes (or adds) running at once: one. Measured on two cores against
- * two and three (docs/performance.md, "Several changes in one statement"): the fewer run at once,
- * the more changes each carries, and the less the server and the database spend per change.
- * Other workspaces' batches run beside it.
+ * Most batches of one workspace's changes (or adds, or look-ups) running at once: one. Measured on
+ * two cores against two and three (docs/performance.md, "Several changes in one statement"): the
+ * fewer run at once, the more each carries, and the less the server and the database spend per
+ * change. Other workspaces' batches, and the workspace's batches of the other kinds, run beside it.
  */
 const BATCHES_IN_FLIGHT = 1;
-/** Most changes (or adds) in one batch. */
+/** Most changes (or adds, or look-ups) in one batch. */
 const BATCH_SIZE = 32;
 
 /** How a look-up names its user: by folded email or by public id (a UUID, checked by the caller). */
@@ -194,6 +194,7 @@ const findBatch: Record<UserKeyKind, NamedStatement> = {
   id: findBatchStatement('id'),
 };
 
+/** The statement of {@link findBatch} for keys of `kind`. */
 function findBatchStatement(kind: UserKeyKind): NamedStatement {
   const matches = kind === 'email' ? sql`lower(users.email) = k.key` : sql`users.public_id = k.key::uuid`;
   return new NamedStatement(
