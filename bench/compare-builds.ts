@@ -1,7 +1,8 @@
 /*
  * `node --import tsx bench/compare-builds.ts NAME=SERVER_JS … [--rounds N] [--seconds S]
- * [--warmup S] [--scenario products|list|scim|add] [--endpoints N]`: `GET /products` (or `GET /users` page 1 of the
- * 10,000 users, `--scenario list`, or SCIM `userName eq` of one of them, `--scenario scim`, or `POST /users` of new users, `--scenario add`, with `--endpoints N`
+ * [--warmup S] [--scenario products|list|scim|search|add] [--endpoints N]`: `GET /products` (or `GET /users` page 1 of the
+ * 10,000 users, `--scenario list`, or SCIM `userName eq` of one of them, `--scenario scim`, or `GET /users?q=` of a
+ * prefix of a few of their emails, `--scenario search`, or `POST /users` of new users, `--scenario add`, with `--endpoints N`
  * webhook endpoints to a receiver in this process) against several compiled servers, taken in turn round after
  * round against one seeded PostgreSQL, so that a before/after comparison shares the
  * machine's moments (on a shared machine the rate moves more between minutes than between
@@ -23,7 +24,7 @@ import { buildFrameworkCeiling, CEILING_SCRIPT } from './framework-ceiling-build
 import { runHttpLoad } from './http-load.ts';
 import { median } from './measurement.ts';
 import { postmasterPid, sampleOwnCpu, sampleUsage, startServer, type ServerHandle } from './processes.ts';
-import { addRequest, listRequest, productsRequest, scimFindRequest } from './requests.ts';
+import { addRequest, listRequest, productsRequest, scimFindRequest, searchRequest } from './requests.ts';
 import { seededEmail, seedSmallAndAdds } from './seed.ts';
 
 const { values: options, positionals } = parseArgs({
@@ -49,7 +50,7 @@ const variants: Variant[] = positionals.map((argument) => {
   return { name, script: script === 'bare' ? CEILING_SCRIPT : script };
 });
 if (variants.length === 0) throw new Error('name at least one NAME=SERVER_JS');
-if (!['products', 'list', 'scim', 'add'].includes(options.scenario)) throw new Error(`unknown scenario ${options.scenario}: products, list, scim or add`);
+if (!['products', 'list', 'scim', 'search', 'add'].includes(options.scenario)) throw new Error(`unknown scenario ${options.scenario}: products, list, scim, search or add`);
 // The bare server answers only the catalogue: against page 1 it would measure another request.
 if (options.scenario !== 'products' && variants.some((v) => v.script === CEILING_SCRIPT)) throw new Error('NAME=bare measures products only');
 if (variants.some((v) => v.script === CEILING_SCRIPT)) buildFrameworkCeiling();
@@ -98,9 +99,11 @@ try {
     list: () => listRequest(small, 1),
     // A different seeded user each time (a stride prime to the workspace's size).
     scim: () => scimFindRequest(small, seededEmail(small.subdomain, 1 + ((looked++ * 7919) % small.users))),
+    // A prefix of about eleven seeded emails (u123 is u123, u1230…u1239), a different one each time.
+    search: () => searchRequest(small, `u${100 + ((looked++ * 7919) % 900)}`),
     add: () => addRequest(adds),
     products: () => productsRequest(small),
-  }[options.scenario as 'list' | 'scim' | 'add' | 'products'];
+  }[options.scenario as 'list' | 'scim' | 'search' | 'add' | 'products'];
   const database = await postmasterPid(cluster.url);
   for (let round = 1; round <= Number(options.rounds); round += 1) {
     for (const variant of variants) {
