@@ -38,6 +38,14 @@ function batchInput(columns: string): SQL {
 }
 
 /**
+ * The columns of the batch's input row `i` that a written user's row carries on to
+ * {@link batchRecords}: its place, its apps as the API shows them, its event's values and its
+ * audit entry's values.
+ */
+const CARRIED_INPUT = sql`i.ord, i.wire_apps, i.event_type, i.previous, i.extra,
+  ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}`;
+
+/**
  * The audit row, the event and its deliveries of each user of CTE `source` (a batch's users, each
  * with the columns of {@link BATCH_USER_COLUMNS}), then each user as written with its `ord` and
  * the deliveries it hands over: the end of a batch's statement.
@@ -81,8 +89,7 @@ function writeBatchStatement(name: string, counts: boolean): NamedStatement {
         expires_at = i.expires_at, version = users.version + 1, updated_at = now()
       from input i
       where users.workspace_id = ${workspaceParam} and users.id = i.row_id and users.version = i.expected_version
-      returning ${userColumnsOf('users')}, i.ord, i.old_status, i.wire_apps, i.event_type, i.previous, i.extra,
-        ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
+      returning ${userColumnsOf('users')}, i.old_status, ${CARRIED_INPUT}
     ),
     ${counts ? sql`moved as (${countChange('updated', sql`values (s.status, 1), (s.old_status, -1)`, sql`s.status <> s.old_status`, true)}),` : sql``}
     ${batchRecords('updated')}`,
@@ -124,8 +131,7 @@ const addBatch = new NamedStatement(
       returning ${userColumnsOf('users')}
     ),
     created as (
-      select s.*, i.ord, i.wire_apps, i.event_type, i.previous, i.extra,
-        ${sql.join(BATCH_AUDIT_VALUES.map((name) => sql`i.${sql.identifier(name)}`), sql`, `)}
+      select s.*, ${CARRIED_INPUT}
       from inserted s join input i on i.public_id = s.public_id
     ),
     apps as (

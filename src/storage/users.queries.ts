@@ -299,7 +299,6 @@ function writeUserFor(current: StoredUser, user: UserWrite, replaceApps: boolean
   return statement;
 }
 
-
 /** Active owners of a workspace (the partial index `users__active_owners`). */
 const countActiveOwners = new NamedStatement(
   'wum_user_active_owners',
@@ -421,7 +420,6 @@ const recordNotice = new NamedStatement(
     select count(*) as n from noticed`,
 );
 
-
 /** Options of {@link createUserRepository}. */
 export interface UserRepositoryOptions {
   /**
@@ -486,13 +484,18 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
     return row ? toUser(row) : undefined;
   };
   const batches = options.combineStatements ? createUserBatches(db, deliveries, { change: writeAlone, add: addAlone, find: findAlone }) : undefined;
+  /** The batches a statement may join now: none inside a request transaction, whose statements run in it. */
+  const batchesNow = () => (inRequestTransaction() ? undefined : batches);
 
   return {
     async find(workspaceId, ref, options) {
       const kind = 'email' in ref ? 'email' : 'id';
       const key = 'email' in ref ? foldEmail(ref.email) : ref.id;
       if (kind === 'id' && !isUuid(key)) return undefined;
-      if (!options?.lock) return batches && !inRequestTransaction() ? batches.find(workspaceId, kind, key) : findAlone(workspaceId, kind, key);
+      if (!options?.lock) {
+        const combined = batchesNow();
+        return combined ? combined.find(workspaceId, kind, key) : findAlone(workspaceId, kind, key);
+      }
       // Lock, then read in a second statement. Under READ COMMITTED a statement that waited
       // for the row lock sees the newest version of the locked row but user_apps as of its
       // own start: read together, the apps could predate the change it waited for (found by
@@ -505,7 +508,8 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
 
     async insertIfAbsent(workspaceId, id, user, record) {
       const add = { id, user, record };
-      return batches && !inRequestTransaction() ? batches.add(workspaceId, add) : addAlone(workspaceId, add);
+      const combined = batchesNow();
+      return combined ? combined.add(workspaceId, add) : addAlone(workspaceId, add);
     },
 
     async insertMany(workspaceId, batch) {
@@ -549,8 +553,8 @@ export function createUserRepository(db: Database, deliveries: UserDeliverySink,
       if (!sameApps(current.apps, user.apps)) throw new Error('writeIfUnchanged writes no apps: the apps must stay as they are');
       const write = { current, user, record };
       // A change that may end console sessions is written alone: a batch carries no sessions part.
-      if (!batches || writesSessions(current, user) || inRequestTransaction()) return writeAlone(workspaceId, write);
-      return batches.change(workspaceId, write);
+      const combined = writesSessions(current, user) ? undefined : batchesNow();
+      return combined ? combined.change(workspaceId, write) : writeAlone(workspaceId, write);
     },
 
     async countActiveOwners(workspaceId) {
